@@ -1,0 +1,47 @@
+/** Who is making a request: an API key, or a signed-in operator or company user. */
+
+/** The scopes an API key can carry (the spec's table). */
+export const KEY_SCOPES = ['read', 'leads:write', 'dnc:write', 'outcomes:write'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** Operator roles with rights; any other operator role reads only. */
+export const OPERATOR_ROLES = ['platform_owner', 'platform_support', 'platform_billing'] as const;
+/** Company roles with admin rights; other company roles exist. */
+export const COMPANY_ADMIN_ROLES = ['owner', 'admin'] as const;
+
+export type KeyPrincipal = {
+  kind: 'key';
+  keyId: string;
+  tenantId: string;
+  scopes: ReadonlySet<string>;
+};
+
+export type SessionPrincipal = {
+  kind: 'operator' | 'company';
+  sessionId: string;
+  /** Hex SHA-256 of the session token: what the CSRF token is checked against. */
+  tokenHash: string;
+  userId: string;
+  tenantId: string | null;
+  email: string;
+  name: string;
+  roles: readonly string[];
+  mustChangePassword: boolean;
+};
+
+export type Principal = KeyPrincipal | SessionPrincipal;
+
+/** The company whose request budget a principal spends, or null for an operator. */
+export function principalTenant(p: Principal): string | null {
+  return p.kind === 'operator' ? null : p.tenantId;
+}
+
+/** True when the principal is a company user with one of `roles`. */
+export function hasCompanyRole(p: Principal, roles: readonly string[]): boolean {
+  return p.kind === 'company' && p.roles.some((r) => roles.includes(r));
+}
+
+/** True when the principal is an operator with one of `roles`. */
+export function hasOperatorRole(p: Principal, roles: readonly string[]): boolean {
+  return p.kind === 'operator' && p.roles.some((r) => roles.includes(r));
+}

@@ -1,0 +1,91 @@
+/**
+ * Creating a company: the company row, its first owner with a temporary password, and its plan,
+ * all in one transaction, so a failure part-way leaves nothing behind.
+ */
+import { ApiError } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { normalEmail, registerEmail } from '../auth/accounts.ts';
+import { hashPassword, temporaryPassword } from '../auth/passwords.ts';
+import type { PlanName } from '../db/schema/index.ts';
+import type { Store } from '../db/store.ts';
+
+export type NewCompany = {
+  name: string;
+  slug: string;
+  notes?: string;
+  parent_id?: string | null;
+  plan: PlanName;
+  owner: { name: string; email: string };
+};
+
+export type CompanyView = {
+  id: string;
+  name: string;
+  slug: string;
+  notes: string;
+  parent_id: string | null;
+  status: string;
+  plan: string;
+  created_at: string;
+};
+
+/** The wire view of a company row. */
+export function companyView(r: { id: string; name: string; slug: string; notes: string; parent_id: string | null; status: string; plan: string; created_at: Date }): CompanyView {
+  return { id: r.id, name: r.name, slug: r.slug, notes: r.notes, parent_id: r.parent_id, status: r.status, plan: r.plan, created_at: r.created_at.toISOString() };
+}
+
+/**
+ * Creates a company with its first owner. 409 for a taken slug or an e-mail already registered;
+ * 422 for an operator's e-mail or a parent that is itself a sub-account.
+ */
+export async function createCompany(
+  store: Store,
+  input: NewCompany,
+): Promise<{ tenant: CompanyView; owner: { id: string; email: string }; temporary_password: string }> {
+  const email = normalEmail(input.owner.email);
+  const password = temporaryPassword();
+  const phc = await hashPassword(password);
+  const tenantId = newId('ten');
+  const ownerId = newId('usr');
+  return store.transaction(async (tx) => {
+    if (input.parent_id) {
+      const parent = await tx.selectFrom('companies').select(['id', 'parent_id']).where('id', '=', input.parent_id).executeTakeFirst();
+      if (!parent) throw new ApiError('unprocessable', `parent_id ${input.parent_id} names no company`);
+      if (parent.parent_id) throw new ApiError('unprocessable', 'a sub-account cannot have sub-accounts of its own (one level only)');
+    }
+    const taken = await tx.selectFrom('companies').select('id').where('slug', '=', input.slug).executeTakeFirst();
+    if (taken) throw new ApiError('conflict', `the slug ${input.slug} is taken`);
+    const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', email).executeTakeFirst();
+    if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator and cannot own a company');
+    if (holder) throw new ApiError('conflict', 'that e-mail is already registered');
+    const row = await tx
+      .insertInto('companies')
+      .values({ id: tenantId, name: input.name, slug: input.slug, notes: input.notes ?? '', parent_id: input.parent_id ?? null, status: 'on', plan: input.plan })
+      .onConflict((oc) => oc.column('slug').doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new ApiError('conflict', `the slug ${input.slug} is taken`);
+    if (!(await registerEmail(tx, email, 'company', ownerId))) throw new ApiError('conflict', 'that e-mail is already registered');
+    await tx.insertInto('company_users').values({ id: ownerId, tenant_id: tenantId, email, name: input.owner.name, password_hash: phc, roles: ['owner'], must_change_password: true }).execute();
+    return { tenant: companyView(row), owner: { id: ownerId, email }, temporary_password: password };
+  });
+}
+
+/** Adds a user to a company (owner, admin or another role), with a temporary password. */
+export async function addCompanyUser(
+  store: Store,
+  tenantId: string,
+  input: { name: string; email: string; roles: string[] },
+): Promise<{ id: string; email: string; temporary_password: string }> {
+  const email = normalEmail(input.email);
+  const password = temporaryPassword();
+  const phc = await hashPassword(password);
+  const id = newId('usr');
+  await store.transaction(async (tx) => {
+    const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', email).executeTakeFirst();
+    if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator');
+    if (holder || !(await registerEmail(tx, email, 'company', id))) throw new ApiError('conflict', 'that e-mail is already registered');
+    await tx.insertInto('company_users').values({ id, tenant_id: tenantId, email, name: input.name, password_hash: phc, roles: input.roles, must_change_password: true }).execute();
+  });
+  return { id, email, temporary_password: password };
+}

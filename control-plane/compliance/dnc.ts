@@ -1,0 +1,45 @@
+/** The company's own do-not-call list: adding numbers (repeats count once) and reading it. */
+import { toE164 } from '../../shared/phone.ts';
+import type { Store } from '../db/store.ts';
+
+export type DncAddResult = {
+  lines: number;
+  accepted: number;
+  rejected: number;
+  rejected_rows: Array<{ row: number; number: string; reason: string }>;
+};
+
+/** Adds numbers to a company's list; invalid ones are refused and the first 50 listed. */
+export async function addDncNumbers(store: Store, tenantId: string, numbers: string[], source: string): Promise<DncAddResult> {
+  const valid = new Set<string>();
+  const rejected_rows: DncAddResult['rejected_rows'] = [];
+  let rejected = 0;
+  numbers.forEach((raw, i) => {
+    const n = toE164(raw);
+    if (n) valid.add(n);
+    else {
+      rejected++;
+      if (rejected_rows.length < 50) rejected_rows.push({ row: i + 1, number: raw, reason: 'invalid phone number' });
+    }
+  });
+  const rows = [...valid].map((number) => ({ tenant_id: tenantId, number, source }));
+  for (let i = 0; i < rows.length; i += 1000) {
+    await store.db.insertInto('dnc_numbers').values(rows.slice(i, i + 1000)).onConflict((oc) => oc.columns(['tenant_id', 'number']).doNothing()).execute();
+  }
+  return { lines: numbers.length, accepted: valid.size, rejected, rejected_rows };
+}
+
+/** Whether a number is on the company's list, and since when. */
+export async function findDncNumber(store: Store, tenantId: string, number: string) {
+  return store.db.selectFrom('dnc_numbers').select(['number', 'source', 'created_at']).where('tenant_id', '=', tenantId).where('number', '=', number).executeTakeFirst();
+}
+
+/** A page of the company's list in number order, after `cursor`. */
+export async function listDncNumbers(store: Store, tenantId: string, cursor: string | undefined, limit: number) {
+  let q = store.db.selectFrom('dnc_numbers').select(['number', 'source', 'created_at']).where('tenant_id', '=', tenantId).orderBy('number').limit(limit + 1);
+  if (cursor) q = q.where('number', '>', cursor);
+  const rows = await q.execute();
+  const more = rows.length > limit;
+  const items = rows.slice(0, limit);
+  return { items, next_cursor: more ? items[items.length - 1].number : null };
+}

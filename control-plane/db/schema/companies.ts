@@ -1,0 +1,17 @@
+/** The companies (tenants) table. Its lifecycle is the company actor's; here only its columns. */
+import type { ColumnType } from 'kysely';
+
+export type CompanyStatus = 'on' | 'suspended' | 'closing';
+export type PlanName = 'trial' | 'standard' | 'enterprise';
+
+export interface CompaniesTable {
+  id: string;
+  name: string;
+  slug: string;
+  notes: string;
+  parent_id: string | null;
+  status: CompanyStatus;
+  plan: PlanName;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}

@@ -1,0 +1,20 @@
+/** The database type: every table, one file each, joined here. */
+import type { ApiKeysTable } from './api-keys.ts';
+import type { CompaniesTable } from './companies.ts';
+import type { DncNumbersTable } from './dnc.ts';
+import type { IdempotencyRecordsTable } from './idempotency.ts';
+import type { SessionsTable } from './sessions.ts';
+import type { CompanyUsersTable, OperatorsTable, RegisteredEmailsTable } from './users.ts';
+
+export type { CompanyStatus, PlanName } from './companies.ts';
+
+export interface DB {
+  companies: CompaniesTable;
+  operators: OperatorsTable;
+  company_users: CompanyUsersTable;
+  registered_emails: RegisteredEmailsTable;
+  sessions: SessionsTable;
+  api_keys: ApiKeysTable;
+  idempotency_records: IdempotencyRecordsTable;
+  dnc_numbers: DncNumbersTable;
+}

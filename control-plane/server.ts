@@ -1,0 +1,46 @@
+/**
+ * One control-plane instance: services, the first operator, and the HTTP server on its port.
+ * `main.ts` runs it for `npm start`; tests run several on ephemeral ports.
+ */
+import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type { Config } from '../shared/config.ts';
+import { buildApp } from '../http/app.ts';
+import { bootstrapOperator } from './auth/accounts.ts';
+import { createServices, type ServiceOverrides, type Services } from './context.ts';
+
+export type RunningControlPlane = {
+  url: string;
+  port: number;
+  services: Services;
+  /** The first operator's credentials when this start created it with a generated password. */
+  bootstrap: { email: string; password: string | null } | null;
+  close(): Promise<void>;
+};
+
+/** Starts an instance on `config.HOST`:`config.PORT` (0 for an ephemeral port). */
+export async function startControlPlane(config: Config, overrides: ServiceOverrides = {}): Promise<RunningControlPlane> {
+  const services = await createServices(config, overrides);
+  const bootstrap = await bootstrapOperator(services.store, config.VD_BOOTSTRAP_OPERATOR_EMAIL, config.VD_BOOTSTRAP_OPERATOR_PASSWORD);
+  const app = buildApp(services);
+  const server = await new Promise<Server>((resolve) => {
+    const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
+  });
+  server.keepAliveTimeout = 65_000;
+  const { port } = server.address() as AddressInfo;
+  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    services,
+    bootstrap,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await services.close();
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * The Hono app: middleware in the order of ARCHITECTURE.md (request id and logging, body limit,
+ * authentication, CSRF, rate limit, idempotency), then the route groups.
+ */
+import { Hono } from 'hono';
+import type { Services } from '../control-plane/context.ts';
+import type { AppEnv } from './env.ts';
+import { authenticate } from './middleware/auth.ts';
+import { bodyLimit } from './middleware/body.ts';
+import { csrf } from './middleware/csrf.ts';
+import { onError, onNotFound } from './middleware/errors.ts';
+import { idempotency } from './middleware/idempotency.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
+import { requestLog } from './middleware/request-log.ts';
+import { apiKeyRoutes } from './routes/api-keys.ts';
+import { authRoutes } from './routes/auth.ts';
+import { complianceRoutes } from './routes/compliance.ts';
+import { coreRoutes } from './routes/core.ts';
+import { inboundRoutes } from './routes/inbound.ts';
+import { systemRoutes } from './routes/system.ts';
+
+/** The whole HTTP API on `services`. */
+export function buildApp(services: Services): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.onError(onError);
+  app.notFound(onNotFound);
+  app.use('*', async (c, next) => {
+    c.set('services', services);
+    c.set('principal', null);
+    await next();
+  });
+  app.use('*', requestLog);
+  app.route('/', systemRoutes);
+  const api = new Hono<AppEnv>();
+  api.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES), authenticate, csrf, rateLimit, idempotency);
+  api.route('/auth/v1', authRoutes);
+  api.route('/integrations/v1/api-keys', apiKeyRoutes);
+  api.route('/integrations/v1/inbound', inboundRoutes);
+  api.route('/core/v1', coreRoutes);
+  api.route('/compliance/v1', complianceRoutes);
+  app.route('/api', api);
+  return app;
+}

@@ -1,0 +1,64 @@
+/**
+ * The body limit (10 MB by default; 413 past it) and JSON reading (400 when unreadable, 422 when
+ * it does not fit the schema). A declared length over the limit is refused before any byte is
+ * read; a streamed body is cut off at the limit, never read whole first.
+ */
+import type { Context } from 'hono';
+import { createMiddleware } from 'hono/factory';
+import type { z } from 'zod';
+import { ApiError } from '../../shared/errors.ts';
+import type { AppEnv } from '../env.ts';
+
+const TOO_LARGE = (limit: number) =>
+  new ApiError('payload_too_large', `the body is over the limit of ${limit} bytes`, { connection: 'close' });
+
+/** Reads the body of POST, PUT, PATCH and DELETE into `rawBody`, refusing it past `limit` bytes. */
+export function bodyLimit(limit: number) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    c.set('rawBody', null);
+    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(c.req.method)) return next();
+    const declared = c.req.header('content-length');
+    if (declared !== undefined && Number(declared) > limit) throw TOO_LARGE(limit);
+    const stream = c.req.raw.body;
+    if (!stream) {
+      c.set('rawBody', Buffer.alloc(0));
+      return next();
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw TOO_LARGE(limit);
+      }
+      chunks.push(value);
+    }
+    c.set('rawBody', Buffer.concat(chunks, size));
+    return next();
+  });
+}
+
+/** The request body parsed as JSON and checked against `schema`. */
+export function readJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S): z.infer<S> {
+  const raw = c.get('rawBody');
+  if (!raw || raw.length === 0) throw new ApiError('bad_request', 'the request needs a JSON body');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new ApiError('bad_request', 'the body is not valid JSON');
+  }
+  const result = schema.safeParse(parsed);
+  if (!result.success) {
+    const why = result.error.issues
+      .slice(0, 5)
+      .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+      .join('; ');
+    throw new ApiError('unprocessable', why);
+  }
+  return result.data;
+}

@@ -1,0 +1,33 @@
+/**
+ * The one place that writes error bodies: every error, including unknown paths and unreadable
+ * JSON, leaves in the spec's shape `{"error":{"code","message"}}`.
+ */
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
+import type { AppEnv } from '../env.ts';
+
+/** An error answer in the spec's shape. */
+export function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}): Response {
+  const err = new ApiError(code, message, headers);
+  return new Response(JSON.stringify(err.toBody()), {
+    status: err.status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  });
+}
+
+/** `app.onError`: ApiErrors as they are; anything else logged and answered 500 without details. */
+export function onError(err: Error, c: Context<AppEnv>): Response {
+  if (err instanceof ApiError) return errorResponse(err.code, err.message, err.headers);
+  if (err instanceof HTTPException) {
+    const code: ErrorCode = err.status === 400 ? 'bad_request' : err.status === 404 ? 'not_found' : err.status === 413 ? 'payload_too_large' : 'bad_request';
+    return errorResponse(code, err.message || 'the request could not be read');
+  }
+  (c.get('log') ?? console).error({ err }, 'unhandled error');
+  return errorResponse('internal', 'an internal error occurred; the request id names it in our logs');
+}
+
+/** `app.notFound`: 404 in the spec's shape. */
+export function onNotFound(c: Context<AppEnv>): Response {
+  return errorResponse('not_found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname}`);
+}

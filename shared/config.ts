@@ -1,0 +1,67 @@
+/**
+ * Settings, read from the environment in this one module and validated with zod. A bad value
+ * stops the start with a message that names the variable. Every setting is listed in README.md.
+ */
+import { z } from 'zod';
+
+const bool = z
+  .enum(['0', '1', 'true', 'false', ''])
+  .transform((v) => v === '1' || v === 'true');
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  VD_DATA_DIR: z.string().min(1).default('./data'),
+  VD_BOOTSTRAP_OPERATOR_EMAIL: z.email().default('owner@platform.local'),
+  VD_BOOTSTRAP_OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  VD_INSTANCE_ID: z.string().min(1).optional(),
+  /** Per-company request rate: tokens added each second, and the bucket's size (the burst). */
+  VD_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(200),
+  VD_RATE_LIMIT_BURST: z.coerce.number().int().positive().default(1000),
+  /** Largest request body in bytes (the spec: 10 MB). */
+  VD_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(10 * 1024 * 1024),
+  /** Hours a signed-in session lives after its last use. */
+  VD_SESSION_IDLE_HOURS: z.coerce.number().positive().default(12),
+  /** Test and demo only: lets the guarded outbound client reach loopback and private addresses. */
+  VD_ALLOW_PRIVATE_TARGETS: bool.default(false),
+  /** Set to 0 to run the control plane without its embedded media agent. */
+  VD_EMBEDDED_AGENT: bool.default(true),
+});
+
+export type Config = z.infer<typeof schema>;
+
+/** Raised when the environment holds a bad value; its message names every bad variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the settings from `env` (the process environment by default). */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') picked[key] = v;
+  }
+  const parsed = schema.safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid settings: ${lines.join('; ')}`);
+  }
+  const cfg = parsed.data;
+  if (cfg.VD_ALLOW_PRIVATE_TARGETS && cfg.NODE_ENV === 'production') {
+    throw new ConfigError(
+      'VD_ALLOW_PRIVATE_TARGETS: may not be set when NODE_ENV=production (it is for local tests only)',
+    );
+  }
+  return cfg;
+}

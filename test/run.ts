@@ -1,0 +1,91 @@
+/**
+ * The test runner behind `npm test`. uvu swallows an exception thrown in a hook and still exits
+ * 0, so this runner does not trust exit codes alone: it runs each `*.test.ts` file in its own
+ * process, reads uvu's totals, and counts a file as failed when its totals are missing, short of
+ * its test count, or its process exits non-zero or hangs. It ends with `N passed, N failed`.
+ *
+ * Usage: node test/run.ts [filter…]   (a filter keeps files whose path contains it)
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const FILE_TIMEOUT_MS = Number(process.env.VD_TEST_FILE_TIMEOUT_MS ?? 300_000);
+const PARALLEL = Number(process.env.VD_TEST_PARALLEL ?? 2);
+
+function findTests(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...findTests(p));
+    else if (name.endsWith('.test.ts')) out.push(p);
+  }
+  return out.sort();
+}
+
+type FileResult = { file: string; passed: number; failed: number; output: string; note?: string };
+
+function runFile(file: string): Promise<FileResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [file], {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, FILE_TIMEOUT_MS);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const clean = output.replace(/\x1b\[[0-9;]*m/g, '');
+      const total = Number(/Total:\s+(\d+)/.exec(clean)?.[1] ?? NaN);
+      const passed = Number(/Passed:\s+(\d+)/.exec(clean)?.[1] ?? NaN);
+      const rel = relative(ROOT, file);
+      if (timedOut) return resolve({ file: rel, passed: 0, failed: 1, output, note: 'timed out' });
+      if (!Number.isFinite(total) || !Number.isFinite(passed)) {
+        return resolve({ file: rel, passed: 0, failed: 1, output, note: 'no uvu totals' });
+      }
+      let failed = total - passed;
+      let note: string | undefined;
+      if (code !== 0 && failed === 0) {
+        failed = 1;
+        note = `exit code ${code}`;
+      }
+      if (total === 0) {
+        failed = Math.max(failed, 1);
+        note = 'ran no test';
+      }
+      resolve({ file: rel, passed, failed, output, note });
+    });
+  });
+}
+
+const filters = process.argv.slice(2);
+const files = findTests(join(ROOT, 'test')).filter(
+  (f) => filters.length === 0 || filters.some((x) => f.includes(x)),
+);
+const results: FileResult[] = [];
+let next = 0;
+async function worker(): Promise<void> {
+  while (next < files.length) {
+    const file = files[next++];
+    const started = Date.now();
+    const r = await runFile(file);
+    results.push(r);
+    const secs = ((Date.now() - started) / 1000).toFixed(1);
+    const status = r.failed ? 'FAIL' : 'ok  ';
+    console.log(`${status} ${r.file}  ${r.passed} passed, ${r.failed} failed  (${secs}s)${r.note ? `  [${r.note}]` : ''}`);
+    if (r.failed || process.env.VD_TEST_VERBOSE) console.log(r.output.replace(/^/gm, '    | '));
+  }
+}
+await Promise.all(Array.from({ length: Math.max(1, PARALLEL) }, worker));
+const passed = results.reduce((n, r) => n + r.passed, 0);
+const failed = results.reduce((n, r) => n + r.failed, 0) + (files.length === 0 ? 1 : 0);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed > 0 || passed === 0 ? 1 : 0);
