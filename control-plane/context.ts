@@ -30,7 +30,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
   const instanceId = config.VD_INSTANCE_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const store = overrides.store ?? (await openStore(config.DATABASE_URL, config.VD_DATA_DIR));
-  const coordinator = overrides.coordinator ?? (config.REDIS_URL ? new RedisCoordinator(config.REDIS_URL) : new MemoryCoordinator());
+  const coordinator = overrides.coordinator ?? (config.REDIS_URL ? new RedisCoordinator(config.REDIS_URL, { keyPrefix: config.VD_REDIS_KEY_PREFIX }) : new MemoryCoordinator());
   const apiKeys = new ApiKeys(store, coordinator);
   await apiKeys.start();
   return {

@@ -17,6 +17,8 @@ const schema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  /** Prefix of every Redis key and channel: instances that share one must share it. */
+  VD_REDIS_KEY_PREFIX: z.string().min(1).default('vd:'),
   VD_DATA_DIR: z.string().min(1).default('./data'),
   VD_BOOTSTRAP_OPERATOR_EMAIL: z.email().default('owner@platform.local'),
   VD_BOOTSTRAP_OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),

@@ -75,12 +75,15 @@ export function openPostgres(url: string, poolSize = 10): Store {
   return new Store(db, 'postgres', () => db.destroy());
 }
 
-/** Opens the embedded PGlite store with its data under `dataDir` (in memory when `dataDir` is null). */
+/**
+ * Opens the embedded PGlite store with its data under `dataDir` (in memory when `dataDir` is null
+ * or `memory://`).
+ */
 export async function openPglite(dataDir: string | null): Promise<Store> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGliteDialect } = await import('kysely-pglite-dialect');
   let client;
-  if (dataDir === null) {
+  if (dataDir === null || dataDir === 'memory://') {
     client = new PGlite();
   } else {
     const dir = resolve(join(dataDir, 'pg'));

@@ -1,0 +1,37 @@
+/** Companies, users and keys made through the real code paths, for tests. */
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { addCompanyUser, createCompany } from '../../control-plane/companies/create-company.ts';
+import { call, signIn, type Session } from './http.ts';
+
+let n = 0;
+
+/** Signs in with a temporary password and changes it; returns a usable session. */
+export async function activate(base: string, email: string, temporary: string): Promise<{ session: Session; password: string }> {
+  const first = await signIn(base, email, temporary);
+  const password = `changed-password-${++n}`;
+  const a = await call(base, 'POST', '/api/auth/v1/password', { session: first, body: { current_password: temporary, new_password: password } });
+  if (a.status !== 204) throw new Error(`password change failed: ${a.status} ${a.text}`);
+  return { session: first, password };
+}
+
+/** A company with a signed-in owner (password already changed). */
+export async function makeCompany(cp: RunningControlPlane, name = `Company ${++n}`) {
+  const slug = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${Date.now().toString(36)}-${++n}`;
+  const made = await createCompany(cp.services.store, { name, slug, plan: 'standard', owner: { name: 'Owner', email: `owner-${slug}@example.com` } });
+  const { session, password } = await activate(cp.url, made.owner.email, made.temporary_password);
+  return { tenantId: made.tenant.id, ownerEmail: made.owner.email, ownerId: made.owner.id, owner: session, ownerPassword: password };
+}
+
+/** A further user of a company with the given roles, signed in. */
+export async function makeUser(cp: RunningControlPlane, tenantId: string, roles: string[]) {
+  const u = await addCompanyUser(cp.services.store, tenantId, { name: 'User', email: `user-${Date.now().toString(36)}-${++n}@example.com`, roles });
+  const { session, password } = await activate(cp.url, u.email, u.temporary_password);
+  return { id: u.id, email: u.email, session, password };
+}
+
+/** An API key with `scopes`, created by an owner through the API. */
+export async function makeKey(base: string, owner: Session, scopes: string[], name = 'test key'): Promise<{ id: string; key: string }> {
+  const a = await call(base, 'POST', '/api/integrations/v1/api-keys', { session: owner, body: { name, scopes } });
+  if (a.status !== 201) throw new Error(`key creation failed: ${a.status} ${a.text}`);
+  return { id: a.body.id, key: a.body.key };
+}

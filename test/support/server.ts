@@ -1,0 +1,38 @@
+/**
+ * A real control-plane instance on an ephemeral port for HTTP tests, on real Postgres and Redis
+ * by default (or on PGlite and in-process coordination when asked).
+ */
+import { loadConfig } from '../../shared/config.ts';
+import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
+import { TEST_REDIS_URL } from './db.ts';
+
+export type TestServerOptions = {
+  databaseUrl?: string;
+  /** Redis key prefix; instances given the same prefix share buckets, leases and channels. */
+  redisPrefix?: string;
+  /** No Redis: in-process coordination. */
+  embedded?: boolean;
+  env?: Record<string, string>;
+};
+
+/** Starts an instance; the first operator is owner@platform.test with the password below. */
+export async function startTestServer(opts: TestServerOptions): Promise<RunningControlPlane> {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.VD_TEST_LOG_LEVEL ?? 'silent',
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: opts.embedded ? undefined : TEST_REDIS_URL,
+    VD_REDIS_KEY_PREFIX: opts.redisPrefix,
+    VD_DATA_DIR: 'memory://',
+    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
+    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
+    VD_EMBEDDED_AGENT: '0',
+    ...opts.env,
+  });
+  return startControlPlane(config);
+}
+
+export const OPERATOR_EMAIL = 'owner@platform.test';
+export const OPERATOR_PASSWORD = 'operator-password-1';
