@@ -7,10 +7,16 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { ApiKeys } from './auth/api-keys.ts';
+import { storeColumnSources, type ColumnSources } from './companies/list-columns.ts';
 import type { Coordinator } from './coordination/coordinator.ts';
 import { MemoryCoordinator } from './coordination/memory.ts';
 import { RedisCoordinator } from './coordination/redis.ts';
-import { openStore, type Store } from './db/store.ts';
+import { openStore, type Store, type Tx } from './db/store.ts';
+import { companyActor } from './companies/company-actor.ts';
+import { suspendSteps, type SuspendStep } from './companies/suspend-chain.ts';
+import { auditConsumer } from './runtime/audit.ts';
+import { OUTBOX_CONSUMERS, OutboxWorker, type ConsumerHandler } from './runtime/outbox.ts';
+import { ActorRuntime, type RuntimeOptions } from './runtime/runtime.ts';
 
 export type Services = {
   config: Config;
@@ -18,12 +24,24 @@ export type Services = {
   store: Store;
   coordinator: Coordinator;
   apiKeys: ApiKeys;
+  /** Where the company list columns come from (tests put slow or failing sources in). */
+  columnSources: ColumnSources;
+  /** The durable actors (companies, and later campaigns and media nodes). */
+  runtime: ActorRuntime;
+  outbox: OutboxWorker;
+  /** The suspend chain's steps, in order; tests wrap a step to make it fail. */
+  suspendSteps: SuspendStep[];
+  /**
+   * Set-up steps of a new company, run in its creation transaction after its rows: the company
+   * actor's first snapshot, core's own set-up. Any failure undoes the whole creation.
+   */
+  companySetup: Array<(tx: Tx, tenantId: string) => Promise<void>>;
   /** This instance's name in leases and logs. */
   instanceId: string;
   close(): Promise<void>;
 };
 
-export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coordinator'>>;
+export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coordinator' | 'columnSources'>> & { runtime?: RuntimeOptions };
 
 /** Builds the services from the settings: PGlite or Postgres, in-process or Redis coordination. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
@@ -33,17 +51,33 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const coordinator = overrides.coordinator ?? (config.REDIS_URL ? new RedisCoordinator(config.REDIS_URL, { keyPrefix: config.VD_REDIS_KEY_PREFIX }) : new MemoryCoordinator());
   const apiKeys = new ApiKeys(store, coordinator);
   await apiKeys.start();
-  return {
+  const log = logger.child({ instance: instanceId });
+  const services: Services = {
     config,
-    logger: logger.child({ instance: instanceId }),
+    logger: log,
     store,
     coordinator,
     apiKeys,
+    columnSources: overrides.columnSources ?? storeColumnSources(store),
+    runtime: undefined as unknown as ActorRuntime,
+    outbox: undefined as unknown as OutboxWorker,
+    suspendSteps: suspendSteps({ store, apiKeys, coordinator }),
+    companySetup: [],
     instanceId,
     async close() {
+      await services.outbox.stop();
+      await services.runtime.stop();
       await apiKeys.stop();
       if (!overrides.coordinator) await coordinator.close();
       if (!overrides.store) await store.close();
     },
   };
+  services.runtime = new ActorRuntime({ store, coordinator, log, instanceId }, [companyActor(() => services.suspendSteps)], overrides.runtime);
+  services.companySetup.push((tx, tenantId) => services.runtime.create(tx, 'company', tenantId, { tenantId }));
+  const consumers = new Map<string, ConsumerHandler>([['audit', auditConsumer]]);
+  for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name)) throw new Error(`outbox consumer ${name} has no handler`);
+  services.outbox = new OutboxWorker(store, coordinator, log, consumers);
+  await services.runtime.start();
+  await services.outbox.start();
+  return services;
 }

@@ -32,6 +32,8 @@ export class ApiKeys {
   readonly #ttlMs: number;
   readonly #cache = new Map<string, Cached>();
   #unsubscribe: Unsubscribe | null = null;
+  #retry: NodeJS.Timeout | null = null;
+  #stopped = false;
 
   constructor(store: Store, coordinator: Coordinator, ttlMs = 2000) {
     this.#store = store;
@@ -39,12 +41,31 @@ export class ApiKeys {
     this.#ttlMs = ttlMs;
   }
 
-  /** Listens for invalidation notices from every instance. */
+  /**
+   * Listens for invalidation notices from every instance. When the coordinator cannot be reached,
+   * the instance still starts: the cache stays off (every look-up reads the store, so a revocation
+   * still holds at once) and the subscription is retried each second until it is in place.
+   */
   async start(): Promise<void> {
-    this.#unsubscribe = await this.#coordinator.subscribe(KEYS_CHANNEL, (msg) => this.#forget(msg));
+    this.#stopped = false;
+    await this.#subscribe();
+  }
+
+  async #subscribe(): Promise<void> {
+    this.#retry = null;
+    try {
+      const unsubscribe = await this.#coordinator.subscribe(KEYS_CHANNEL, (msg) => this.#forget(msg));
+      if (this.#stopped) return void (await unsubscribe().catch(() => {}));
+      this.#unsubscribe = unsubscribe;
+    } catch {
+      if (!this.#stopped) this.#retry = setTimeout(() => void this.#subscribe(), 1000);
+    }
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = null;
     await this.#unsubscribe?.();
     this.#unsubscribe = null;
   }
@@ -66,7 +87,8 @@ export class ApiKeys {
   async resolve(value: string): Promise<KeyPrincipal | null> {
     if (!isWellFormedKey(value)) return null;
     const hash = sha256Hex(value);
-    const hit = this.#cache.get(hash);
+    const cached = this.#unsubscribe !== null;
+    const hit = cached ? this.#cache.get(hash) : undefined;
     if (hit && hit.until > Date.now()) return hit.principal;
     const row = await this.#store.db
       .selectFrom('api_keys as k')
@@ -79,7 +101,7 @@ export class ApiKeys {
         ? { kind: 'key', keyId: row.id, tenantId: row.tenant_id, scopes: new Set(row.scopes) }
         : null;
     if (this.#cache.size > 50_000) this.#cache.clear();
-    this.#cache.set(hash, { principal, until: Date.now() + this.#ttlMs });
+    if (cached) this.#cache.set(hash, { principal, until: Date.now() + this.#ttlMs });
     return principal;
   }
 

@@ -6,8 +6,11 @@ import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { normalEmail, registerEmail } from '../auth/accounts.ts';
 import { hashPassword, temporaryPassword } from '../auth/passwords.ts';
+import type { Who } from '../actors/company.machine.ts';
 import type { PlanName } from '../db/schema/index.ts';
-import type { Store } from '../db/store.ts';
+import type { Store, Tx } from '../db/store.ts';
+import { emit } from '../runtime/outbox.ts';
+import { planLimits } from './plans.ts';
 
 export type NewCompany = {
   name: string;
@@ -34,13 +37,19 @@ export function companyView(r: { id: string; name: string; slug: string; notes: 
   return { id: r.id, name: r.name, slug: r.slug, notes: r.notes, parent_id: r.parent_id, status: r.status, plan: r.plan, created_at: r.created_at.toISOString() };
 }
 
+/** Options of `createCompany`: the set-up steps that run in its transaction, and who acted. */
+export type CreateOptions = { setup?: Array<(tx: Tx, tenantId: string) => Promise<void>>; by?: Who };
+
 /**
  * Creates a company with its first owner. 409 for a taken slug or an e-mail already registered;
- * 422 for an operator's e-mail or a parent that is itself a sub-account.
+ * 422 for an operator's e-mail, a parent that is itself a sub-account, or a parent at its plan's
+ * sub-account limit. The set-up steps (the company actor, core's set-up) run in the same
+ * transaction: if any fails, nothing is created.
  */
 export async function createCompany(
   store: Store,
   input: NewCompany,
+  opts: CreateOptions = {},
 ): Promise<{ tenant: CompanyView; owner: { id: string; email: string }; temporary_password: string }> {
   const email = normalEmail(input.owner.email);
   const password = temporaryPassword();
@@ -49,9 +58,12 @@ export async function createCompany(
   const ownerId = newId('usr');
   return store.transaction(async (tx) => {
     if (input.parent_id) {
-      const parent = await tx.selectFrom('companies').select(['id', 'parent_id']).where('id', '=', input.parent_id).executeTakeFirst();
+      const parent = await tx.selectFrom('companies').select(['id', 'parent_id', 'plan']).where('id', '=', input.parent_id).forUpdate().executeTakeFirst();
       if (!parent) throw new ApiError('unprocessable', `parent_id ${input.parent_id} names no company`);
       if (parent.parent_id) throw new ApiError('unprocessable', 'a sub-account cannot have sub-accounts of its own (one level only)');
+      const subs = await tx.selectFrom('companies').select((eb) => eb.fn.countAll<string>().as('n')).where('parent_id', '=', parent.id).executeTakeFirstOrThrow();
+      const cap = planLimits(parent.plan).sub_accounts;
+      if (Number(subs.n) >= cap) throw new ApiError('unprocessable', `the parent's ${parent.plan} plan allows ${cap} sub-accounts`);
     }
     const taken = await tx.selectFrom('companies').select('id').where('slug', '=', input.slug).executeTakeFirst();
     if (taken) throw new ApiError('conflict', `the slug ${input.slug} is taken`);
@@ -67,6 +79,15 @@ export async function createCompany(
     if (!row) throw new ApiError('conflict', `the slug ${input.slug} is taken`);
     if (!(await registerEmail(tx, email, 'company', ownerId))) throw new ApiError('conflict', 'that e-mail is already registered');
     await tx.insertInto('company_users').values({ id: ownerId, tenant_id: tenantId, email, name: input.owner.name, password_hash: phc, roles: ['owner'], must_change_password: true }).execute();
+    for (const step of opts.setup ?? []) await step(tx, tenantId);
+    await emit(tx, [
+      {
+        subject: 'vd.platform.company_created',
+        tenant_id: tenantId,
+        about: tenantId,
+        data: { tenant_id: tenantId, name: input.name, slug: input.slug, plan: input.plan, parent_id: input.parent_id ?? null, owner_email: email, actor: opts.by ?? null },
+      },
+    ]);
     return { tenant: companyView(row), owner: { id: ownerId, email }, temporary_password: password };
   });
 }
@@ -82,6 +103,10 @@ export async function addCompanyUser(
   const phc = await hashPassword(password);
   const id = newId('usr');
   await store.transaction(async (tx) => {
+    const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).forUpdate().executeTakeFirstOrThrow();
+    const users = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).executeTakeFirstOrThrow();
+    const cap = planLimits(company.plan).users;
+    if (Number(users.n) >= cap) throw new ApiError('unprocessable', `the ${company.plan} plan allows ${cap} users`);
     const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', email).executeTakeFirst();
     if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator');
     if (holder || !(await registerEmail(tx, email, 'company', id))) throw new ApiError('conflict', 'that e-mail is already registered');

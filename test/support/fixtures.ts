@@ -17,7 +17,7 @@ export async function activate(base: string, email: string, temporary: string): 
 /** A company with a signed-in owner (password already changed). */
 export async function makeCompany(cp: RunningControlPlane, name = `Company ${++n}`) {
   const slug = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${Date.now().toString(36)}-${++n}`;
-  const made = await createCompany(cp.services.store, { name, slug, plan: 'standard', owner: { name: 'Owner', email: `owner-${slug}@example.com` } });
+  const made = await createCompany(cp.services.store, { name, slug, plan: 'standard', owner: { name: 'Owner', email: `owner-${slug}@example.com` } }, { setup: cp.services.companySetup });
   const { session, password } = await activate(cp.url, made.owner.email, made.temporary_password);
   return { tenantId: made.tenant.id, ownerEmail: made.owner.email, ownerId: made.owner.id, owner: session, ownerPassword: password };
 }

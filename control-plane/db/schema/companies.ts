@@ -12,6 +12,10 @@ export interface CompaniesTable {
   parent_id: string | null;
   status: CompanyStatus;
   plan: PlanName;
+  /** Core's own hold: no people handed out, no campaign starts. Set by the suspend chain. */
+  core_hold: ColumnType<boolean, boolean | undefined, boolean>;
+  status_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  closing_date: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }

@@ -1,0 +1,43 @@
+/**
+ * Company lifecycle actions (suspend, resume, schedule and cancel closing), sent to the company
+ * actor wherever its owner runs. The operator's endpoints and a parent owner's sub-account
+ * endpoints both call these, so both run the same chain.
+ */
+import { ApiError } from '../../shared/errors.ts';
+import type { Services } from '../context.ts';
+import type { CompanyEvent, StepFailure, Who } from '../actors/company.machine.ts';
+import type { CompanyReply } from './company-actor.ts';
+import { companyView, type CompanyView } from './create-company.ts';
+
+export type LifecycleAnswer = { complete: boolean; failures: StepFailure[]; tenant: CompanyView };
+
+async function send(services: Services, tenantId: string, event: CompanyEvent): Promise<LifecycleAnswer> {
+  const reply = await services.runtime.send('company', tenantId, event);
+  if (!reply.ok) throw new ApiError(reply.code, reply.message);
+  const r = reply.result as CompanyReply;
+  const row = await services.store.db.selectFrom('companies').selectAll().where('id', '=', tenantId).executeTakeFirstOrThrow();
+  return { complete: r.complete, failures: r.failures, tenant: companyView(row) };
+}
+
+/** Suspends a company (or retries a suspension's failed steps). */
+export function suspendCompany(services: Services, tenantId: string, reason: string, by: Who): Promise<LifecycleAnswer> {
+  return send(services, tenantId, { type: 'SUSPEND', reason, by });
+}
+
+/** Switches a suspended company back on; its campaigns stay paused. */
+export async function resumeCompany(services: Services, tenantId: string, by: Who): Promise<LifecycleAnswer> {
+  const answer = await send(services, tenantId, { type: 'RESUME', by });
+  // Keys refused while the company was suspended may sit in caches as refused: forget them.
+  await services.apiKeys.forgetTenant(tenantId).catch(() => {});
+  return answer;
+}
+
+/** Schedules closing: the company stops the same way as a suspension. */
+export function scheduleClosing(services: Services, tenantId: string, reason: string, date: string, by: Who): Promise<LifecycleAnswer> {
+  return send(services, tenantId, { type: 'SCHEDULE_CLOSING', reason, date, by });
+}
+
+/** Cancels closing; the company stays suspended. */
+export function cancelClosing(services: Services, tenantId: string, by: Who): Promise<LifecycleAnswer> {
+  return send(services, tenantId, { type: 'CANCEL_CLOSING', by });
+}

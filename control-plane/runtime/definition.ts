@@ -1,0 +1,41 @@
+/** What the runtime needs to know of one kind of durable actor. */
+import type { AnyStateMachine, SnapshotFrom } from 'xstate';
+import type { Tx } from '../db/store.ts';
+import type { NewEvent } from './outbox.ts';
+
+export type ActorEvent = { type: string; [k: string]: unknown };
+
+/** What a sender gets back: the actor's answer, or a refusal with the spec's error code. */
+export type ActorReply =
+  | { ok: true; state: string; context: unknown; result?: unknown }
+  | { ok: false; code: 'unprocessable' | 'conflict' | 'not_found' | 'unavailable'; message: string };
+
+export type TransitionArgs<M extends AnyStateMachine> = {
+  tx: Tx;
+  id: string;
+  prev: SnapshotFrom<M>;
+  next: SnapshotFrom<M>;
+  event: ActorEvent;
+  /** Queues outbox events in the transition's transaction. */
+  emit(events: NewEvent[]): void;
+};
+
+export type ActorDefinition<M extends AnyStateMachine = AnyStateMachine> = {
+  kind: string;
+  machine: M;
+  /** Bumped whenever a persisted snapshot of an older machine could no longer be restored as is. */
+  version: number;
+  /** Why `event` is refused in `snapshot`, in words for the caller (used when `can()` is false). */
+  refusal(snapshot: SnapshotFrom<M>, event: ActorEvent): { code: 'unprocessable' | 'conflict'; message: string };
+  /** Writes the domain rows and outbox events of a transition, in the snapshot's transaction. */
+  onTransition(args: TransitionArgs<M>): Promise<void>;
+  /**
+   * Effects after a commit, safe to repeat (a restored actor may run an interrupted one again).
+   * Returns events to feed back to the actor (their results), or none.
+   */
+  effects(id: string, snapshot: SnapshotFrom<M>, signal: AbortSignal): Promise<ActorEvent[]>;
+  /** The earliest absolute deadline (ms since epoch) held in context, or null. */
+  deadline(snapshot: SnapshotFrom<M>): number | null;
+  /** The answer to a sender, from the snapshot after the event and its effects. */
+  reply(snapshot: SnapshotFrom<M>): unknown;
+};

@@ -1,0 +1,148 @@
+/**
+ * The outbox: every domain event (the spec's `vd.*` names) is written in the same transaction as
+ * the change that caused it, with a unique id and the envelope fields. Each registered consumer
+ * gets its own queue row per event and claims rows with `FOR UPDATE SKIP LOCKED`, so any number
+ * of workers on any number of instances share the work and no event is handled twice; a
+ * consumer's effect and the removal of its queue row commit together.
+ */
+import { newId } from '../../shared/ids.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { Coordinator } from '../coordination/coordinator.ts';
+import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
+import type { Store, Tx } from '../db/store.ts';
+
+/** The wire envelope of an event (the spec's webhook message envelope). */
+export type EventEnvelope = {
+  id: string;
+  tenant_id: string | null;
+  at: string;
+  source: string;
+  subject: string;
+  data: Record<string, unknown>;
+};
+
+export type NewEvent = {
+  subject: string;
+  tenant_id: string | null;
+  data: Record<string, unknown>;
+  source?: string;
+  /** The id of what the event is about (company, campaign, call). */
+  about?: string | null;
+  campaign_id?: string | null;
+};
+
+/** Every consumer of the outbox; each event is queued once for each. */
+export const OUTBOX_CONSUMERS: string[] = ['audit'];
+
+/** Channel on which a commit that wrote events wakes the workers of every instance. */
+export const OUTBOX_CHANNEL = 'vd.outbox.written';
+
+/** Writes events inside `tx`; returns their envelopes. */
+export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]> {
+  if (events.length === 0) return [];
+  const at = new Date();
+  const rows = events.map((e) => ({
+    id: newId('evt'),
+    tenant_id: e.tenant_id,
+    at,
+    source: e.source ?? 'control-plane',
+    subject: e.subject,
+    about: e.about ?? null,
+    campaign_id: e.campaign_id ?? null,
+    data: JSON.stringify(e.data),
+  }));
+  const inserted = await tx.insertInto('outbox').values(rows).returning(['seq', 'id']).execute();
+  const pending = inserted.flatMap((r) => OUTBOX_CONSUMERS.map((consumer) => ({ consumer, seq: r.seq, event_id: r.id })));
+  if (pending.length) await tx.insertInto('outbox_pending').values(pending).execute();
+  return rows.map((r, i) => ({ id: r.id, tenant_id: r.tenant_id, at: at.toISOString(), source: r.source, subject: r.subject, data: events[i].data }));
+}
+
+export type ConsumerHandler = (tx: Tx, events: Array<EventEnvelope & { seq: string }>) => Promise<void>;
+
+/**
+ * Claims up to `limit` queued events of `consumer` (skipping rows other workers hold), hands them
+ * to `handler` in seq order and removes them, all in one transaction. Returns how many it took.
+ */
+export async function consumeBatch(store: Store, consumer: string, limit: number, handler: ConsumerHandler): Promise<number> {
+  return store.transaction(async (tx) => {
+    const claimed = await tx
+      .selectFrom('outbox_pending as p')
+      .innerJoin('outbox as o', 'o.seq', 'p.seq')
+      .select(['p.seq', 'o.id', 'o.tenant_id', 'o.at', 'o.source', 'o.subject', 'o.data'])
+      .where('p.consumer', '=', consumer)
+      .orderBy('p.seq')
+      .limit(limit)
+      .forUpdate('p')
+      .skipLocked()
+      .execute();
+    if (claimed.length === 0) return 0;
+    await handler(
+      tx,
+      claimed.map((r) => ({ seq: String(r.seq), id: r.id, tenant_id: r.tenant_id, at: r.at.toISOString(), source: r.source, subject: r.subject, data: r.data as Record<string, unknown> })),
+    );
+    await tx.deleteFrom('outbox_pending').where('consumer', '=', consumer).where('seq', 'in', claimed.map((r) => r.seq)).execute();
+    return claimed.length;
+  });
+}
+
+/** Runs consumers: woken by commit notices and, as a fallback, every `pollMs`. */
+export class OutboxWorker {
+  readonly #store: Store;
+  readonly #coordinator: Coordinator;
+  readonly #log: Logger;
+  readonly #consumers: Map<string, ConsumerHandler>;
+  readonly #pollMs: number;
+  #timer: NodeJS.Timeout | null = null;
+  #sub: LastingSubscription | null = null;
+  #running = false;
+  #again = false;
+  #stopped = false;
+
+  constructor(store: Store, coordinator: Coordinator, log: Logger, consumers: Map<string, ConsumerHandler>, pollMs = 500) {
+    this.#store = store;
+    this.#coordinator = coordinator;
+    this.#log = log;
+    this.#consumers = consumers;
+    this.#pollMs = pollMs;
+  }
+
+  async start(): Promise<void> {
+    this.#sub = lastingSubscribe(this.#coordinator, OUTBOX_CHANNEL, () => this.wake());
+    this.#timer = setInterval(() => this.wake(), this.#pollMs);
+    this.wake();
+  }
+
+  /** Drains every consumer's queue now (or once more after the drain under way). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    void this.#drain().finally(() => {
+      this.#running = false;
+      if (this.#again) {
+        this.#again = false;
+        this.wake();
+      }
+    });
+  }
+
+  async #drain(): Promise<void> {
+    for (const [name, handler] of this.#consumers) {
+      try {
+        while (!this.#stopped && (await consumeBatch(this.#store, name, 200, handler)) > 0);
+      } catch (err) {
+        if (!this.#stopped) this.#log.error({ err, consumer: name }, 'outbox consumer failed; will retry');
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#sub?.stop();
+    while (this.#running) await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,369 @@
+/**
+ * The durable actor runtime. Each actor (a company, a campaign, a media node) has exactly one
+ * owner instance at a time, through a coordinator lease (TTL 10 s, renewed every 3 s). Claiming an
+ * actor raises its epoch in the store; every snapshot write carries the owner's epoch and is
+ * refused when a newer owner has raised it since, so a stalled former owner cannot overwrite a
+ * newer snapshot. An owner that cannot renew in time stops its actors (AbortSignal).
+ *
+ * An event reaches the owner from any instance: a local call, or request and reply over the
+ * coordinator. When an owner dies, another instance claims the actor (on the next event for it,
+ * or by the adoption sweep) and restores it from its last snapshot. Deadlines live in context as
+ * absolute times and are re-armed on every restore.
+ */
+import { randomUUID } from 'node:crypto';
+import { createActor, type AnyActorRef } from 'xstate';
+import type { Logger } from '../../shared/logger.ts';
+import type { Coordinator, Lease } from '../coordination/coordinator.ts';
+import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
+import type { Store } from '../db/store.ts';
+import type { ActorDefinition, ActorEvent, ActorReply } from './definition.ts';
+import { emit, OUTBOX_CHANNEL, type NewEvent } from './outbox.ts';
+
+export type RuntimeOptions = {
+  leaseTtlMs?: number;
+  renewEveryMs?: number;
+  adoptEveryMs?: number;
+  /** How long one forwarded request waits for the owner before asking again. */
+  forwardWaitMs?: number;
+};
+
+type Owned = {
+  def: ActorDefinition;
+  id: string;
+  lease: Lease;
+  epoch: number;
+  actor: AnyActorRef;
+  queue: Promise<unknown>;
+  abort: AbortController;
+  lastRenew: number;
+  timer: NodeJS.Timeout | null;
+};
+
+type InboxMessage = { req: string; from: string; kind: string; id: string; event: ActorEvent };
+type ReplyMessage = { req: string; reply: ActorReply | null };
+
+const LOST = Symbol('lost');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class ActorRuntime {
+  readonly #store: Store;
+  readonly #coordinator: Coordinator;
+  readonly #log: Logger;
+  readonly #me: string;
+  readonly #defs = new Map<string, ActorDefinition>();
+  readonly #owned = new Map<string, Owned>();
+  readonly #claiming = new Map<string, Promise<boolean | 'missing'>>();
+  readonly #waiting = new Map<string, (r: ReplyMessage) => void>();
+  readonly #handled = new Map<string, { reply: Promise<ActorReply | typeof LOST>; at: number }>();
+  readonly #ttl: number;
+  readonly #renewEvery: number;
+  readonly #adoptEvery: number;
+  readonly #forwardWait: number;
+  #timers: NodeJS.Timeout[] = [];
+  #subs: LastingSubscription[] = [];
+  #stopped = false;
+
+  constructor(deps: { store: Store; coordinator: Coordinator; log: Logger; instanceId: string }, defs: ActorDefinition[], opts: RuntimeOptions = {}) {
+    this.#store = deps.store;
+    this.#coordinator = deps.coordinator;
+    this.#log = deps.log.child({ part: 'actors' });
+    this.#me = deps.instanceId;
+    for (const d of defs) this.#defs.set(d.kind, d);
+    this.#ttl = opts.leaseTtlMs ?? 10_000;
+    this.#renewEvery = opts.renewEveryMs ?? 3_000;
+    this.#adoptEvery = opts.adoptEveryMs ?? 2_000;
+    this.#forwardWait = opts.forwardWaitMs ?? 3_000;
+  }
+
+  /** Listens for forwarded events and replies, and starts the renewal and adoption loops. */
+  async start(): Promise<void> {
+    this.#subs.push(lastingSubscribe(this.#coordinator, `vd.actor.inbox.${this.#me}`, (m) => void this.#onInbox(m)));
+    this.#subs.push(
+      lastingSubscribe(this.#coordinator, `vd.actor.reply.${this.#me}`, (m) => {
+        const msg = JSON.parse(m) as ReplyMessage;
+        this.#waiting.get(msg.req)?.(msg);
+      }),
+    );
+    this.#timers.push(setInterval(() => void this.#renewAll(), this.#renewEvery));
+    this.#timers.push(setInterval(() => void this.adopt(), this.#adoptEvery));
+    void this.adopt();
+  }
+
+  /** Gives up every actor (releasing leases so another instance takes over at once). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    for (const sub of this.#subs) await sub.stop();
+    await Promise.allSettled([...this.#owned.values()].map((o) => o.queue));
+    await Promise.allSettled([...this.#owned.values()].map((o) => this.#drop(o, 'stopping')));
+  }
+
+  /** How many actors this instance owns now. */
+  ownedCount(kind?: string): number {
+    let n = 0;
+    for (const o of this.#owned.values()) if (!kind || o.def.kind === kind) n++;
+    return n;
+  }
+
+  /** Writes a new actor's first snapshot inside `tx` (the transaction that creates its rows). */
+  async create(tx: Parameters<ActorDefinition['onTransition']>[0]['tx'], kind: string, id: string, input: unknown): Promise<void> {
+    const def = this.#def(kind);
+    const actor = createActor(def.machine, { input });
+    actor.start();
+    const snapshot = actor.getPersistedSnapshot();
+    actor.stop();
+    await tx.insertInto('actors').values({ kind, id, machine_version: def.version, snapshot: JSON.stringify(snapshot), epoch: 0, owner: null }).execute();
+  }
+
+  /**
+   * Delivers `event` to the actor wherever its owner runs and waits for the answer. Claims the
+   * actor when nobody owns it; retries while an owner dies and its lease runs out.
+   */
+  async send(kind: string, id: string, event: ActorEvent, timeoutMs = 20_000): Promise<ActorReply> {
+    this.#def(kind);
+    const key = `${kind}:${id}`;
+    const req = randomUUID();
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until && !this.#stopped) {
+      const local = this.#owned.get(key);
+      if (local) {
+        const r = await this.#enqueue(local, req, event);
+        if (r !== LOST) return r;
+        continue;
+      }
+      const holder = await this.#coordinator.leaseHolder(leaseName(kind, id)).catch(() => undefined);
+      if (holder === undefined) {
+        await sleep(200);
+        continue;
+      }
+      if (!holder) {
+        const claimed = await this.#claim(kind, id);
+        if (claimed === 'missing') return { ok: false, code: 'not_found', message: `no ${kind} ${id}` };
+        if (!claimed) await sleep(50);
+        continue;
+      }
+      if (holder.holder === this.#me) {
+        await sleep(20);
+        continue;
+      }
+      const r = await this.#forward(holder.holder, { req, from: this.#me, kind, id, event });
+      if (r) return r;
+    }
+    return { ok: false, code: 'unavailable', message: `the owner of ${kind} ${id} did not answer in time; try again` };
+  }
+
+  /** Claims every actor of a known kind that nobody owns (run every few seconds). */
+  async adopt(): Promise<number> {
+    if (this.#stopped) return 0;
+    let rows: Array<{ kind: string; id: string }>;
+    try {
+      rows = await this.#store.db.selectFrom('actors').select(['kind', 'id']).where('kind', 'in', [...this.#defs.keys()]).execute();
+    } catch {
+      return 0;
+    }
+    const todo = rows.filter((r) => !this.#owned.has(`${r.kind}:${r.id}`));
+    let claimed = 0;
+    for (let i = 0; i < todo.length; i += 100) {
+      const results = await Promise.all(todo.slice(i, i + 100).map((r) => this.#claim(r.kind, r.id).catch(() => false)));
+      claimed += results.filter((x) => x === true).length;
+    }
+    return claimed;
+  }
+
+  #def(kind: string): ActorDefinition {
+    const def = this.#defs.get(kind);
+    if (!def) throw new Error(`unknown actor kind ${kind}`);
+    return def;
+  }
+
+  #claim(kind: string, id: string): Promise<boolean | 'missing'> {
+    const key = `${kind}:${id}`;
+    let p = this.#claiming.get(key);
+    if (!p) {
+      p = this.#doClaim(kind, id).finally(() => this.#claiming.delete(key));
+      this.#claiming.set(key, p);
+    }
+    return p;
+  }
+
+  async #doClaim(kind: string, id: string): Promise<boolean | 'missing'> {
+    if (this.#stopped || this.#owned.has(`${kind}:${id}`)) return this.#owned.has(`${kind}:${id}`);
+    const def = this.#def(kind);
+    const lease = await this.#coordinator.acquireLease(leaseName(kind, id), this.#me, this.#ttl);
+    if (!lease) return false;
+    const row = await this.#store.db
+      .updateTable('actors')
+      .set((eb) => ({ epoch: eb('epoch', '+', 1), owner: this.#me, updated_at: new Date() }))
+      .where('kind', '=', kind)
+      .where('id', '=', id)
+      .returning(['epoch', 'snapshot', 'machine_version'])
+      .executeTakeFirst()
+      .catch(async (err) => {
+        await this.#coordinator.releaseLease(lease).catch(() => {});
+        throw err;
+      });
+    if (!row) {
+      await this.#coordinator.releaseLease(lease).catch(() => {});
+      return 'missing';
+    }
+    if (row.machine_version !== def.version) {
+      await this.#coordinator.releaseLease(lease).catch(() => {});
+      throw new Error(`${kind} ${id}: snapshot of machine version ${row.machine_version}, this build runs ${def.version}`);
+    }
+    const snapshot = typeof row.snapshot === 'string' ? JSON.parse(row.snapshot) : row.snapshot;
+    const actor = createActor(def.machine, { snapshot });
+    actor.start();
+    const o: Owned = { def, id, lease, epoch: Number(row.epoch), actor, queue: Promise.resolve(), abort: new AbortController(), lastRenew: Date.now(), timer: null };
+    this.#owned.set(`${kind}:${id}`, o);
+    this.#log.debug({ kind, id, epoch: o.epoch }, 'actor claimed');
+    // An effect interrupted by the former owner's death runs again; deadlines are re-armed.
+    o.queue = o.queue.then(() => this.#settle(o)).catch((err) => this.#log.error({ err, kind, id }, 'effects after restore failed'));
+    return true;
+  }
+
+  #enqueue(o: Owned, req: string, event: ActorEvent): Promise<ActorReply | typeof LOST> {
+    const seen = this.#handled.get(req);
+    if (seen) return seen.reply;
+    const reply = o.queue.then(() => this.#apply(o, event));
+    o.queue = reply.catch(() => {});
+    this.#handled.set(req, { reply, at: Date.now() });
+    if (this.#handled.size > 1000) {
+      const old = Date.now() - 120_000;
+      for (const [k, v] of this.#handled) if (v.at < old) this.#handled.delete(k);
+    }
+    return reply;
+  }
+
+  async #apply(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
+    if (o.abort.signal.aborted) return LOST;
+    const snap = o.actor.getSnapshot();
+    if (!snap.can(event)) return { ok: false, ...o.def.refusal(snap, event) };
+    try {
+      if ((await this.#transition(o, event)) === LOST) return LOST;
+      if ((await this.#settle(o)) === LOST) return LOST;
+    } catch (err) {
+      this.#log.error({ err, kind: o.def.kind, id: o.id }, 'actor transition failed');
+      return { ok: false, code: 'unavailable', message: `the ${o.def.kind} could not be saved; try again` };
+    }
+    const now = o.actor.getSnapshot();
+    return { ok: true, state: String(now.value), context: now.context, result: o.def.reply(now) };
+  }
+
+  /** Runs effects until they have nothing more to say, then arms the next deadline. */
+  async #settle(o: Owned): Promise<void | typeof LOST> {
+    for (let round = 0; round < 10; round++) {
+      if (o.abort.signal.aborted) return LOST;
+      const events = await o.def.effects(o.id, o.actor.getSnapshot(), o.abort.signal);
+      if (events.length === 0) break;
+      for (const e of events) if ((await this.#transition(o, e)) === LOST) return LOST;
+    }
+    this.#arm(o);
+  }
+
+  async #transition(o: Owned, event: ActorEvent): Promise<void | typeof LOST> {
+    const prev = o.actor.getSnapshot();
+    o.actor.send(event);
+    const next = o.actor.getSnapshot();
+    const events: NewEvent[] = [];
+    let written: boolean;
+    try {
+      written = await this.#store.transaction(async (tx) => {
+        const r = await tx
+          .updateTable('actors')
+          .set({ snapshot: JSON.stringify(o.actor.getPersistedSnapshot()), machine_version: o.def.version, updated_at: new Date() })
+          .where('kind', '=', o.def.kind)
+          .where('id', '=', o.id)
+          .where('epoch', '=', o.epoch)
+          .returning('epoch')
+          .executeTakeFirst();
+        if (!r) return false;
+        await o.def.onTransition({ tx, id: o.id, prev, next, event, emit: (e) => events.push(...e) });
+        await emit(tx, events);
+        return true;
+      });
+    } catch (err) {
+      // The in-memory state ran ahead of the stored one: forget it; the next event restores it.
+      await this.#drop(o, 'store write failed');
+      throw err;
+    }
+    if (!written) {
+      this.#log.warn({ kind: o.def.kind, id: o.id, epoch: o.epoch }, 'write fenced: a newer owner holds this actor');
+      await this.#drop(o, 'fenced');
+      return LOST;
+    }
+    if (events.length) this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+  }
+
+  #arm(o: Owned): void {
+    if (o.timer) clearTimeout(o.timer);
+    o.timer = null;
+    const at = o.def.deadline(o.actor.getSnapshot());
+    if (at === null || o.abort.signal.aborted) return;
+    const wait = Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1);
+    o.timer = setTimeout(() => {
+      o.timer = null;
+      if (o.abort.signal.aborted) return;
+      void this.send(o.def.kind, o.id, { type: 'TICK', at: Date.now() }).catch(() => {});
+    }, wait);
+  }
+
+  async #drop(o: Owned, why: string): Promise<void> {
+    const key = `${o.def.kind}:${o.id}`;
+    if (this.#owned.get(key) !== o) return;
+    this.#owned.delete(key);
+    o.abort.abort(new Error(why));
+    if (o.timer) clearTimeout(o.timer);
+    o.actor.stop();
+    this.#log.debug({ kind: o.def.kind, id: o.id, why }, 'actor given up');
+    await this.#coordinator.releaseLease(o.lease).catch(() => {});
+  }
+
+  async #renewAll(): Promise<void> {
+    const all = [...this.#owned.values()];
+    for (let i = 0; i < all.length; i += 200) {
+      await Promise.all(
+        all.slice(i, i + 200).map(async (o) => {
+          try {
+            if (await this.#coordinator.renewLease(o.lease, this.#ttl)) o.lastRenew = Date.now();
+            else await this.#drop(o, 'lease lost');
+          } catch {
+            // Cannot reach the coordinator: keep the actor only while the lease surely still holds.
+            if (Date.now() - o.lastRenew > this.#ttl - this.#renewEvery) await this.#drop(o, 'lease could not be renewed');
+          }
+        }),
+      );
+    }
+  }
+
+  async #forward(holder: string, msg: InboxMessage): Promise<ActorReply | null> {
+    const got = new Promise<ReplyMessage | null>((resolve) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(msg.req);
+        resolve(null);
+      }, this.#forwardWait);
+      this.#waiting.set(msg.req, (r) => {
+        clearTimeout(timer);
+        this.#waiting.delete(msg.req);
+        resolve(r);
+      });
+    });
+    await this.#coordinator.publish(`vd.actor.inbox.${holder}`, JSON.stringify(msg)).catch(() => {});
+    const r = await got;
+    return r?.reply ?? null;
+  }
+
+  async #onInbox(raw: string): Promise<void> {
+    const msg = JSON.parse(raw) as InboxMessage;
+    const o = this.#owned.get(`${msg.kind}:${msg.id}`);
+    let reply: ActorReply | null = null;
+    if (o) {
+      const r: ActorReply | typeof LOST = await this.#enqueue(o, msg.req, msg.event).catch((): typeof LOST => LOST);
+      reply = r === LOST ? null : r;
+    }
+    await this.#coordinator.publish(`vd.actor.reply.${msg.from}`, JSON.stringify({ req: msg.req, reply } satisfies ReplyMessage)).catch(() => {});
+  }
+}
+
+function leaseName(kind: string, id: string): string {
+  return `actor:${kind}:${id}`;
+}
