@@ -17,7 +17,10 @@ import { authRoutes } from './routes/auth.ts';
 import { complianceRoutes } from './routes/compliance.ts';
 import { coreRoutes } from './routes/core.ts';
 import { inboundRoutes } from './routes/inbound.ts';
+import { tenantReadRoutes } from './routes/platform/tenants-read.ts';
 import { systemRoutes } from './routes/system.ts';
+import { tenantWriteRoutes } from './routes/platform/tenants-write.ts';
+import { subAccountRoutes } from './routes/sub-accounts.ts';
 
 /** The whole HTTP API on `services`. */
 export function buildApp(services: Services): Hono<AppEnv> {
@@ -38,6 +41,9 @@ export function buildApp(services: Services): Hono<AppEnv> {
   api.route('/integrations/v1/inbound', inboundRoutes);
   api.route('/core/v1', coreRoutes);
   api.route('/compliance/v1', complianceRoutes);
+  api.route('/platform/tenants', tenantReadRoutes);
+  api.route('/platform/tenants', tenantWriteRoutes);
+  api.route('/core/v1/sub-accounts', subAccountRoutes);
   app.route('/api', api);
   return app;
 }

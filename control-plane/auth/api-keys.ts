@@ -23,7 +23,8 @@ export type ApiKeyView = {
   revoked_at: string | null;
 };
 
-type Cached = { principal: KeyPrincipal | null; until: number };
+/** A cached look-up; `tenantId` is kept for refused keys too, so a company's notice reaches them. */
+type Cached = { principal: KeyPrincipal | null; tenantId: string | null; until: number };
 
 /** The key look-up with its per-instance cache. */
 export class ApiKeys {
@@ -74,7 +75,7 @@ export class ApiKeys {
     if (msg === '*') return this.#cache.clear();
     if (msg.startsWith('tenant:')) {
       const tenant = msg.slice('tenant:'.length);
-      for (const [h, c] of this.#cache) if (c.principal?.tenantId === tenant) this.#cache.delete(h);
+      for (const [h, c] of this.#cache) if (c.tenantId === tenant) this.#cache.delete(h);
       return;
     }
     this.#cache.delete(msg);
@@ -101,7 +102,7 @@ export class ApiKeys {
         ? { kind: 'key', keyId: row.id, tenantId: row.tenant_id, scopes: new Set(row.scopes) }
         : null;
     if (this.#cache.size > 50_000) this.#cache.clear();
-    if (cached) this.#cache.set(hash, { principal, until: Date.now() + this.#ttlMs });
+    if (cached) this.#cache.set(hash, { principal, tenantId: row?.tenant_id ?? null, until: Date.now() + this.#ttlMs });
     return principal;
   }
 

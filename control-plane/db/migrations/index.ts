@@ -1,7 +1,11 @@
 /** Every migration, in order. A static list, so the migrator works the same from any folder. */
 import type { Migration } from 'kysely';
 import * as foundation from './20261121_0001_foundation.ts';
+import * as actors from './20261121_0002_actors.ts';
+import * as calls from './20261121_0003_calls.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
+  '20261121_0002_actors': actors,
+  '20261121_0003_calls': calls,
 };

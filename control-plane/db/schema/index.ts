@@ -1,6 +1,9 @@
 /** The database type: every table, one file each, joined here. */
 import type { ApiKeysTable } from './api-keys.ts';
+import type { CallsTable } from './calls.ts';
+import type { CampaignsTable } from './campaigns.ts';
 import type { CompaniesTable } from './companies.ts';
+import type { ActorsTable, AuditLogTable, OutboxPendingTable, OutboxTable } from './runtime.ts';
 import type { DncNumbersTable } from './dnc.ts';
 import type { IdempotencyRecordsTable } from './idempotency.ts';
 import type { SessionsTable } from './sessions.ts';
@@ -17,4 +20,10 @@ export interface DB {
   api_keys: ApiKeysTable;
   idempotency_records: IdempotencyRecordsTable;
   dnc_numbers: DncNumbersTable;
+  actors: ActorsTable;
+  outbox: OutboxTable;
+  outbox_pending: OutboxPendingTable;
+  audit_log: AuditLogTable;
+  campaigns: CampaignsTable;
+  calls: CallsTable;
 }

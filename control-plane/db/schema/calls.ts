@@ -1,0 +1,26 @@
+/** Calls, one row each, from the moment the dialer places it until it ends. */
+import type { ColumnType } from 'kysely';
+
+export type CallState = 'dialing' | 'ringing' | 'answered' | 'ended';
+
+export interface CallsTable {
+  id: string;
+  tenant_id: string;
+  campaign_id: string | null;
+  person_id: string | null;
+  /** The media node carrying the call. */
+  node_id: string | null;
+  to_number: string;
+  from_number: string;
+  state: CallState;
+  /** Who handled the answered call: an AI bot session or a human agent. */
+  handler: 'bot' | 'agent' | null;
+  started_at: ColumnType<Date, Date | undefined, Date>;
+  answered_at: Date | null;
+  ended_at: Date | null;
+  talk_seconds: ColumnType<number, number | undefined, number>;
+  ai_seconds: ColumnType<number, number | undefined, number>;
+  end_reason: string | null;
+  /** The call was answered and then lost without a handler (the "dropped calls" column). */
+  dropped: ColumnType<boolean, boolean | undefined, boolean>;
+}

@@ -1,0 +1,655 @@
+/**
+ * The HTTP edge's limits over real HTTP, on real instances on Postgres and Redis: the body limit
+ * (declared and streamed), the error shape, the per-company rate limit (one instance and two
+ * sharing Redis), key revocation across instances, Idempotency-Key, and health/readiness
+ * (including readiness with the coordinator pointed at a dead Redis). Each rule is tried at its
+ * edge: the last allowed value passes and the next one is refused.
+ */
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';
+import { makeCompany, makeKey } from '../support/fixtures.ts';
+import { call, type Answer, type Session } from '../support/http.ts';
+import { startTestServer } from '../support/server.ts';
+
+const MB10 = 10 * 1024 * 1024;
+const DNC = '/api/integrations/v1/inbound/dnc';
+const LISTS = '/api/core/v1/lists';
+const KEYS = '/api/integrations/v1/api-keys';
+const VALID_NUMBER = '+14155552671';
+
+type Db = Awaited<ReturnType<typeof createTestDatabase>>;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/** The spec's error shape, exactly: `{"error":{"code","message"}}` with string fields. */
+function assertError(a: Answer, status: number, code: string): void {
+  assert.is(a.status, status, `status ${a.status} (body ${a.text.slice(0, 300)})`);
+  assert.match(a.headers.get('content-type') ?? '', /^application\/json/);
+  assert.ok(a.body !== null && typeof a.body === 'object' && !Array.isArray(a.body), `JSON object body: ${a.text.slice(0, 200)}`);
+  assert.equal(Object.keys(a.body), ['error'], 'only "error" at the top level');
+  assertErrorObject(a.body.error, code);
+}
+
+function assertErrorObject(e: unknown, code: string): void {
+  assert.ok(e !== null && typeof e === 'object' && !Array.isArray(e), 'error is an object');
+  const err = e as Record<string, unknown>;
+  assert.equal(Object.keys(err).sort(), ['code', 'message'], 'error has exactly code and message');
+  assert.type(err.code, 'string');
+  assert.type(err.message, 'string');
+  assert.is(err.code, code);
+  assert.ok((err.message as string).length > 0, 'message is not empty');
+}
+
+/** A JSON body `{"numbers":["…"]}` padded with trailing spaces to exactly `size` bytes. */
+function paddedDncBody(size: number): Buffer {
+  const json = Buffer.from(JSON.stringify({ numbers: [VALID_NUMBER] }));
+  const b = Buffer.alloc(size, 0x20);
+  json.copy(b, 0);
+  return b;
+}
+
+type Streamed = { status: number; text: string; sentAtResponse: number; total: number; endedBeforeResponse: boolean };
+
+/**
+ * POSTs `total` bytes (the JSON prefix, then spaces) without Content-Length (chunked), in 64 KiB
+ * writes that respect back-pressure, and stops writing as soon as the answer arrives. Returns
+ * how many bytes had been handed to the socket when the answer came.
+ */
+function streamPost(base: string, path: string, headers: Record<string, string>, total: number): Promise<Streamed> {
+  const u = new URL(base);
+  const prefix = Buffer.from(`{"numbers":["${VALID_NUMBER}"]`);
+  const suffix = Buffer.from('}');
+  const filler = Buffer.alloc(64 * 1024, 0x20);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path, method: 'POST', headers: { 'content-type': 'application/json', ...headers } });
+    assert.is(req.getHeader('content-length'), undefined);
+    let sent = 0;
+    let answered = false;
+    let ended = false;
+    req.on('error', (err) => {
+      // After the answer the server may close the connection under the unsent rest: expected.
+      if (!answered) reject(err);
+    });
+    req.on('response', (res) => {
+      answered = true;
+      const sentAtResponse = sent;
+      const endedBeforeResponse = ended;
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('error', (err) => reject(err));
+      res.on('end', () => {
+        req.destroy();
+        resolve({ status: res.statusCode ?? 0, text, sentAtResponse, total, endedBeforeResponse });
+      });
+    });
+    const write = (b: Buffer): boolean => {
+      sent += b.length;
+      return req.write(b);
+    };
+    const pump = (): void => {
+      while (!answered && sent < total - suffix.length) {
+        const n = Math.min(filler.length, total - suffix.length - sent);
+        if (!write(filler.subarray(0, n))) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      if (!answered && !ended) {
+        write(suffix);
+        ended = true;
+        req.end();
+      }
+    };
+    write(prefix);
+    pump();
+  });
+}
+
+/** Runs `n` calls of `fn(i)` with at most `concurrency` in flight; results in call order. */
+async function pool<T>(n: number, concurrency: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(n);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < n) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, concurrency) }, worker));
+  return out;
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Closes servers, then drops databases and quits Redis clients; every step runs even if one fails. */
+async function cleanUp(servers: Array<RunningControlPlane | undefined>, dbs: Array<Db | undefined>, redis: Redis[] = []): Promise<void> {
+  const errors: unknown[] = [];
+  for (const s of servers) {
+    try {
+      await s?.close();
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  for (const d of dbs) {
+    try {
+      await d?.drop();
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  for (const r of redis) r.disconnect();
+  if (errors.length) throw errors[0];
+}
+
+/**
+ * Refills a company's bucket to the full burst by deleting its Redis key, so the count starts
+ * from exactly the burst whatever setup (password change, key creation) spent. Fails loudly if
+ * the key is not where the rate limiter is expected to keep it.
+ */
+async function resetBucket(redis: Redis, prefix: string, tenantId: string): Promise<void> {
+  const n = await redis.del(`${prefix}bucket:rate:ten:${tenantId}`);
+  assert.is(n, 1, `the company's bucket ${prefix}bucket:rate:ten:${tenantId} was not found in Redis`);
+}
+
+type Who = { key: string } | { session: Session };
+const asCall = (w: Who) => ('key' in w ? { key: w.key } : { session: w.session });
+
+// ---------------------------------------------------------------------------------------------
+// 1. Body limit
+
+const body = suite('body limit (10 MB)');
+let bodyDb: Db | undefined;
+let bodyCp: RunningControlPlane | undefined;
+let bodyKey = '';
+
+body.before(async () => {
+  bodyDb = await createTestDatabase();
+  bodyCp = await startTestServer({ databaseUrl: bodyDb.url, redisPrefix: testRedisPrefix() });
+  const co = await makeCompany(bodyCp);
+  bodyKey = (await makeKey(bodyCp.url, co.owner, ['dnc:write'])).key;
+});
+body.after(async () => {
+  await cleanUp([bodyCp], [bodyDb]);
+});
+
+body('a body of exactly 10 MB with Content-Length passes the limit; one byte more is 413', async () => {
+  const exact = paddedDncBody(MB10);
+  assert.is(exact.length, 10_485_760);
+  const a = await call(bodyCp!.url, 'POST', DNC, { key: bodyKey, raw: exact, headers: { 'content-type': 'application/json' } });
+  assert.is(a.status, 200, `exact limit: ${a.status} ${a.text.slice(0, 200)}`);
+  assert.is(a.body.accepted, 1);
+
+  const over = await call(bodyCp!.url, 'POST', DNC, { key: bodyKey, raw: paddedDncBody(MB10 + 1), headers: { 'content-type': 'application/json' } });
+  assertError(over, 413, 'payload_too_large');
+});
+
+body('a streamed (chunked) body of exactly 10 MB passes; one byte more is 413', async () => {
+  const exact = await streamPost(bodyCp!.url, DNC, { authorization: `Bearer ${bodyKey}` }, MB10);
+  assert.ok(exact.endedBeforeResponse, 'the whole body was sent');
+  assert.is(exact.status, 200, `exact limit streamed: ${exact.status} ${exact.text.slice(0, 200)}`);
+  assert.is(JSON.parse(exact.text).accepted, 1);
+
+  const over = await streamPost(bodyCp!.url, DNC, { authorization: `Bearer ${bodyKey}` }, MB10 + 1);
+  const parsed = JSON.parse(over.text);
+  assert.is(over.status, 413);
+  assert.equal(Object.keys(parsed), ['error']);
+  assertErrorObject(parsed.error, 'payload_too_large');
+});
+
+body('a streamed body of 40 MB is cut off: 413 arrives while the client still has most of it to send', async () => {
+  const total = 40 * 1024 * 1024;
+  const r = await streamPost(bodyCp!.url, DNC, { authorization: `Bearer ${bodyKey}` }, total);
+  assert.is(r.status, 413, `status ${r.status}: ${r.text.slice(0, 200)}`);
+  const parsed = JSON.parse(r.text);
+  assert.equal(Object.keys(parsed), ['error']);
+  assertErrorObject(parsed.error, 'payload_too_large');
+  assert.not.ok(r.endedBeforeResponse, 'the answer came before the body was finished');
+  assert.ok(r.sentAtResponse > MB10, `the server read up to the limit first (${r.sentAtResponse} bytes sent)`);
+  // Socket buffers may hold a few MB past the limit; the server must not have read on to the end.
+  assert.ok(r.sentAtResponse < 32 * 1024 * 1024, `answered after ${r.sentAtResponse} of ${total} bytes`);
+});
+
+body.run();
+
+// ---------------------------------------------------------------------------------------------
+// 2. Errors
+
+const errors = suite('error answers');
+let errDb: Db | undefined;
+let errCp: RunningControlPlane | undefined;
+let errKey = '';
+let errOwner: Session;
+
+errors.before(async () => {
+  errDb = await createTestDatabase();
+  errCp = await startTestServer({ databaseUrl: errDb.url, redisPrefix: testRedisPrefix() });
+  const co = await makeCompany(errCp);
+  errOwner = co.owner;
+  errKey = (await makeKey(errCp.url, co.owner, ['dnc:write', 'read'])).key;
+});
+errors.after(async () => {
+  await cleanUp([errCp], [errDb]);
+});
+
+errors('an unknown path is 404 not_found, outside and inside /api', async () => {
+  assertError(await call(errCp!.url, 'GET', '/no-such-thing'), 404, 'not_found');
+  assertError(await call(errCp!.url, 'GET', '/api/core/v1/no-such-thing', { key: errKey }), 404, 'not_found');
+  assertError(await call(errCp!.url, 'POST', '/api/nothing/here', { key: errKey, body: {} }), 404, 'not_found');
+  // The known neighbour answers, so the 404s above are about the path.
+  assert.is((await call(errCp!.url, 'GET', LISTS, { key: errKey })).status, 200);
+});
+
+errors('unreadable JSON is 400 bad_request', async () => {
+  for (const raw of ['{"numbers": [', 'not json', '{"numbers":["+14155552671"]}}']) {
+    assertError(await call(errCp!.url, 'POST', DNC, { key: errKey, raw, headers: { 'content-type': 'application/json' } }), 400, 'bad_request');
+  }
+  // No body at all where one is needed.
+  assertError(await call(errCp!.url, 'POST', DNC, { key: errKey }), 400, 'bad_request');
+  // The same on a session route.
+  assertError(await call(errCp!.url, 'POST', KEYS, { session: errOwner, raw: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 'bad_request');
+});
+
+errors('valid JSON that does not fit the schema is 422 unprocessable', async () => {
+  for (const b of [{ numbers: [] }, { numbers: 'x' }, {}, [], { numbers: Array.from({ length: 10_001 }, () => VALID_NUMBER) }]) {
+    assertError(await call(errCp!.url, 'POST', DNC, { key: errKey, body: b }), 422, 'unprocessable');
+  }
+  assertError(await call(errCp!.url, 'POST', KEYS, { session: errOwner, body: { name: 'k', scopes: [] } }), 422, 'unprocessable');
+  // The edge: exactly 10,000 numbers is accepted.
+  const ok = await call(errCp!.url, 'POST', DNC, { key: errKey, body: { numbers: Array.from({ length: 10_000 }, () => VALID_NUMBER) } });
+  assert.is(ok.status, 200, ok.text.slice(0, 200));
+});
+
+errors('other refusals keep the shape too: 401 and 403', async () => {
+  assertError(await call(errCp!.url, 'GET', LISTS), 401, 'unauthorized');
+  assertError(await call(errCp!.url, 'GET', LISTS, { headers: { authorization: 'Basic abc' } }), 401, 'unauthorized');
+  assertError(await call(errCp!.url, 'GET', LISTS, { key: 'vd_live_' + 'a'.repeat(49) }), 401, 'unauthorized');
+  assertError(await call(errCp!.url, 'GET', KEYS, { key: errKey }), 403, 'forbidden');
+});
+
+errors.run();
+
+// ---------------------------------------------------------------------------------------------
+// 3a. Rate limit: exactly the burst, then 429 with an honest Retry-After
+
+const burst = suite('rate limit: burst 1000 at 0.001/s');
+const burstPrefix = testRedisPrefix();
+let burstDb: Db | undefined;
+let burstCp: RunningControlPlane | undefined;
+let burstRedis: Redis | undefined;
+
+burst.before(async () => {
+  burstDb = await createTestDatabase();
+  burstCp = await startTestServer({ databaseUrl: burstDb.url, redisPrefix: burstPrefix, env: { VD_RATE_LIMIT_BURST: '1000', VD_RATE_LIMIT_PER_SECOND: '0.001' } });
+  burstRedis = new Redis(TEST_REDIS_URL);
+});
+burst.after(async () => {
+  await cleanUp([burstCp], [burstDb], burstRedis ? [burstRedis] : []);
+});
+
+burst('1,000 requests of one company (key and session mixed) pass; the next is 429 with Retry-After 900–1000 s', async () => {
+  const cp = burstCp!;
+  const co = await makeCompany(cp);
+  const key = (await makeKey(cp.url, co.owner, ['read'])).key;
+  const other = await makeCompany(cp);
+  const otherKey = (await makeKey(cp.url, other.owner, ['read'])).key;
+  await resetBucket(burstRedis!, burstPrefix, co.tenantId);
+
+  const who: Who[] = [{ key }, { session: co.owner }];
+  const statuses = await pool(1000, 20, async (i) => (await call(cp.url, 'GET', LISTS, asCall(who[i % 2]))).status);
+  const counts = statuses.reduce<Record<number, number>>((m, s) => ((m[s] = (m[s] ?? 0) + 1), m), {});
+  assert.equal(counts, { 200: 1000 }, 'all 1,000 within the burst pass');
+
+  for (const w of who) {
+    const a = await call(cp.url, 'GET', LISTS, asCall(w));
+    assertError(a, 429, 'too_many_requests');
+    const retry = a.headers.get('retry-after') ?? '';
+    assert.match(retry, /^\d+$/, `Retry-After in whole seconds: ${retry}`);
+    assert.ok(Number(retry) >= 900 && Number(retry) <= 1000, `Retry-After ${retry} s at 0.001 tokens/s`);
+  }
+
+  // Another company has its own bucket.
+  const b = await call(cp.url, 'GET', LISTS, { key: otherKey });
+  assert.is(b.status, 200);
+  const bs = await call(cp.url, 'GET', LISTS, { session: other.owner });
+  assert.is(bs.status, 200);
+});
+
+burst.run();
+
+// ---------------------------------------------------------------------------------------------
+// 3b. Rate limit: refill at 200/s
+
+const refill = suite('rate limit: refill at 200/s');
+let refillDb: Db | undefined;
+let refillCp: RunningControlPlane | undefined;
+let refillRedis: Redis | undefined;
+const refillPrefix = testRedisPrefix();
+
+refill.before(async () => {
+  refillDb = await createTestDatabase();
+  refillCp = await startTestServer({ databaseUrl: refillDb.url, redisPrefix: refillPrefix, env: { VD_RATE_LIMIT_BURST: '1000', VD_RATE_LIMIT_PER_SECOND: '200' } });
+  refillRedis = new Redis(TEST_REDIS_URL);
+});
+refill.after(async () => {
+  await cleanUp([refillCp], [refillDb], refillRedis ? [refillRedis] : []);
+});
+
+/**
+ * Sends requests (20 in flight) until one is refused, then lets those in flight settle. Bounded
+ * by `maxRequests` and `maxMs`. Times are wall-clock, as Redis TIME is on the same machine.
+ */
+async function drainUntil429(base: string, key: string, maxRequests: number, maxMs: number) {
+  const started = Date.now();
+  let sent = 0;
+  let ok = 0;
+  let firstRefusal: { retryAfter: string | null; answer: Answer } | null = null;
+  const worker = async (): Promise<void> => {
+    while (!firstRefusal && sent < maxRequests && Date.now() - started < maxMs) {
+      sent++;
+      const a = await call(base, 'GET', LISTS, { key });
+      if (a.status === 200) ok++;
+      else if (a.status === 429) {
+        firstRefusal ??= { retryAfter: a.headers.get('retry-after'), answer: a };
+      } else throw new Error(`unexpected ${a.status}: ${a.text}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 20 }, worker));
+  return { started, settled: Date.now(), sent, ok, firstRefusal: firstRefusal as { retryAfter: string | null; answer: Answer } | null };
+}
+
+refill('draining past the burst gives 429 with Retry-After 1; a second later about 200 more pass', async () => {
+  const cp = refillCp!;
+  const co = await makeCompany(cp);
+  const key = (await makeKey(cp.url, co.owner, ['read'])).key;
+  await resetBucket(refillRedis!, refillPrefix, co.tenantId);
+
+  const first = await drainUntil429(cp.url, key, 6000, 15_000);
+  assert.ok(first.firstRefusal, `no 429 after ${first.sent} requests in ${first.settled - first.started} ms`);
+  assertError(first.firstRefusal!.answer, 429, 'too_many_requests');
+  assert.is(first.firstRefusal!.retryAfter, '1');
+  // The burst, plus what refilled at 200/s while draining, and no more.
+  const drainSecs = (first.settled - first.started) / 1000;
+  assert.ok(first.ok >= 1000, `${first.ok} passed before the first 429 (burst 1000)`);
+  assert.ok(first.ok <= 1000 + 200 * drainSecs + 1, `${first.ok} passed in ${drainSecs} s`);
+
+  // Nothing is sent for a second: the bucket gains 200 tokens (every earlier check was done by `settled`).
+  await sleep(Math.max(0, first.settled + 1000 - Date.now()));
+  const second = await drainUntil429(cp.url, key, 3000, 10_000);
+  assert.ok(second.firstRefusal, `no 429 after ${second.sent} requests once refilled`);
+  assert.is(second.firstRefusal!.retryAfter, '1');
+  assert.ok(second.ok >= 199, `${second.ok} passed after a 1 s pause (200/s)`);
+  // Every pass spent a token: the full bucket at the start plus 200/s since, and no more (a
+  // bucket refilled whole after the pause, or faster, would let hundreds more through).
+  const passed = first.ok + second.ok;
+  const bound = 1000 + 200 * ((second.settled - first.started) / 1000) + 1;
+  assert.ok(passed <= bound, `${passed} passed in all, at most ${bound.toFixed(1)} at burst 1000 + 200/s`);
+});
+
+refill.run();
+
+// ---------------------------------------------------------------------------------------------
+// 4 and 5. Two instances on one Redis and one database
+
+const two = suite('two instances sharing Redis');
+const twoPrefix = testRedisPrefix();
+let twoDb: Db | undefined;
+let cpA: RunningControlPlane | undefined;
+let cpB: RunningControlPlane | undefined;
+let twoRedis: Redis | undefined;
+
+two.before(async () => {
+  twoDb = await createTestDatabase();
+  const env = { VD_RATE_LIMIT_BURST: '1000', VD_RATE_LIMIT_PER_SECOND: '0.001' };
+  cpA = await startTestServer({ databaseUrl: twoDb.url, redisPrefix: twoPrefix, env });
+  cpB = await startTestServer({ databaseUrl: twoDb.url, redisPrefix: twoPrefix, env });
+  twoRedis = new Redis(TEST_REDIS_URL);
+});
+two.after(async () => {
+  await cleanUp([cpA, cpB], [twoDb], twoRedis ? [twoRedis] : []);
+});
+
+two('500 requests through A and 500 through B spend one bucket; the next through either is 429', async () => {
+  const co = await makeCompany(cpA!);
+  const key = (await makeKey(cpA!.url, co.owner, ['read'])).key;
+  await resetBucket(twoRedis!, twoPrefix, co.tenantId);
+
+  const viaA = await pool(500, 20, async () => (await call(cpA!.url, 'GET', LISTS, { key })).status);
+  const viaB = await pool(500, 20, async (i) => (await call(cpB!.url, 'GET', LISTS, i % 2 ? { key } : { session: co.owner })).status);
+  assert.ok(viaA.every((s) => s === 200), `A: ${viaA.filter((s) => s !== 200).length} refused`);
+  assert.ok(viaB.every((s) => s === 200), `B: ${viaB.filter((s) => s !== 200).length} refused`);
+
+  const a = await call(cpA!.url, 'GET', LISTS, { key });
+  assertError(a, 429, 'too_many_requests');
+  const b = await call(cpB!.url, 'GET', LISTS, { session: co.owner });
+  assertError(b, 429, 'too_many_requests');
+  assert.ok(Number(b.headers.get('retry-after')) >= 900);
+});
+
+two('a key revoked on A is refused on A at once and on B within one second', async () => {
+  const co = await makeCompany(cpA!);
+  const made = await makeKey(cpA!.url, co.owner, ['read']);
+  // B resolves the key (and caches it), twice to be sure the second answer is the cached one.
+  assert.is((await call(cpB!.url, 'GET', LISTS, { key: made.key })).status, 200);
+  assert.is((await call(cpB!.url, 'GET', LISTS, { key: made.key })).status, 200);
+  assert.is((await call(cpA!.url, 'GET', LISTS, { key: made.key })).status, 200);
+
+  const del = await call(cpA!.url, 'DELETE', `${KEYS}/${made.id}`, { session: co.owner });
+  assert.is(del.status, 204, del.text);
+  const revokedAt = performance.now();
+
+  assertError(await call(cpA!.url, 'GET', LISTS, { key: made.key }), 401, 'unauthorized');
+
+  let last: Answer | null = null;
+  let polls = 0;
+  while (performance.now() - revokedAt < 3000) {
+    polls++;
+    last = await call(cpB!.url, 'GET', LISTS, { key: made.key });
+    if (last.status === 401) break;
+    assert.is(last.status, 200, last.text);
+    await sleep(5);
+  }
+  const took = performance.now() - revokedAt;
+  assert.ok(last, 'polled B');
+  assertError(last!, 401, 'unauthorized');
+  assert.ok(took < 1000, `B refused the revoked key after ${took.toFixed(0)} ms (${polls} polls)`);
+  // And it stays refused.
+  assertError(await call(cpB!.url, 'GET', LISTS, { key: made.key }), 401, 'unauthorized');
+});
+
+two.run();
+
+// ---------------------------------------------------------------------------------------------
+// 6. Idempotency-Key
+
+const idem = suite('Idempotency-Key');
+let idemDb: Db | undefined;
+let idemCp: RunningControlPlane | undefined;
+
+idem.before(async () => {
+  idemDb = await createTestDatabase();
+  idemCp = await startTestServer({ databaseUrl: idemDb.url, redisPrefix: testRedisPrefix() });
+});
+idem.after(async () => {
+  await cleanUp([idemCp], [idemDb]);
+});
+
+async function keysNamed(base: string, owner: Session, name: string): Promise<number> {
+  const l = await call(base, 'GET', KEYS, { session: owner });
+  assert.is(l.status, 200);
+  return (l.body.items as Array<{ name: string }>).filter((k) => k.name === name).length;
+}
+
+idem('the same key and body replay the first answer; no second key is created', async () => {
+  const cp = idemCp!;
+  const co = await makeCompany(cp);
+  const ik = `create-key-${Date.now()}`;
+  const reqBody = { name: 'idempotent key', scopes: ['read'] };
+  const first = await call(cp.url, 'POST', KEYS, { session: co.owner, body: reqBody, headers: { 'idempotency-key': ik } });
+  assert.is(first.status, 201, first.text);
+  assert.is(first.headers.get('idempotent-replayed'), null);
+  const again = await call(cp.url, 'POST', KEYS, { session: co.owner, body: reqBody, headers: { 'idempotency-key': ik } });
+  assert.is(again.status, 201);
+  assert.is(again.text, first.text);
+  assert.is(again.body.id, first.body.id);
+  assert.is(again.headers.get('idempotent-replayed'), 'true');
+  assert.is(await keysNamed(cp.url, co.owner, 'idempotent key'), 1);
+
+  // The same key with another body is refused and creates nothing.
+  const other = await call(cp.url, 'POST', KEYS, { session: co.owner, body: { ...reqBody, scopes: ['read', 'dnc:write'] }, headers: { 'idempotency-key': ik } });
+  assertError(other, 422, 'unprocessable');
+  assert.is(await keysNamed(cp.url, co.owner, 'idempotent key'), 1);
+
+  // Without the header the same body makes a second key: the replay was the header's doing.
+  const plain = await call(cp.url, 'POST', KEYS, { session: co.owner, body: reqBody });
+  assert.is(plain.status, 201);
+  assert.is.not(plain.body.id, first.body.id);
+  assert.is(await keysNamed(cp.url, co.owner, 'idempotent key'), 2);
+});
+
+idem('keys are scoped per company: another company with the same key gets its own answer', async () => {
+  const cp = idemCp!;
+  const a = await makeCompany(cp);
+  const b = await makeCompany(cp);
+  const ik = `shared-${Date.now()}`;
+  const reqBody = { name: 'scoped key', scopes: ['read'] };
+  const ra = await call(cp.url, 'POST', KEYS, { session: a.owner, body: reqBody, headers: { 'idempotency-key': ik } });
+  const rb = await call(cp.url, 'POST', KEYS, { session: b.owner, body: reqBody, headers: { 'idempotency-key': ik } });
+  assert.is(ra.status, 201);
+  assert.is(rb.status, 201, rb.text);
+  assert.is(rb.headers.get('idempotent-replayed'), null);
+  assert.is.not(rb.body.id, ra.body.id);
+  assert.is(await keysNamed(cp.url, a.owner, 'scoped key'), 1);
+  assert.is(await keysNamed(cp.url, b.owner, 'scoped key'), 1);
+  // Even with another body, B's first use is fresh, not a 422 from A's record.
+  const rb2 = await call(cp.url, 'POST', KEYS, { session: b.owner, body: { name: 'other', scopes: ['read'] }, headers: { 'idempotency-key': `${ik}-2` } });
+  const ra2 = await call(cp.url, 'POST', KEYS, { session: a.owner, body: { name: 'other a', scopes: ['read'] }, headers: { 'idempotency-key': `${ik}-2` } });
+  assert.is(rb2.status, 201);
+  assert.is(ra2.status, 201, ra2.text);
+});
+
+idem('an Idempotency-Key of 255 visible characters is taken; 256, or one with a space, is 422', async () => {
+  const cp = idemCp!;
+  const co = await makeCompany(cp);
+  const reqBody = { name: 'edge key', scopes: ['read'] };
+  const k255 = 'k'.repeat(255);
+  const ok = await call(cp.url, 'POST', KEYS, { session: co.owner, body: reqBody, headers: { 'idempotency-key': k255 } });
+  assert.is(ok.status, 201, ok.text);
+  const replay = await call(cp.url, 'POST', KEYS, { session: co.owner, body: reqBody, headers: { 'idempotency-key': k255 } });
+  assert.is(replay.headers.get('idempotent-replayed'), 'true');
+  assertError(await call(cp.url, 'POST', KEYS, { session: co.owner, body: reqBody, headers: { 'idempotency-key': 'k'.repeat(256) } }), 422, 'unprocessable');
+  assertError(await call(cp.url, 'POST', KEYS, { session: co.owner, body: reqBody, headers: { 'idempotency-key': 'a b' } }), 422, 'unprocessable');
+  assert.is(await keysNamed(cp.url, co.owner, 'edge key'), 1);
+});
+
+idem('the same key while the first request still runs is 409; the first then finishes and is replayed', async () => {
+  const cp = idemCp!;
+  const co = await makeCompany(cp);
+  const key = (await makeKey(cp.url, co.owner, ['dnc:write'])).key;
+  const ik = `slow-${Date.now()}`;
+  const reqBody = { numbers: [VALID_NUMBER] };
+  // Hold the first request inside its handler: an open transaction of ours inserts the same
+  // (company, number) row, so the handler's insert waits on it until we roll back.
+  const blocker = new pg.Client({ connectionString: idemDb!.url });
+  await blocker.connect();
+  try {
+    await blocker.query('begin');
+    await blocker.query(`insert into dnc_numbers (tenant_id, number, source) values ($1, $2, 'test-lock')`, [co.tenantId, VALID_NUMBER]);
+    let firstDone = false;
+    const firstP = call(cp.url, 'POST', DNC, { key, body: reqBody, headers: { 'idempotency-key': ik } }).finally(() => (firstDone = true));
+    // Wait until the first request holds the key (its record is "running").
+    const until = Date.now() + 5000;
+    for (;;) {
+      const row = await cp.services.store.db.selectFrom('idempotency_records').select('state').where('scope', '=', co.tenantId).where('key', '=', ik).executeTakeFirst();
+      if (row?.state === 'running') break;
+      if (Date.now() > until || firstDone) throw new Error(`the first request never held the key (row ${JSON.stringify(row)}, done ${firstDone})`);
+      await sleep(10);
+    }
+    const second = await call(cp.url, 'POST', DNC, { key, body: reqBody, headers: { 'idempotency-key': ik } });
+    assertError(second, 409, 'conflict');
+    // Another body with that key is still 422, running or not.
+    assertError(await call(cp.url, 'POST', DNC, { key, body: { numbers: ['+14155552672'] }, headers: { 'idempotency-key': ik } }), 422, 'unprocessable');
+    assert.not.ok(firstDone, 'the first request was still running during the 409');
+    await blocker.query('rollback');
+    const first = await firstP;
+    assert.is(first.status, 200, first.text);
+    assert.is(first.body.accepted, 1);
+    const third = await call(cp.url, 'POST', DNC, { key, body: reqBody, headers: { 'idempotency-key': ik } });
+    assert.is(third.status, 200);
+    assert.is(third.text, first.text);
+    assert.is(third.headers.get('idempotent-replayed'), 'true');
+  } finally {
+    await blocker.end().catch(() => {});
+  }
+});
+
+idem.run();
+
+// ---------------------------------------------------------------------------------------------
+// 7. Health and readiness
+
+const health = suite('health and readiness');
+let healthDb: Db | undefined;
+let healthCp: RunningControlPlane | undefined;
+let deadCp: RunningControlPlane | undefined;
+
+health.before(async () => {
+  healthDb = await createTestDatabase();
+  healthCp = await startTestServer({ databaseUrl: healthDb.url, redisPrefix: testRedisPrefix() });
+});
+health.after(async () => {
+  await cleanUp([healthCp, deadCp], [healthDb]);
+});
+
+health('GET /health and GET /ready are 200 with store and coordinator ok', async () => {
+  const h = await call(healthCp!.url, 'GET', '/health');
+  assert.is(h.status, 200);
+  assert.equal(h.body, { status: 'ok' });
+  const r = await call(healthCp!.url, 'GET', '/ready');
+  assert.is(r.status, 200, r.text);
+  assert.is(r.body.status, 'ready');
+  assert.is(r.body.store.ok, true);
+  assert.is(r.body.coordinator.ok, true);
+});
+
+health('with the coordinator on a dead Redis the instance starts, /health is 200 and /ready is 503', async () => {
+  const started = performance.now();
+  deadCp = await withTimeout(
+    startTestServer({ databaseUrl: healthDb!.url, redisPrefix: testRedisPrefix(), env: { REDIS_URL: 'redis://127.0.0.1:1' } }),
+    15_000,
+    'startup with a dead Redis',
+  );
+  assert.ok(performance.now() - started < 10_000, 'startup took under 10 s');
+  assert.is((await call(deadCp.url, 'GET', '/health')).status, 200);
+  const t = performance.now();
+  const r = await call(deadCp.url, 'GET', '/ready');
+  assert.ok(performance.now() - t < 5000, '/ready answered within 5 s');
+  assert.is(r.status, 503, r.text);
+  assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
+  assertErrorObject(r.body.error, 'unavailable');
+  assert.match(r.body.error.message, /coordinator/);
+  assert.is(r.body.store.ok, true);
+  assert.is(r.body.coordinator.ok, false);
+});
+
+health.run();
