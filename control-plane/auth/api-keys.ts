@@ -94,12 +94,12 @@ export class ApiKeys {
     const row = await this.#store.db
       .selectFrom('api_keys as k')
       .innerJoin('companies as c', 'c.id', 'k.tenant_id')
-      .select(['k.id', 'k.tenant_id', 'k.scopes', 'k.revoked_at', 'c.status'])
+      .select(['k.id', 'k.tenant_id', 'k.scopes', 'k.revoked_at', 'c.status', 'c.plan'])
       .where('k.secret_hash', '=', hash)
       .executeTakeFirst();
     const principal: KeyPrincipal | null =
       row && row.revoked_at === null && row.status === 'on'
-        ? { kind: 'key', keyId: row.id, tenantId: row.tenant_id, scopes: new Set(row.scopes) }
+        ? { kind: 'key', keyId: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes) }
         : null;
     if (this.#cache.size > 50_000) this.#cache.clear();
     if (cached) this.#cache.set(hash, { principal, tenantId: row?.tenant_id ?? null, until: Date.now() + this.#ttlMs });

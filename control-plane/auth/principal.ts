@@ -1,4 +1,5 @@
 /** Who is making a request: an API key, or a signed-in operator or company user. */
+import type { PlanName } from '../db/schema/index.ts';
 
 /** The scopes an API key can carry (the spec's table). */
 export const KEY_SCOPES = ['read', 'leads:write', 'dnc:write', 'outcomes:write'] as const;
@@ -13,6 +14,8 @@ export type KeyPrincipal = {
   kind: 'key';
   keyId: string;
   tenantId: string;
+  /** The company's plan: its request budget follows it. */
+  plan: PlanName;
   scopes: ReadonlySet<string>;
 };
 
@@ -23,6 +26,8 @@ export type SessionPrincipal = {
   tokenHash: string;
   userId: string;
   tenantId: string | null;
+  /** The company's plan (null for an operator). */
+  plan: PlanName | null;
   email: string;
   name: string;
   roles: readonly string[];

@@ -58,6 +58,7 @@ export async function resolveSession(store: Store, token: string, idleHours: num
       sql<string[]>`coalesce(o.roles, u.roles)`.as('roles'),
       sql<boolean>`coalesce(o.must_change_password, u.must_change_password)`.as('must_change_password'),
       'c.status as company_status',
+      'c.plan as company_plan',
     ])
     .where('s.token_hash', '=', tokenHash)
     .where('s.ended_at', 'is', null)
@@ -75,6 +76,7 @@ export async function resolveSession(store: Store, token: string, idleHours: num
     tokenHash,
     userId: row.user_id,
     tenantId: row.tenant_id,
+    plan: row.company_plan,
     email: row.email,
     name: row.name,
     roles: row.roles,

@@ -254,4 +254,24 @@ t('a parent owner suspends and resumes its own sub-account with the same chain; 
   assert.is(back.body.tenant.status, 'on');
 });
 
+t('the request budget follows the plan: trial bursts to 100, standard to 1,000', async () => {
+  const trial = await call(base, 'POST', '/api/platform/tenants', { session: owner, body: newTenant({ plan: 'trial' }) });
+  const t1 = await activate(base, trial.body.owner.email, trial.body.temporary_password);
+  const std = await makeCompany(cp);
+  const burst = async (session: Session) => {
+    const codes: number[] = [];
+    for (let i = 0; i < 150; i += 25) {
+      const batch = await Promise.all(Array.from({ length: 25 }, () => call(base, 'GET', '/api/core/v1/lists', { session })));
+      codes.push(...batch.map((r) => r.status));
+    }
+    return codes;
+  };
+  const trialCodes = await burst(t1.session);
+  const passed = trialCodes.filter((c) => c === 200).length;
+  assert.ok(passed >= 100 && passed < 150, `trial passed ${passed} of 150`);
+  assert.ok(trialCodes.includes(429));
+  const stdCodes = await burst(std.owner);
+  assert.not.ok(stdCodes.includes(429), 'a standard company is far from its budget');
+});
+
 t.run();

@@ -4,6 +4,7 @@
  */
 import { loadConfig } from '../../shared/config.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
+import type { RuntimeOptions } from '../../control-plane/runtime/runtime.ts';
 import { TEST_REDIS_URL } from './db.ts';
 
 export type TestServerOptions = {
@@ -13,6 +14,8 @@ export type TestServerOptions = {
   /** No Redis: in-process coordination. */
   embedded?: boolean;
   env?: Record<string, string>;
+  /** Actor runtime timings (lease TTL, renewal, adoption sweep), e.g. short leases for takeover tests. */
+  runtime?: RuntimeOptions;
 };
 
 /** Starts an instance; the first operator is owner@platform.test with the password below. */
@@ -31,7 +34,7 @@ export async function startTestServer(opts: TestServerOptions): Promise<RunningC
     VD_EMBEDDED_AGENT: '0',
     ...opts.env,
   });
-  return startControlPlane(config);
+  return startControlPlane(config, opts.runtime ? { runtime: opts.runtime } : {});
 }
 
 export const OPERATOR_EMAIL = 'owner@platform.test';
