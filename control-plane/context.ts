@@ -50,8 +50,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const store = overrides.store ?? (await openStore(config.DATABASE_URL, config.VD_DATA_DIR));
   const coordinator = overrides.coordinator ?? (config.REDIS_URL ? new RedisCoordinator(config.REDIS_URL, { keyPrefix: config.VD_REDIS_KEY_PREFIX }) : new MemoryCoordinator());
   const apiKeys = new ApiKeys(store, coordinator);
-  await apiKeys.start();
   const log = logger.child({ instance: instanceId });
+  const runtime = new ActorRuntime({ store, coordinator, log, instanceId }, [companyActor(() => services.suspendSteps)], overrides.runtime);
+  const consumers = new Map<string, ConsumerHandler>([['audit', auditConsumer]]);
+  for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name)) throw new Error(`outbox consumer ${name} has no handler`);
+  const outbox = new OutboxWorker(store, coordinator, log, consumers);
+  const closeOwned = async () => {
+    if (!overrides.coordinator) await coordinator.close().catch(() => {});
+    if (!overrides.store) await store.close().catch(() => {});
+  };
   const services: Services = {
     config,
     logger: log,
@@ -59,25 +66,26 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     coordinator,
     apiKeys,
     columnSources: overrides.columnSources ?? storeColumnSources(store),
-    runtime: undefined as unknown as ActorRuntime,
-    outbox: undefined as unknown as OutboxWorker,
+    runtime,
+    outbox,
     suspendSteps: suspendSteps({ store, apiKeys, coordinator }),
-    companySetup: [],
+    companySetup: [(tx, tenantId) => runtime.create(tx, 'company', tenantId, { tenantId })],
     instanceId,
     async close() {
-      await services.outbox.stop();
-      await services.runtime.stop();
+      await outbox.stop();
+      await runtime.stop();
       await apiKeys.stop();
-      if (!overrides.coordinator) await coordinator.close();
-      if (!overrides.store) await store.close();
+      await closeOwned();
     },
   };
-  services.runtime = new ActorRuntime({ store, coordinator, log, instanceId }, [companyActor(() => services.suspendSteps)], overrides.runtime);
-  services.companySetup.push((tx, tenantId) => services.runtime.create(tx, 'company', tenantId, { tenantId }));
-  const consumers = new Map<string, ConsumerHandler>([['audit', auditConsumer]]);
-  for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name)) throw new Error(`outbox consumer ${name} has no handler`);
-  services.outbox = new OutboxWorker(store, coordinator, log, consumers);
-  await services.runtime.start();
-  await services.outbox.start();
+  try {
+    await apiKeys.start();
+    await runtime.start();
+    await outbox.start();
+  } catch (err) {
+    // A half-started instance must not keep connections open and the process alive.
+    await services.close().catch(() => {});
+    throw err;
+  }
   return services;
 }
