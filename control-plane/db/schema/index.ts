@@ -3,6 +3,7 @@ import type { ApiKeysTable } from './api-keys.ts';
 import type { CallsTable } from './calls.ts';
 import type { CampaignsTable } from './campaigns.ts';
 import type { CompaniesTable } from './companies.ts';
+import type { ListsTable, PeopleTable } from './core.ts';
 import type { ActorsTable, AuditLogTable, OutboxPendingTable, OutboxTable } from './runtime.ts';
 import type { DncNumbersTable } from './dnc.ts';
 import type { IdempotencyRecordsTable } from './idempotency.ts';
@@ -10,6 +11,8 @@ import type { SessionsTable } from './sessions.ts';
 import type { CompanyUsersTable, OperatorsTable, RegisteredEmailsTable } from './users.ts';
 
 export type { CompanyStatus, PlanName } from './companies.ts';
+export type { CampaignState } from './campaigns.ts';
+export type { PersonStatus } from './core.ts';
 
 export interface DB {
   companies: CompaniesTable;
@@ -26,4 +29,6 @@ export interface DB {
   audit_log: AuditLogTable;
   campaigns: CampaignsTable;
   calls: CallsTable;
+  lists: ListsTable;
+  people: PeopleTable;
 }

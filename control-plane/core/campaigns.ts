@@ -1,0 +1,158 @@
+/**
+ * A company's campaigns: creation within its plan's limits, reading, and the start, pause and
+ * stop commands. A command is one conditional row update guarded by `campaign-rules.ts`; a start
+ * also needs the company switched on and not held by core (the suspend chain's `core_hold`).
+ */
+import { sql } from 'kysely';
+import { ApiError } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { toE164 } from '../../shared/phone.ts';
+import { planLimits } from '../companies/plans.ts';
+import type { CampaignState } from '../db/schema/index.ts';
+import type { Store } from '../db/store.ts';
+import { applyCommand, CAMPAIGN_TRANSITIONS, type CampaignCommand } from './campaign-rules.ts';
+import { foreignLists } from './lists.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
+
+/** What a company sends to create a campaign (already shape-checked). */
+export type CampaignInput = {
+  name: string;
+  list_ids: string[];
+  mode: 'progressive' | 'preview';
+  handler: 'bot' | 'agents';
+  max_concurrent_calls: number;
+  calls_per_second: number;
+  caller_id: string;
+};
+
+/** A campaign as the API shows it. */
+export type CampaignView = {
+  id: string;
+  name: string;
+  state: CampaignState;
+  idle_reason: string | null;
+  list_ids: string[];
+  mode: 'progressive' | 'preview';
+  handler: 'bot' | 'agents';
+  max_concurrent_calls: number;
+  calls_per_second: number;
+  caller_id: string | null;
+  counters: { placed: number; answered: number; ended: number; live: number };
+  created_at: string;
+};
+
+/** Creates a draft campaign; 422 for lists that are not the company's or figures past its plan. */
+export async function createCampaign(store: Store, tenantId: string, input: CampaignInput): Promise<CampaignView> {
+  const company = await store.db.selectFrom('companies').select('plan').where('id', '=', tenantId).executeTakeFirstOrThrow();
+  const limits = planLimits(company.plan);
+  if (input.max_concurrent_calls > limits.concurrent_calls) {
+    throw new ApiError('unprocessable', `max_concurrent_calls: the ${company.plan} plan allows at most ${limits.concurrent_calls}`);
+  }
+  if (input.calls_per_second > limits.calls_per_second) {
+    throw new ApiError('unprocessable', `calls_per_second: the ${company.plan} plan allows at most ${limits.calls_per_second}`);
+  }
+  const callerId = toE164(input.caller_id);
+  if (!callerId) throw new ApiError('unprocessable', 'caller_id: not a valid phone number');
+  const listIds = [...new Set(input.list_ids)];
+  const unknown = await foreignLists(store, tenantId, listIds);
+  if (unknown.length > 0) throw new ApiError('unprocessable', `list_ids: no list ${unknown.slice(0, 5).join(', ')}`);
+  const id = newId('cmp');
+  await store.db
+    .insertInto('campaigns')
+    .values({
+      id,
+      tenant_id: tenantId,
+      name: input.name,
+      state: 'draft',
+      idle_reason: null,
+      list_ids: listIds,
+      mode: input.mode,
+      handler: input.handler,
+      max_concurrent_calls: input.max_concurrent_calls,
+      calls_per_second: input.calls_per_second,
+      caller_id: callerId,
+    })
+    .execute();
+  return findCampaign(store, tenantId, id);
+}
+
+function campaignQuery(store: Store, tenantId: string) {
+  return store.db
+    .selectFrom('campaigns as c')
+    .select([
+      'c.id', 'c.name', 'c.state', 'c.idle_reason', 'c.list_ids', 'c.mode', 'c.handler', 'c.max_concurrent_calls',
+      'c.calls_per_second', 'c.caller_id', 'c.placed', 'c.answered', 'c.ended', 'c.created_at',
+    ])
+    .select(sql<string>`(select count(*) from calls k where k.campaign_id = c.id and k.tenant_id = c.tenant_id and k.state <> 'ended')`.as('live'))
+    .where('c.tenant_id', '=', tenantId);
+}
+
+type CampaignRow = Awaited<ReturnType<ReturnType<typeof campaignQuery>['executeTakeFirstOrThrow']>>;
+
+function view(r: CampaignRow): CampaignView {
+  return {
+    id: r.id,
+    name: r.name,
+    state: r.state,
+    idle_reason: r.idle_reason,
+    list_ids: r.list_ids,
+    mode: r.mode,
+    handler: r.handler,
+    max_concurrent_calls: r.max_concurrent_calls,
+    calls_per_second: Number(r.calls_per_second),
+    caller_id: r.caller_id,
+    counters: { placed: r.placed, answered: r.answered, ended: r.ended, live: Number(r.live) },
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+/** The company's campaign `id`; 404 when it is not one of the company's. */
+export async function findCampaign(store: Store, tenantId: string, id: string): Promise<CampaignView> {
+  const row = await campaignQuery(store, tenantId).where('c.id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('not_found', `no campaign ${id}`);
+  return view(row);
+}
+
+/** A page of the company's campaigns in creation order, after `cursor`. */
+export async function listCampaigns(store: Store, tenantId: string, cursor: string | undefined): Promise<{ items: CampaignView[]; next_cursor: string | null }> {
+  let q = campaignQuery(store, tenantId).orderBy('c.id').limit(PAGE_SIZE.campaigns + 1);
+  const after = checkCursor(cursor, 'cmp');
+  if (after) q = q.where('c.id', '>', after);
+  const page = pageOf(await q.execute(), PAGE_SIZE.campaigns);
+  return { items: page.items.map(view), next_cursor: page.next_cursor };
+}
+
+/**
+ * Runs `command` on the company's campaign `id`: 404 when it is not the company's, 409 with the
+ * rule's message when its state (or the company's hold, for a start) refuses it.
+ */
+export async function commandCampaign(store: Store, tenantId: string, id: string, command: CampaignCommand): Promise<CampaignView> {
+  const { from, to } = CAMPAIGN_TRANSITIONS[command];
+  // A race with another command only changes which refusal is right, so look again a few times.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let update = store.db
+      .updateTable('campaigns')
+      .set({ state: to, idle_reason: null, updated_at: new Date() })
+      .where('id', '=', id)
+      .where('tenant_id', '=', tenantId)
+      .where('state', 'in', [...from]);
+    if (command === 'start') {
+      update = update.where((eb) =>
+        eb.exists(eb.selectFrom('companies').select('id').where('companies.id', '=', tenantId).where('companies.status', '=', 'on').where('companies.core_hold', '=', false)),
+      );
+    }
+    const done = await update.returning('id').executeTakeFirst();
+    if (done) return findCampaign(store, tenantId, id);
+    const now = await store.db
+      .selectFrom('campaigns')
+      .innerJoin('companies', 'companies.id', 'campaigns.tenant_id')
+      .select(['campaigns.state', 'companies.core_hold', 'companies.status'])
+      .where('campaigns.id', '=', id)
+      .where('campaigns.tenant_id', '=', tenantId)
+      .executeTakeFirst();
+    if (!now) throw new ApiError('not_found', `no campaign ${id}`);
+    const verdict = applyCommand(command, now.state, now.core_hold || now.status !== 'on');
+    if (!verdict.ok) throw new ApiError('conflict', verdict.message);
+  }
+  throw new ApiError('conflict', `the campaign changed while it was being told to ${command}; try again`);
+}

@@ -1,0 +1,54 @@
+/** A company's lists of people: creating them and reading them. Every read is scoped to the company. */
+import { ApiError } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import type { Store } from '../db/store.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
+
+/** A list as the API shows it. */
+export type ListView = { id: string; name: string; people: number; created_at: string };
+
+/** Creates an empty list. */
+export async function createList(store: Store, tenantId: string, name: string): Promise<ListView> {
+  const row = await store.db.insertInto('lists').values({ id: newId('lst'), tenant_id: tenantId, name }).returning(['id', 'name', 'created_at']).executeTakeFirstOrThrow();
+  return { id: row.id, name: row.name, people: 0, created_at: row.created_at.toISOString() };
+}
+
+/** The company's list `id`; 404 when it is not one of the company's. */
+export async function findList(store: Store, tenantId: string, id: string): Promise<ListView> {
+  const rows = await listQuery(store, tenantId).where('l.id', '=', id).execute();
+  if (rows.length === 0) throw new ApiError('not_found', `no list ${id}`);
+  return view(rows[0]);
+}
+
+/** A page of the company's lists in creation order, after `cursor`. */
+export async function listLists(store: Store, tenantId: string, cursor: string | undefined): Promise<{ items: ListView[]; next_cursor: string | null }> {
+  let q = listQuery(store, tenantId).orderBy('l.id').limit(PAGE_SIZE.lists + 1);
+  const after = checkCursor(cursor, 'lst');
+  if (after) q = q.where('l.id', '>', after);
+  const page = pageOf(await q.execute(), PAGE_SIZE.lists);
+  return { items: page.items.map(view), next_cursor: page.next_cursor };
+}
+
+/** Which of `ids` are not the company's lists. */
+export async function foreignLists(store: Store, tenantId: string, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const own = await store.db.selectFrom('lists').select('id').where('tenant_id', '=', tenantId).where('id', 'in', [...ids]).execute();
+  const known = new Set(own.map((r) => r.id));
+  return ids.filter((id) => !known.has(id));
+}
+
+function listQuery(store: Store, tenantId: string) {
+  return store.db
+    .selectFrom('lists as l')
+    .select((eb) => [
+      'l.id',
+      'l.name',
+      'l.created_at',
+      eb.selectFrom('people as p').select((e) => e.fn.countAll<string>().as('n')).whereRef('p.list_id', '=', 'l.id').as('people'),
+    ])
+    .where('l.tenant_id', '=', tenantId);
+}
+
+function view(r: { id: string; name: string; created_at: Date; people: string | number | bigint | null }): ListView {
+  return { id: r.id, name: r.name, people: Number(r.people ?? 0), created_at: r.created_at.toISOString() };
+}

@@ -1,0 +1,195 @@
+/**
+ * People in a company's lists: adding them from a JSON array and reading them. Each person's
+ * number is normalised to E.164 (no `+`: read as US, the legacy dialer's phone_code 1); a number
+ * that repeats in the request, or is already in the list, is skipped and the list's row left as
+ * it is. The lead fields follow the spec's lead import rules, so the CSV import can share
+ * `normaliseLead`. People arrive as `new`: the do-not-call check happens before anyone calls them.
+ */
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { ApiError } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { toE164 } from '../../shared/phone.ts';
+import type { PersonStatus } from '../db/schema/index.ts';
+import type { Store } from '../db/store.ts';
+import { findList } from './lists.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
+
+/** People one request may add. */
+export const MAX_PEOPLE_PER_REQUEST = 10_000;
+/** Rejected people listed in an answer. */
+export const REJECTED_ROWS_LISTED = 50;
+
+const text = (max: number) => z.union([z.string(), z.number()]).transform(String).pipe(z.string().max(max)).nullish();
+
+/** One person as a caller sends it. Numbers are accepted where a spreadsheet would give them. */
+export const LeadInput = z.object({
+  phone_number: text(40),
+  phone_code: text(8),
+  lead_id: text(200),
+  first_name: text(200),
+  last_name: text(200),
+  state: text(100),
+  postal_code: text(20),
+  date_of_birth: text(10),
+});
+export type LeadInput = z.infer<typeof LeadInput>;
+
+/** A lead ready to store. */
+export type Lead = {
+  phone_number: string;
+  lead_id: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  state: string | null;
+  postal_code: string | null;
+  date_of_birth: string | null;
+};
+
+/** A lead's fields cleaned up per the lead import rules, or why it cannot be imported. */
+export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok: false; reason: string } {
+  const raw = input.phone_number?.trim() ?? '';
+  if (raw === '') return { ok: false, reason: 'missing phone_number' };
+  const code = input.phone_code?.trim().replace(/^\+/, '') ?? '';
+  // A phone_code other than 1 goes in front of the number (rule 3); 1 is the default country.
+  const dialled = code !== '' && code !== '1' && !raw.startsWith('+') ? `+${code}${raw}` : raw;
+  const phone = toE164(dialled);
+  if (!phone) return { ok: false, reason: 'invalid phone number' };
+  const dob = birthDate(input.date_of_birth);
+  if (dob === false) return { ok: false, reason: 'invalid date_of_birth (YYYY-MM-DD)' };
+  return {
+    ok: true,
+    lead: {
+      phone_number: phone,
+      lead_id: blankToNull(input.lead_id),
+      first_name: blankToNull(input.first_name),
+      last_name: blankToNull(input.last_name),
+      state: blankToNull(input.state)?.toUpperCase() ?? null,
+      postal_code: blankToNull(input.postal_code),
+      date_of_birth: dob,
+    },
+  };
+}
+
+/** `YYYY-MM-DD`, null when empty or starting 0000 (rule 3), false when not a real date. */
+function birthDate(v: string | null | undefined): string | null | false {
+  const s = v?.trim() ?? '';
+  if (s === '' || s.startsWith('0000')) return null;
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s ? s : false;
+}
+
+function blankToNull(v: string | null | undefined): string | null {
+  const s = v?.trim() ?? '';
+  return s === '' ? null : s;
+}
+
+export type AddPeopleResult = {
+  received: number;
+  added: number;
+  skipped_duplicates: number;
+  rejected: number;
+  rejected_rows: Array<{ index: number; phone_number: string | null; reason: string }>;
+};
+
+/** Adds `people` (a JSON array, index 0 first) to the company's list `listId`, all in one transaction. */
+export async function addPeople(store: Store, tenantId: string, listId: string, people: unknown[]): Promise<AddPeopleResult> {
+  if (people.length > MAX_PEOPLE_PER_REQUEST) {
+    throw new ApiError('unprocessable', `at most ${MAX_PEOPLE_PER_REQUEST} people a request (got ${people.length}); split the array`);
+  }
+  if (people.length === 0) throw new ApiError('unprocessable', 'the array holds no person');
+  await findList(store, tenantId, listId);
+  const byNumber = new Map<string, Lead>();
+  const rejected_rows: AddPeopleResult['rejected_rows'] = [];
+  let rejected = 0;
+  let repeated = 0;
+  people.forEach((item, index) => {
+    const parsed = LeadInput.safeParse(item);
+    const result = parsed.success ? normaliseLead(parsed.data) : { ok: false as const, reason: fieldProblem(parsed.error) };
+    if (!result.ok) {
+      rejected++;
+      if (rejected_rows.length < REJECTED_ROWS_LISTED) rejected_rows.push({ index, phone_number: rawPhone(item), reason: result.reason });
+    } else if (byNumber.has(result.lead.phone_number)) repeated++;
+    else byNumber.set(result.lead.phone_number, result.lead);
+  });
+  if (byNumber.size === 0) {
+    throw new ApiError('unprocessable', `no person has a valid phone number (index ${rejected_rows[0].index}: ${rejected_rows[0].reason})`);
+  }
+  const rows = [...byNumber.values()].map((lead) => ({ id: newId('per'), tenant_id: tenantId, list_id: listId, ...lead }));
+  let added = 0;
+  await store.transaction(async (tx) => {
+    for (let i = 0; i < rows.length; i += 1000) {
+      const inserted = await tx.insertInto('people').values(rows.slice(i, i + 1000)).onConflict((oc) => oc.columns(['list_id', 'phone_number']).doNothing()).returning('id').execute();
+      added += inserted.length;
+    }
+  });
+  return { received: people.length, added, skipped_duplicates: repeated + (byNumber.size - added), rejected, rejected_rows };
+}
+
+function fieldProblem(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (issue.path.length === 0) return 'not a person object';
+  return `invalid ${issue.path.join('.')}`;
+}
+
+function rawPhone(item: unknown): string | null {
+  if (typeof item !== 'object' || item === null) return null;
+  const v = (item as Record<string, unknown>).phone_number;
+  return typeof v === 'string' || typeof v === 'number' ? String(v).slice(0, 40) : null;
+}
+
+/** A person as the API shows it. */
+export type PersonView = Lead & {
+  id: string;
+  list_id: string;
+  status: PersonStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  created_at: string;
+};
+
+function personQuery(store: Store, tenantId: string) {
+  return store.db
+    .selectFrom('people')
+    .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'status', 'attempts', 'next_attempt_at', 'created_at'])
+    .select(sql<string | null>`to_char(date_of_birth, 'YYYY-MM-DD')`.as('date_of_birth'))
+    .where('tenant_id', '=', tenantId);
+}
+
+type PersonRow = Awaited<ReturnType<ReturnType<typeof personQuery>['executeTakeFirstOrThrow']>>;
+
+function personView(r: PersonRow): PersonView {
+  return {
+    id: r.id,
+    list_id: r.list_id,
+    lead_id: r.lead_id,
+    phone_number: r.phone_number,
+    first_name: r.first_name,
+    last_name: r.last_name,
+    state: r.state,
+    postal_code: r.postal_code,
+    date_of_birth: r.date_of_birth,
+    status: r.status,
+    attempts: r.attempts,
+    next_attempt_at: r.next_attempt_at?.toISOString() ?? null,
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+/** A page of the people in the company's list `listId`, in id (creation) order. */
+export async function listPeople(store: Store, tenantId: string, listId: string, cursor: string | undefined): Promise<{ items: PersonView[]; next_cursor: string | null }> {
+  await findList(store, tenantId, listId);
+  let q = personQuery(store, tenantId).where('list_id', '=', listId).orderBy('id').limit(PAGE_SIZE.people + 1);
+  const after = checkCursor(cursor, 'per');
+  if (after) q = q.where('id', '>', after);
+  const page = pageOf(await q.execute(), PAGE_SIZE.people);
+  return { items: page.items.map(personView), next_cursor: page.next_cursor };
+}
+
+/** The company's person `id`; 404 when it is not one of the company's. */
+export async function findPerson(store: Store, tenantId: string, id: string): Promise<PersonView> {
+  const row = await personQuery(store, tenantId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('not_found', `no person ${id}`);
+  return personView(row);
+}

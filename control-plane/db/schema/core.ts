@@ -1,0 +1,32 @@
+/** Core's lists and the people in them. */
+import type { ColumnType } from 'kysely';
+
+export interface ListsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+/** Where a person is in dialing: not yet checked, due for a call, being called, finished. */
+export type PersonStatus = 'new' | 'due' | 'calling' | 'done';
+
+export interface PeopleTable {
+  id: string;
+  tenant_id: string;
+  list_id: string;
+  /** The person's own id in the source they came from. */
+  lead_id: string | null;
+  /** E.164. Unique within a list. */
+  phone_number: string;
+  first_name: string | null;
+  last_name: string | null;
+  state: string | null;
+  postal_code: string | null;
+  /** A `date`; read it as text (`to_char`), since `pg` turns dates into local-time Dates. */
+  date_of_birth: ColumnType<Date | string | null, string | null | undefined, string | null>;
+  status: ColumnType<PersonStatus, PersonStatus | undefined, PersonStatus>;
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
