@@ -72,7 +72,9 @@ export class ActorRuntime {
     this.#ttl = opts.leaseTtlMs ?? 10_000;
     this.#renewEvery = opts.renewEveryMs ?? 3_000;
     this.#adoptEvery = opts.adoptEveryMs ?? 2_000;
-    this.#forwardWait = opts.forwardWaitMs ?? 3_000;
+    // Short: a re-sent request keeps its id, so a slow owner answers it once, and a dead owner is
+    // noticed (and its actor claimed) within a second of its lease running out.
+    this.#forwardWait = opts.forwardWaitMs ?? 1_000;
   }
 
   /** Listens for forwarded events and replies, and starts the renewal and adoption loops. */
@@ -303,7 +305,9 @@ export class ActorRuntime {
     o.timer = setTimeout(() => {
       o.timer = null;
       if (o.abort.signal.aborted) return;
-      void this.send(o.def.kind, o.id, { type: 'TICK', at: Date.now() }).catch(() => {});
+      // Timers run on the loop's cached clock and may fire a millisecond before Date.now() reaches
+      // `at`; a TICK stamped earlier than its deadline would be refused and never re-armed.
+      void this.send(o.def.kind, o.id, { type: 'TICK', at: Math.max(Date.now(), at) }).catch(() => {});
     }, wait);
   }
 

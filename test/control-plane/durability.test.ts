@@ -5,6 +5,7 @@
  * chain's retry deadline re-armed by the instance that adopts the actor.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
@@ -83,6 +84,14 @@ async function kill(child: Child, signal: NodeJS.Signals = 'SIGKILL'): Promise<v
   await child.exited;
 }
 
+/** Closes an in-process instance once (the after hook closes whatever a failed test left open). */
+async function closeServer(cp: RunningControlPlane): Promise<void> {
+  const i = servers.indexOf(cp);
+  if (i < 0) return;
+  servers.splice(i, 1);
+  await cp.close();
+}
+
 async function waitFor<T>(what: string, f: () => Promise<T | undefined | null | false>, ms: number, every = 100): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {
@@ -129,9 +138,21 @@ t.before(async () => {
 t.after(async () => {
   try {
     for (const c of children) await kill(c).catch(() => {});
-    for (const s of servers) await s.close().catch(() => {});
+    for (const s of [...servers]) await closeServer(s).catch(() => {});
     await store?.close().catch(() => {});
     await coordinator?.close().catch(() => {});
+    // Fence counters never expire: remove this suite's keys.
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length) await redis.del(...keys);
+      } while (cursor !== '0');
+    } finally {
+      redis.disconnect();
+    }
   } finally {
     await drop();
   }
@@ -269,8 +290,8 @@ t('fencing in-process: a former owner whose lease lapsed has its write refused a
   const resumed = await store.db.selectFrom('outbox').select('id').where('about', '=', id).where('subject', '=', 'vd.platform.company_resumed').execute();
   assert.is(resumed.length, 0);
 
-  await a.close();
-  await bb.close();
+  await closeServer(a);
+  await closeServer(bb);
 });
 
 t('a failed chain\'s retry deadline is re-armed by the instance that adopts the actor', async () => {
@@ -297,7 +318,7 @@ t('a failed chain\'s retry deadline is re-armed by the instance that adopts the 
   const bb = await startTestServer({ databaseUrl: dbUrl, redisPrefix: prefix });
   servers.push(bb);
   // A goes away (close releases its leases; a crash would only add the lease TTL); B adopts.
-  await a.close();
+  await closeServer(a);
   await waitFor('B to adopt the actor', async () => (await actorRow(id)).owner === bb.services.instanceId, 5000);
   const adopted = await actorRow(id);
   assert.is(adopted.context.chain.retryAt, retryAt, 'the deadline survived the restore');
@@ -319,7 +340,7 @@ t('a failed chain\'s retry deadline is re-armed by the instance that adopts the 
   assert.is(done.value, 'suspended');
   assert.is((await store.db.selectFrom('campaigns').select('state').where('id', '=', campaignId).executeTakeFirstOrThrow()).state, 'paused');
   assert.is((await companyRow(id)).core_hold, true);
-  await bb.close();
+  await closeServer(bb);
 });
 
 t.run();

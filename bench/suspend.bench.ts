@@ -1,0 +1,202 @@
+/**
+ * Suspend latency over HTTP (`POST /api/platform/tenants/{id}/suspend`, answered once the whole
+ * suspend chain has run) for a company with 10,000 API keys, 100 running campaigns and a few
+ * hundred open sessions in the store, against a company with nothing as the in-run baseline.
+ * Each run re-opens the sessions and re-marks the campaigns running first, so every chain does
+ * real work, then suspends (timed) and resumes (timed separately). Runs of the two companies
+ * alternate so drift on the machine hits both alike.
+ *
+ * The instance is `control-plane/main.ts` in a child process, on a fresh Postgres database and a
+ * fresh Redis prefix; both are removed at the end. Prints JSON lines: `suspend.latency` and
+ * `suspend.latency.baseline`.
+ *
+ * Usage: node bench/suspend.bench.ts   (BENCH_RUNS, BENCH_KEYS, BENCH_CAMPAIGNS, BENCH_SESSIONS override)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import { openPostgres, type Store } from '../control-plane/db/store.ts';
+import { newId } from '../shared/ids.ts';
+import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
+import { call, signIn, type Session } from '../test/support/http.ts';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 30);
+const WARMUP = 3;
+const KEYS = Number(process.env.BENCH_KEYS ?? 10_000);
+const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS ?? 100);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 300);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const OPERATOR_EMAIL = 'bench-owner@platform.test';
+const OPERATOR_PASSWORD = 'bench-operator-password-1';
+
+type Subject = { label: string; tenantId: string; keys: number; campaigns: number; sessions: number; suspend: number[]; resume: number[] };
+
+function startInstance(env: Record<string, string>): Promise<{ proc: ChildProcess; url: string; output: () => string }> {
+  const proc = spawn(process.execPath, ['control-plane/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', VD_EMBEDDED_AGENT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`instance did not start within 30 s:\n${out}`)), 30_000);
+    const onData = () => {
+      const m = /control plane listening on (http:\/\/\S+)/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      proc.stdout!.off('data', onData);
+      resolve({ proc, url: m[1], output: () => out });
+    };
+    proc.stdout!.on('data', onData);
+    proc.once('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`instance exited (${code ?? sig}) before listening:\n${out}`));
+    });
+  });
+}
+
+async function stopInstance(proc: ChildProcess | undefined): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(t);
+}
+
+async function deleteRedisPrefix(prefix: string): Promise<void> {
+  const redis = new Redis(TEST_REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Nearest-rank percentile. */
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+const round = (x: number) => Number(x.toFixed(2));
+
+async function fill(store: Store, tenantId: string, ownerId: string, s: Subject): Promise<void> {
+  const sha = (v: string) => createHash('sha256').update(v).digest('hex');
+  const chunk = 1000;
+  for (let i = 0; i < s.keys; i += chunk) {
+    const rows = Array.from({ length: Math.min(chunk, s.keys - i) }, (_, j) => {
+      const value = `vd_live_bench${randomBytes(24).toString('hex')}`;
+      return { id: newId('key'), tenant_id: tenantId, name: `key ${i + j}`, scopes: ['read', 'write'], prefix: value.slice(0, 12), secret_hash: sha(value), created_by: ownerId, revoked_at: null };
+    });
+    await store.db.insertInto('api_keys').values(rows).execute();
+  }
+  if (s.campaigns) {
+    await store.db
+      .insertInto('campaigns')
+      .values(Array.from({ length: s.campaigns }, (_, i) => ({ id: newId('cmp'), tenant_id: tenantId, name: `campaign ${i}`, state: 'running' as const, idle_reason: null })))
+      .execute();
+  }
+  if (s.sessions) {
+    const expires = new Date(Date.now() + 24 * 3600_000);
+    await store.db
+      .insertInto('sessions')
+      .values(Array.from({ length: s.sessions }, () => ({ token_hash: sha(randomBytes(32).toString('hex')), id: newId('ses'), user_kind: 'company' as const, user_id: ownerId, tenant_id: tenantId, expires_at: expires, ended_at: null })))
+      .execute();
+  }
+  await sql`analyze`.execute(store.db);
+}
+
+/** Gives the chain its work back: sessions open, campaigns running. */
+async function rearm(store: Store, s: Subject): Promise<void> {
+  if (s.sessions) await store.db.updateTable('sessions').set({ ended_at: null }).where('tenant_id', '=', s.tenantId).execute();
+  if (s.campaigns) await store.db.updateTable('campaigns').set({ state: 'running', updated_at: new Date() }).where('tenant_id', '=', s.tenantId).execute();
+}
+
+async function cycle(base: string, op: Session, store: Store, s: Subject, record: boolean): Promise<void> {
+  await rearm(store, s);
+  let t0 = performance.now();
+  const sus = await call(base, 'POST', `/api/platform/tenants/${s.tenantId}/suspend`, { session: op, body: { reason: 'benchmark suspension run' } });
+  const suspendMs = performance.now() - t0;
+  if (sus.status !== 200 || sus.body.complete !== true || sus.body.tenant.status !== 'suspended') throw new Error(`suspend ${s.label}: ${sus.status} ${sus.text}`);
+  if (s.campaigns) {
+    const left = await store.db.selectFrom('campaigns').select('id').where('tenant_id', '=', s.tenantId).where('state', '=', 'running').execute();
+    if (left.length) throw new Error(`suspend ${s.label}: ${left.length} campaigns still running`);
+  }
+  t0 = performance.now();
+  const res = await call(base, 'POST', `/api/platform/tenants/${s.tenantId}/resume`, { session: op });
+  const resumeMs = performance.now() - t0;
+  if (res.status !== 200 || res.body.tenant.status !== 'on') throw new Error(`resume ${s.label}: ${res.status} ${res.text}`);
+  if (record) {
+    s.suspend.push(suspendMs);
+    s.resume.push(resumeMs);
+  }
+}
+
+const db = await createTestDatabase();
+const prefix = testRedisPrefix().replace(/^vdt:/, 'vdbench:');
+let instance: Awaited<ReturnType<typeof startInstance>> | undefined;
+let store: Store | undefined;
+try {
+  instance = await startInstance({
+    DATABASE_URL: db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    VD_REDIS_KEY_PREFIX: prefix,
+    VD_INSTANCE_ID: 'bench',
+    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
+    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
+  });
+  const base = instance.url;
+  store = openPostgres(db.url, 4);
+  const op = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+
+  const subjects: Subject[] = [];
+  for (const [label, keys, campaigns, sessions] of [
+    ['loaded', KEYS, CAMPAIGNS, SESSIONS],
+    ['baseline', 0, 0, 0],
+  ] as const) {
+    const k = `${label}-${Date.now().toString(36)}`;
+    const made = await call(base, 'POST', '/api/platform/tenants', { session: op, body: { name: `Bench ${k}`, slug: `bench-${k}`, plan: 'standard', owner: { name: 'Owner', email: `owner-${k}@example.com` } } });
+    if (made.status !== 201) throw new Error(`company creation: ${made.status} ${made.text}`);
+    const s: Subject = { label, tenantId: made.body.tenant.id, keys, campaigns, sessions, suspend: [], resume: [] };
+    await fill(store, s.tenantId, made.body.owner.id, s);
+    subjects.push(s);
+  }
+
+  for (let i = 0; i < WARMUP; i++) for (const s of subjects) await cycle(base, op, store, s, false);
+  for (let i = 0; i < RUNS; i++) for (const s of subjects) await cycle(base, op, store, s, true);
+
+  for (const s of subjects) {
+    console.log(
+      JSON.stringify({
+        bench: s.label === 'baseline' ? 'suspend.latency.baseline' : 'suspend.latency',
+        p50_ms: round(pct(s.suspend, 50)),
+        p99_ms: round(pct(s.suspend, 99)),
+        keys: s.keys,
+        campaigns: s.campaigns,
+        sessions: s.sessions,
+        runs: s.suspend.length,
+        resume_p50_ms: round(pct(s.resume, 50)),
+        resume_p99_ms: round(pct(s.resume, 99)),
+      }),
+    );
+  }
+} catch (err) {
+  console.log(JSON.stringify({ bench: 'suspend.latency', error: String((err as Error)?.stack ?? err) }));
+  if (instance) console.error(instance.output());
+  process.exitCode = 1;
+} finally {
+  await stopInstance(instance?.proc).catch(() => {});
+  await store?.close().catch(() => {});
+  await deleteRedisPrefix(prefix).catch(() => {});
+  await db.drop();
+}
