@@ -15,6 +15,7 @@ import { openStore, type Store, type Tx } from './db/store.ts';
 import { companyActor } from './companies/company-actor.ts';
 import { suspendSteps, type SuspendStep } from './companies/suspend-chain.ts';
 import { auditConsumer } from './runtime/audit.ts';
+import { mirrorSwitch } from './dialing/kill-switch.ts';
 import { OUTBOX_CONSUMERS, OutboxWorker, type ConsumerHandler } from './runtime/outbox.ts';
 import { ActorRuntime, type RuntimeOptions } from './runtime/runtime.ts';
 
@@ -82,6 +83,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await apiKeys.start();
     await runtime.start();
     await outbox.start();
+    // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.
+    void mirrorSwitch({ store, coordinator, logger: log });
   } catch (err) {
     // A half-started instance must not keep connections open and the process alive.
     await services.close().catch(() => {});

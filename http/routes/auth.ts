@@ -11,6 +11,7 @@ import type { SessionPrincipal } from '../../control-plane/auth/principal.ts';
 import type { AppEnv } from '../env.ts';
 import { allow, CSRF_COOKIE, SESSION_COOKIE, sessionOf } from '../middleware/auth.ts';
 import { readJson } from '../middleware/body.ts';
+import { currentNotices } from './platform/dialing.ts';
 
 const SignIn = z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(1024) });
 const PasswordChange = z.object({ current_password: z.string().min(1).max(1024), new_password: z.string().max(1024) });
@@ -43,9 +44,11 @@ export const authRoutes = new Hono<AppEnv>()
     deleteCookie(c, CSRF_COOKIE, { path: '/' });
     return c.body(null, 204);
   })
-  .get('/me', allow({ session: 'any' }), (c) => {
+  .get('/me', allow({ session: 'any' }), async (c) => {
     const p = sessionOf(c.get('principal'));
-    return c.json({ user: userView(p), must_change_password: p.mustChangePassword });
+    // `notice`: the maintenance message shown in every company's web app (null when none).
+    const notice = (await currentNotices(c.get('services').store))[0] ?? null;
+    return c.json({ user: userView(p), must_change_password: p.mustChangePassword, notice });
   })
   .post('/password', allow({ session: 'any', beforePasswordChange: true }), async (c) => {
     const p = sessionOf(c.get('principal'));

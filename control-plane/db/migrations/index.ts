@@ -4,10 +4,12 @@ import * as foundation from './20261121_0001_foundation.ts';
 import * as actors from './20261121_0002_actors.ts';
 import * as calls from './20261121_0003_calls.ts';
 import * as core from './20261121_0004_core.ts';
+import * as dialingPause from './20261121_0005_dialing_pause.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
   '20261121_0002_actors': actors,
   '20261121_0003_calls': calls,
   '20261121_0004_core': core,
+  '20261121_0005_dialing_pause': dialingPause,
 };

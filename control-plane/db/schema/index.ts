@@ -6,6 +6,7 @@ import type { CompaniesTable } from './companies.ts';
 import type { ListsTable, PeopleTable } from './core.ts';
 import type { ActorsTable, AuditLogTable, OutboxPendingTable, OutboxTable } from './runtime.ts';
 import type { DncNumbersTable } from './dnc.ts';
+import type { DialingPausesTable, PlatformSettingsTable } from './dialing.ts';
 import type { IdempotencyRecordsTable } from './idempotency.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { CompanyUsersTable, OperatorsTable, RegisteredEmailsTable } from './users.ts';
@@ -31,4 +32,6 @@ export interface DB {
   calls: CallsTable;
   lists: ListsTable;
   people: PeopleTable;
+  dialing_pauses: DialingPausesTable;
+  platform_settings: PlatformSettingsTable;
 }
