@@ -12,75 +12,23 @@
  *
  * Usage: node bench/suspend.bench.ts   (BENCH_RUNS, BENCH_KEYS, BENCH_CAMPAIGNS, BENCH_SESSIONS override)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../control-plane/db/store.ts';
 import { newId } from '../shared/ids.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
 import { call, signIn, type Session } from '../test/support/http.ts';
+import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../test/support/processes.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const WARMUP = 3;
 const KEYS = Number(process.env.BENCH_KEYS ?? 10_000);
 const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS ?? 100);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 300);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OPERATOR_EMAIL = 'bench-owner@platform.test';
 const OPERATOR_PASSWORD = 'bench-operator-password-1';
 
 type Subject = { label: string; tenantId: string; keys: number; campaigns: number; sessions: number; suspend: number[]; resume: number[] };
-
-function startInstance(env: Record<string, string>): Promise<{ proc: ChildProcess; url: string; output: () => string }> {
-  const proc = spawn(process.execPath, ['control-plane/main.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', VD_EMBEDDED_AGENT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`instance did not start within 30 s:\n${out}`)), 30_000);
-    const onData = () => {
-      const m = /control plane listening on (http:\/\/\S+)/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      proc.stdout!.off('data', onData);
-      resolve({ proc, url: m[1], output: () => out });
-    };
-    proc.stdout!.on('data', onData);
-    proc.once('exit', (code, sig) => {
-      clearTimeout(timer);
-      reject(new Error(`instance exited (${code ?? sig}) before listening:\n${out}`));
-    });
-  });
-}
-
-async function stopInstance(proc: ChildProcess | undefined): Promise<void> {
-  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(t);
-}
-
-async function deleteRedisPrefix(prefix: string): Promise<void> {
-  const redis = new Redis(TEST_REDIS_URL);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
 
 /** Nearest-rank percentile. */
 function pct(xs: number[], p: number): number {
@@ -144,10 +92,10 @@ async function cycle(base: string, op: Session, store: Store, s: Subject, record
 
 const db = await createTestDatabase();
 const prefix = testRedisPrefix().replace(/^vdt:/, 'vdbench:');
-let instance: Awaited<ReturnType<typeof startInstance>> | undefined;
+let instance: ControlPlaneProcess | undefined;
 let store: Store | undefined;
 try {
-  instance = await startInstance({
+  instance = await startControlPlaneProcess({
     DATABASE_URL: db.url,
     REDIS_URL: TEST_REDIS_URL,
     VD_REDIS_KEY_PREFIX: prefix,
@@ -195,7 +143,7 @@ try {
   if (instance) console.error(instance.output());
   process.exitCode = 1;
 } finally {
-  await stopInstance(instance?.proc).catch(() => {});
+  await stopProcess(instance?.proc).catch(() => {});
   await store?.close().catch(() => {});
   await deleteRedisPrefix(prefix).catch(() => {});
   await db.drop();

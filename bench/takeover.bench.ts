@@ -12,71 +12,17 @@
  *
  * Usage: node bench/takeover.bench.ts   (BENCH_ACTORS overrides the 1,000)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import { createActor } from 'xstate';
 import { companyActor } from '../control-plane/companies/company-actor.ts';
 import { companyMachine } from '../control-plane/actors/company.machine.ts';
 import { openPostgres, type Store } from '../control-plane/db/store.ts';
 import { newId } from '../shared/ids.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
+import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../test/support/processes.ts';
 
 const ACTORS = Number(process.env.BENCH_ACTORS ?? 1000);
 const LEASE_TTL_MS = 10_000; // the runtime's default, which main.ts uses
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-type Instance = { proc: ChildProcess; url: string; output: () => string };
-
-function startInstance(env: Record<string, string>): Promise<Instance> {
-  const proc = spawn(process.execPath, ['control-plane/main.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', VD_EMBEDDED_AGENT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`instance did not start within 30 s:\n${out}`)), 30_000);
-    const onData = () => {
-      const m = /control plane listening on (http:\/\/\S+)/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      proc.stdout!.off('data', onData);
-      resolve({ proc, url: m[1], output: () => out });
-    };
-    proc.stdout!.on('data', onData);
-    proc.once('exit', (code, sig) => {
-      clearTimeout(timer);
-      reject(new Error(`instance exited (${code ?? sig}) before listening:\n${out}`));
-    });
-  });
-}
-
-async function kill(proc: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> {
-  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill(signal);
-  const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(t);
-}
-
-async function deleteRedisPrefix(prefix: string): Promise<void> {
-  const redis = new Redis(TEST_REDIS_URL);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
 
 /** Companies and their actors' first snapshots, inserted in bulk (what `runtime.create` writes). */
 async function insertCompanies(store: Store, n: number): Promise<void> {
@@ -130,22 +76,22 @@ const env = (id: string) => ({
   VD_BOOTSTRAP_OPERATOR_EMAIL: 'bench-owner@platform.test',
   VD_BOOTSTRAP_OPERATOR_PASSWORD: 'bench-operator-password-1',
 });
-let a: Instance | undefined;
-let b: Instance | undefined;
+let a: ControlPlaneProcess | undefined;
+let b: ControlPlaneProcess | undefined;
 let store: Store | undefined;
 try {
-  a = await startInstance(env('a'));
+  a = await startControlPlaneProcess(env('a'));
   store = openPostgres(db.url, 4);
   await insertCompanies(store, ACTORS);
   // A's adoption sweep (every 2 s) claims every unowned actor.
   await waitOwned(store, 'a', ACTORS, 60_000);
   // B starts while A holds every lease: its first sweep claims nothing.
-  b = await startInstance(env('b'));
+  b = await startControlPlaneProcess(env('b'));
   await sleep(1000);
   const before = (await owners(store)).get('b') ?? 0;
   if (before !== 0) throw new Error(`B claimed ${before} actors while A was alive`);
 
-  await kill(a.proc, 'SIGKILL');
+  await stopProcess(a.proc, 'SIGKILL');
   const killed = performance.now();
   let first: number | null = null;
   let all: number | null = null;
@@ -168,8 +114,8 @@ try {
   if (b) console.error(b.output());
   process.exitCode = 1;
 } finally {
-  await kill(a?.proc, 'SIGKILL').catch(() => {});
-  await kill(b?.proc, 'SIGTERM').catch(() => {});
+  await stopProcess(a?.proc, 'SIGKILL').catch(() => {});
+  await stopProcess(b?.proc, 'SIGTERM').catch(() => {});
   await store?.close().catch(() => {});
   await deleteRedisPrefix(prefix).catch(() => {});
   await db.drop();

@@ -8,6 +8,7 @@ import { ApiError } from '../../shared/errors.ts';
 import type { CompanyStatus, PlanName } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
 import { companyView, type CompanyView } from './create-company.ts';
+import { readSwitch, type PauseRecord } from '../dialing/kill-switch.ts';
 import { COLUMN_TIME_LIMIT_MS, gatherListColumns, minutesOf, withinTime, type ColumnSources, type ListColumns, type SourceReport } from './list-columns.ts';
 import { planLimits, type PlanLimits } from './plans.ts';
 
@@ -123,7 +124,8 @@ export type Person = { id: string; name: string; email: string; roles: string[];
 /** Calls, talk minutes and AI minutes of calls started in the UTC month `month` (YYYY-MM). */
 export type MonthUsage = { month: string; calls: number; talk_minutes: number; ai_minutes: number };
 
-export type KillSwitchHealth = { global: null; tenant: null; holds: null; source: string; message: string };
+/** Whether the dialing kill switch holds a company: null when the switch could not be read. */
+export type KillSwitchHealth = { global: PauseRecord | null; tenant: PauseRecord | null; holds: boolean | null; message: string | null };
 
 export type Health = {
   sources: SourceReport[];
@@ -145,15 +147,6 @@ export type TenantDetail = {
   platform_audit: AuditLine[] | null;
   company_audit: AuditLine[] | null;
   health: Health;
-};
-
-// The kill switch arrives with the dialing issue; until then its hold is unknown, not "off".
-const KILL_SWITCH_UNKNOWN: KillSwitchHealth = {
-  global: null,
-  tenant: null,
-  holds: null,
-  source: 'not available',
-  message: 'the dialing kill switch is not readable here yet; whether it holds this company is unknown',
 };
 
 async function auditLines(store: Store, tenantId: string, scope: 'platform' | 'company'): Promise<AuditLine[]> {
@@ -212,7 +205,12 @@ function capsHit(limits: PlanLimits, isSubAccount: boolean, users: number | null
 export async function tenantDetail(store: Store, sources: ColumnSources, tenantId: string, limitMs = COLUMN_TIME_LIMIT_MS): Promise<TenantDetail> {
   const row = await store.db.selectFrom('companies').selectAll().where('id', '=', tenantId).executeTakeFirst();
   if (!row) throw new ApiError('not_found', `no company ${tenantId}`);
-  const [parts, live] = await Promise.all([withinTime('store', limitMs, () => detailParts(store, tenantId)), gatherListColumns(sources, [tenantId], limitMs)]);
+  const [parts, live, pause] = await Promise.all([
+    withinTime('store', limitMs, () => detailParts(store, tenantId)),
+    gatherListColumns(sources, [tenantId], limitMs),
+    withinTime('kill_switch', limitMs, () => readSwitch(store)),
+  ]);
+  const sw = pause.value;
   const p = parts.value;
   const columns = live.columns.get(tenantId)!;
   const limits = { ...planLimits(row.plan) };
@@ -227,12 +225,14 @@ export async function tenantDetail(store: Store, sources: ColumnSources, tenantI
     platform_audit: p?.platform ?? null,
     company_audit: p?.company ?? null,
     health: {
-      sources: [parts.report, ...live.reports],
+      sources: [parts.report, ...live.reports, pause.report],
       gateway_suspended: gatewaySuspended,
       core_suspended: row.core_hold,
       agree: gatewaySuspended === row.core_hold,
       caps_hit: capsHit(limits, row.parent_id !== null, p ? p.people.length : null, p ? p.sub_accounts.length : null, columns.live_calls),
-      kill_switch: KILL_SWITCH_UNKNOWN,
+      kill_switch: sw
+        ? { global: sw.global, tenant: sw.tenants[tenantId] ?? null, holds: sw.global !== null || tenantId in sw.tenants, message: null }
+        : { global: null, tenant: null, holds: null, message: 'the kill switch did not answer in time; whether it holds this company is unknown' },
     },
   };
 }

@@ -4,8 +4,7 @@
  * fencing of a former owner whose lease lapsed (in-process, deterministic), and a failed suspend
  * chain's retry deadline re-armed by the instance that adopts the actor.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
+import type { ChildProcess } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
@@ -17,15 +16,14 @@ import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
+import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
 const OP = { kind: 'operator' as const, id: null, email: 'durability@platform.test' };
 
-type Child = { id: string; proc: ChildProcess; url: string; output: () => string; exited: Promise<void> };
-
 const t = suite('durability across control-plane instances');
-const children: Child[] = [];
+// Every spawned child, registered before it listens, so the after hook also kills one that never came up.
+const children: ChildProcess[] = [];
 const servers: RunningControlPlane[] = [];
 let dbUrl = '';
 let drop: () => Promise<void> = async () => {};
@@ -34,54 +32,19 @@ let store: Store;
 let coordinator: RedisCoordinator;
 let n = 0;
 
-/** Starts `control-plane/main.ts` as a child process and waits for its printed address. */
-function spawnControlPlane(id: string): Promise<Child> {
-  const proc = spawn(process.execPath, ['control-plane/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: '0',
+/** Starts `control-plane/main.ts` as instance `id` of this suite's database and Redis prefix. */
+function spawnControlPlane(id: string): Promise<ControlPlaneProcess> {
+  return startControlPlaneProcess(
+    {
       DATABASE_URL: dbUrl,
       REDIS_URL: TEST_REDIS_URL,
       VD_REDIS_KEY_PREFIX: prefix,
       VD_INSTANCE_ID: id,
-      LOG_LEVEL: 'warn',
       VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
       VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
-      VD_EMBEDDED_AGENT: '0',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const child: Child = { id, proc, url: '', output: () => out, exited };
-  children.push(child);
-  return new Promise<Child>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`instance ${id} did not start within 30 s:\n${out}`)), 30_000);
-    const onData = () => {
-      const m = /control plane listening on (http:\/\/\S+)/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      proc.stdout!.off('data', onData);
-      child.url = m[1];
-      resolve(child);
-    };
-    proc.stdout!.on('data', onData);
-    proc.once('exit', (code, sig) => {
-      clearTimeout(timer);
-      reject(new Error(`instance ${id} exited (${code ?? sig}) before listening:\n${out}`));
-    });
-  });
-}
-
-async function kill(child: Child, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-  if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
-  child.proc.kill(signal);
-  await child.exited;
+    { name: id, onSpawn: (proc) => children.push(proc) },
+  );
 }
 
 /** Closes an in-process instance once (the after hook closes whatever a failed test left open). */
@@ -137,22 +100,12 @@ t.before(async () => {
 
 t.after(async () => {
   try {
-    for (const c of children) await kill(c).catch(() => {});
+    for (const c of children) await stopProcess(c, 'SIGKILL').catch(() => {});
     for (const s of [...servers]) await closeServer(s).catch(() => {});
     await store?.close().catch(() => {});
     await coordinator?.close().catch(() => {});
     // Fence counters never expire: remove this suite's keys.
-    const redis = new Redis(TEST_REDIS_URL);
-    try {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== '0');
-    } finally {
-      redis.disconnect();
-    }
+    await deleteRedisPrefix(prefix);
   } finally {
     await drop();
   }
@@ -161,7 +114,7 @@ t.after(async () => {
 // Shared by the two process tests: the company and the surviving instance of the first.
 let tenantId = '';
 let op: Session;
-let b: Child;
+let b: ControlPlaneProcess;
 
 t('SIGKILL of the owner process: the other process applies the next event within 15 s', async () => {
   const a = await spawnControlPlane('a');
@@ -183,7 +136,7 @@ t('SIGKILL of the owner process: the other process applies the next event within
   // B is up and its first adoption sweep has run: the lease still holds, so A keeps the actor.
   assert.is(await holder(tenantId), 'a');
 
-  await kill(a, 'SIGKILL');
+  await stopProcess(a.proc, 'SIGKILL');
   const killedAt = Date.now();
   const r = await call(b.url, 'POST', `/api/platform/tenants/${tenantId}/resume`, { session: op });
   const ms = Date.now() - killedAt;
@@ -246,8 +199,8 @@ t('a SIGSTOPped owner that wakes after its lease was taken cannot overwrite the 
     assert.is(await holder(tenantId), 'c');
   } finally {
     if (stopped) b.proc.kill('SIGCONT');
-    await kill(b);
-    await kill(c);
+    await stopProcess(b.proc, 'SIGKILL');
+    await stopProcess(c.proc, 'SIGKILL');
   }
 });
 

@@ -166,6 +166,12 @@ t('a company pause holds that company only; unknown company 404; the reader answ
   assert.is((ev.data as any).target, a.tenantId);
   await waitFor(() => r.check(a.tenantId).idle_reason === 'platform_paused');
   assert.equal(r.check(b.tenantId), { launch: true, idle_reason: null }, 'the other company dials on');
+  // The company detail's health check says whether the kill switch holds the company.
+  const held = await call(base, 'GET', `/api/platform/tenants/${a.tenantId}`, { session: owner });
+  assert.is(held.body.health.kill_switch.holds, true);
+  assert.is(held.body.health.kill_switch.tenant.reason, 'complaints about calls');
+  const free = await call(base, 'GET', `/api/platform/tenants/${b.tenantId}`, { session: owner });
+  assert.is(free.body.health.kill_switch.holds, false);
   // the pause again rule holds per company too
   const count = await pauseEvents(a.tenantId);
   assert.is((await putTenant(owner, a.tenantId, { paused: true, reason: 'complaints again, twice' })).body.changed, false);
