@@ -9,11 +9,14 @@ import type { Config } from '../shared/config.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapOperator } from './auth/accounts.ts';
 import { createServices, type ServiceOverrides, type Services } from './context.ts';
+import { AgentHub } from './telephony/agent-hub.ts';
 
 export type RunningControlPlane = {
   url: string;
   port: number;
   services: Services;
+  /** The WebSocket endpoint of the media agents (`/agent/v1`) and their registry. */
+  agentHub: AgentHub;
   /** The first operator's credentials when this start created it with a generated password. */
   bootstrap: { email: string; password: string | null } | null;
   close(): Promise<void>;
@@ -28,14 +31,19 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
   });
   server.keepAliveTimeout = 65_000;
+  const agentHub = new AgentHub({ token: config.VD_AGENT_TOKEN, logger: services.logger });
+  agentHub.attach(server);
   const { port } = server.address() as AddressInfo;
   const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
   return {
     url: `http://${host}:${port}`,
     port,
     services,
+    agentHub,
     bootstrap,
     async close() {
+      // Upgraded sockets are not closed by closeAllConnections: the hub closes its own first.
+      await agentHub.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -2,6 +2,7 @@
  * Settings, read from the environment in this one module and validated with zod. A bad value
  * stops the start with a message that names the variable. Every setting is listed in README.md.
  */
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
 const bool = z
@@ -35,6 +36,14 @@ const schema = z.object({
   VD_ALLOW_PRIVATE_TARGETS: bool.default(false),
   /** Set to 0 to run the control plane without its embedded media agent. */
   VD_EMBEDDED_AGENT: bool.default(true),
+  /**
+   * Bearer token media agents present on `/agent/v1`. Unset: a random one made at start, which
+   * only the embedded agent (started by this process) can know.
+   */
+  VD_AGENT_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .default(() => randomBytes(24).toString('base64url')),
 });
 
 export type Config = z.infer<typeof schema>;

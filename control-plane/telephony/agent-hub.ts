@@ -1,0 +1,321 @@
+/**
+ * The control plane's end of the media agent protocol (`docs/agent-protocol.md`): a `ws`
+ * WebSocketServer without a server of its own, fed by the HTTP server's 'upgrade' event for
+ * `/agent/v1`. It checks the bearer token, gives each connection a new, higher epoch, keeps the
+ * registry of nodes (one node = one socket; a new hello for a node replaces its old socket), sends
+ * commands, and emits the agents' call events for the dialer.
+ *
+ * Events: 'call' (CallEvent), 'node.online' (NodeView), 'node.offline' (NodeView),
+ * 'node.updated' (NodeView).
+ */
+import { EventEmitter } from 'node:events';
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, WebSocket } from 'ws';
+import {
+  AGENT_PROTOCOL_PATH,
+  MAX_FRAME_BYTES,
+  OFFLINE_AFTER_MS,
+  parseAgentMessage,
+  type CallEventMessage,
+  type ControlCommand,
+  type ControlMessage,
+  type DrainReason,
+  type OriginateCall,
+} from '../../shared/agent-protocol.ts';
+import type { Logger } from '../../shared/logger.ts';
+
+/** A node as the registry shows it. */
+export type NodeView = {
+  node_id: string;
+  capacity: number;
+  live_calls: number;
+  draining: boolean;
+  drain_reason: DrainReason | null;
+  version: string;
+  region: string;
+  /** The epoch of the node's current (or last) connection. */
+  epoch: number;
+  online: boolean;
+  connected_at: Date;
+  last_heartbeat_at: Date;
+};
+
+/** A call event from an agent, with the node and connection it came on. */
+export type CallEvent = { node_id: string; epoch: number; event: CallEventMessage };
+
+export type CommandResult = { ok: true; epoch: number } | { ok: false; reason: 'offline' | 'unknown_node' | 'shutting_down' };
+
+export type AgentHubOptions = {
+  token: string;
+  logger?: Logger;
+  /** Silence after which a node is offline (the protocol's 5 s; tests do not change it). */
+  offlineAfterMs?: number;
+  /** Time a new connection has to say hello. */
+  helloTimeoutMs?: number;
+};
+
+type Entry = NodeView & { socket: WebSocket | null; lastSeen: number };
+
+const CLOSE_REPLACED = 4000;
+const CLOSE_PROTOCOL = 1008;
+const CLOSE_OFFLINE = 4001;
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+export class AgentHub extends EventEmitter {
+  readonly #wss: WebSocketServer;
+  readonly #tokenDigest: Buffer;
+  readonly #log: Logger | undefined;
+  readonly #offlineAfterMs: number;
+  readonly #helloTimeoutMs: number;
+  readonly #nodes = new Map<string, Entry>();
+  readonly #sweep: NodeJS.Timeout;
+  #lastEpoch = 0;
+  #servers: Array<{ server: Server; listener: (req: IncomingMessage, socket: Duplex, head: Buffer) => void }> = [];
+  #closed = false;
+
+  constructor(opts: AgentHubOptions) {
+    super();
+    this.#tokenDigest = digest(opts.token);
+    this.#log = opts.logger?.child({ part: 'agent-hub' });
+    this.#offlineAfterMs = opts.offlineAfterMs ?? OFFLINE_AFTER_MS;
+    this.#helloTimeoutMs = opts.helloTimeoutMs ?? OFFLINE_AFTER_MS;
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, clientTracking: true });
+    this.#wss.on('connection', (ws: WebSocket) => this.#onConnection(ws));
+    this.#sweep = setInterval(() => this.#checkSilence(), Math.min(500, this.#offlineAfterMs / 4));
+    this.#sweep.unref();
+  }
+
+  /** Handles WebSocket upgrades for `/agent/v1` on `server`. */
+  attach(server: Server): void {
+    const listener = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== AGENT_PROTOCOL_PATH) {
+        // Another path: leave it to another upgrade handler, or refuse it when there is none.
+        if (server.listeners('upgrade').length <= 1) reject(socket, 404, 'Not Found');
+        return;
+      }
+      if (this.#closed) return reject(socket, 503, 'Service Unavailable');
+      if (!this.#authorized(req.headers.authorization)) {
+        this.#log?.warn({ remote: req.socket.remoteAddress }, 'agent refused: bad or missing bearer token');
+        return reject(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' });
+      }
+      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#wss.emit('connection', ws, req));
+    };
+    server.on('upgrade', listener);
+    this.#servers.push({ server, listener });
+  }
+
+  #authorized(header: string | undefined): boolean {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m) return false;
+    return timingSafeEqual(digest(m[1]), this.#tokenDigest);
+  }
+
+  /** A new epoch, higher than any before in this process (wall-clock based, so across restarts too). */
+  #nextEpoch(): number {
+    this.#lastEpoch = Math.max(this.#lastEpoch + 1, Date.now());
+    return this.#lastEpoch;
+  }
+
+  #onConnection(ws: WebSocket): void {
+    let entry: Entry | null = null;
+    const helloTimer = setTimeout(() => {
+      if (!entry) ws.close(CLOSE_PROTOCOL, 'no hello');
+    }, this.#helloTimeoutMs);
+    ws.on('error', (err) => this.#log?.warn({ err: err.message }, 'agent socket error'));
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return ws.close(CLOSE_PROTOCOL, 'binary frames are not part of the protocol');
+      const parsed = parseAgentMessage(data as Buffer);
+      if (!parsed.ok) {
+        this.#log?.warn({ node: entry?.node_id, error: parsed.error }, 'agent frame refused');
+        return ws.close(CLOSE_PROTOCOL, parsed.error.slice(0, 120));
+      }
+      const msg = parsed.message;
+      if (msg.type === 'hello') {
+        if (entry) return ws.close(CLOSE_PROTOCOL, 'hello twice');
+        clearTimeout(helloTimer);
+        entry = this.#register(ws, msg);
+        return;
+      }
+      if (!entry || entry.socket !== ws) return ws.close(CLOSE_PROTOCOL, 'hello first');
+      entry.lastSeen = Date.now();
+      if (msg.type === 'heartbeat') {
+        const wasOnline = entry.online;
+        entry.live_calls = msg.live_calls;
+        entry.capacity = msg.capacity;
+        entry.draining = msg.draining;
+        entry.drain_reason = msg.draining ? (msg.reason ?? entry.drain_reason ?? 'operator') : null;
+        entry.last_heartbeat_at = new Date();
+        entry.online = true;
+        this.emit(wasOnline ? 'node.updated' : 'node.online', view(entry));
+        return;
+      }
+      this.emit('call', { node_id: entry.node_id, epoch: entry.epoch, event: msg } satisfies CallEvent);
+    });
+    ws.on('close', () => {
+      clearTimeout(helloTimer);
+      if (entry && entry.socket === ws) this.#markOffline(entry, 'socket closed');
+    });
+  }
+
+  #register(ws: WebSocket, hello: { node_id: string; capacity: number; version: string; region: string; draining?: boolean; reason?: DrainReason }): Entry {
+    const old = this.#nodes.get(hello.node_id);
+    if (old?.socket && old.socket !== ws) {
+      const previous = old.socket;
+      old.socket = null; // detached first, so its close does not mark the new connection offline
+      previous.close(CLOSE_REPLACED, 'replaced by a new connection');
+    }
+    const now = new Date();
+    const entry: Entry = {
+      node_id: hello.node_id,
+      capacity: hello.capacity,
+      live_calls: old?.live_calls ?? 0,
+      draining: hello.draining ?? false,
+      drain_reason: hello.draining ? (hello.reason ?? 'operator') : null,
+      version: hello.version,
+      region: hello.region,
+      epoch: this.#nextEpoch(),
+      online: true,
+      connected_at: now,
+      last_heartbeat_at: now,
+      socket: ws,
+      lastSeen: now.getTime(),
+    };
+    this.#nodes.set(hello.node_id, entry);
+    this.#send(ws, { type: 'welcome', epoch: entry.epoch });
+    this.#log?.info({ node: entry.node_id, epoch: entry.epoch, capacity: entry.capacity }, 'media node registered');
+    this.emit('node.online', view(entry));
+    return entry;
+  }
+
+  #markOffline(entry: Entry, why: string): void {
+    const socket = entry.socket;
+    entry.socket = null;
+    if (socket && socket.readyState === WebSocket.OPEN) socket.close(CLOSE_OFFLINE, why);
+    if (!entry.online) return;
+    entry.online = false;
+    this.#log?.warn({ node: entry.node_id, epoch: entry.epoch, why }, 'media node offline');
+    this.emit('node.offline', view(entry));
+  }
+
+  #checkSilence(): void {
+    const now = Date.now();
+    for (const entry of this.#nodes.values()) {
+      if (entry.online && now - entry.lastSeen > this.#offlineAfterMs) this.#markOffline(entry, `silent for ${this.#offlineAfterMs} ms`);
+    }
+  }
+
+  #send(ws: WebSocket, msg: ControlMessage): void {
+    ws.send(JSON.stringify(msg));
+  }
+
+  /** The registry, one row per node ever seen by this instance. */
+  nodes(): NodeView[] {
+    return [...this.#nodes.values()].map(view);
+  }
+
+  node(nodeId: string): NodeView | null {
+    const e = this.#nodes.get(nodeId);
+    return e ? view(e) : null;
+  }
+
+  /**
+   * Sends a command as is (its epoch included). The methods below stamp the node's current epoch;
+   * this one exists for tests of the epoch rule and for the node actor's replays.
+   */
+  sendCommand(nodeId: string, cmd: ControlCommand): CommandResult {
+    const e = this.#nodes.get(nodeId);
+    if (!e) return { ok: false, reason: 'unknown_node' };
+    if (!e.online || !e.socket || e.socket.readyState !== WebSocket.OPEN) return { ok: false, reason: 'offline' };
+    this.#send(e.socket, cmd);
+    return { ok: true, epoch: e.epoch };
+  }
+
+  #epochOf(nodeId: string): number {
+    return this.#nodes.get(nodeId)?.epoch ?? 0;
+  }
+
+  /**
+   * Asks the node to place a call. The agent has the last word: it answers `call.refused` when it
+   * drains or is full. Choosing a node with room is the dialer's job.
+   */
+  originate(nodeId: string, call: OriginateCall): CommandResult {
+    return this.sendCommand(nodeId, { type: 'originate', epoch: this.#epochOf(nodeId), ...call });
+  }
+
+  hangup(nodeId: string, callId: string): CommandResult {
+    return this.sendCommand(nodeId, { type: 'hangup', epoch: this.#epochOf(nodeId), call_id: callId });
+  }
+
+  /** The operator's drain: the node takes no new calls; live calls end normally. */
+  drain(nodeId: string): CommandResult {
+    const r = this.sendCommand(nodeId, { type: 'drain', epoch: this.#epochOf(nodeId) });
+    const e = this.#nodes.get(nodeId);
+    if (r.ok && e && !e.draining) {
+      e.draining = true;
+      e.drain_reason = 'operator';
+      this.emit('node.updated', view(e));
+    }
+    return r;
+  }
+
+  /** Undoes an operator's drain; refused for a node that drains because its process shuts down. */
+  resume(nodeId: string): CommandResult {
+    const e = this.#nodes.get(nodeId);
+    if (!e) return { ok: false, reason: 'unknown_node' };
+    if (e.draining && e.drain_reason === 'shutdown') return { ok: false, reason: 'shutting_down' };
+    const r = this.sendCommand(nodeId, { type: 'resume', epoch: e.epoch });
+    if (r.ok && e.draining) {
+      e.draining = false;
+      e.drain_reason = null;
+      this.emit('node.updated', view(e));
+    }
+    return r;
+  }
+
+  /** Closes the node's socket from this side (the agent reconnects and gets a new epoch). */
+  disconnect(nodeId: string): boolean {
+    const e = this.#nodes.get(nodeId);
+    if (!e?.socket) return false;
+    this.#markOffline(e, 'closed by the control plane');
+    return true;
+  }
+
+  /** Stops accepting agents and closes every agent socket. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweep);
+    for (const { server, listener } of this.#servers) server.off('upgrade', listener);
+    for (const e of this.#nodes.values()) this.#markOffline(e, 'control plane closing');
+    for (const ws of this.#wss.clients) ws.terminate();
+    await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+  }
+}
+
+function view(e: Entry): NodeView {
+  return {
+    node_id: e.node_id,
+    capacity: e.capacity,
+    live_calls: e.live_calls,
+    draining: e.draining,
+    drain_reason: e.drain_reason,
+    version: e.version,
+    region: e.region,
+    epoch: e.epoch,
+    online: e.online,
+    connected_at: e.connected_at,
+    last_heartbeat_at: e.last_heartbeat_at,
+  };
+}
+
+function reject(socket: Duplex, status: number, text: string, headers: Record<string, string> = {}): void {
+  const lines = [`HTTP/1.1 ${status} ${text}`, 'Connection: close', 'Content-Length: 0', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  socket.end(`${lines.join('\r\n')}\r\n\r\n`);
+}
+

@@ -1,0 +1,256 @@
+/**
+ * The agent's end of the protocol (docs/agent-protocol.md): connects to the control plane with
+ * its bearer token, says hello, sends heartbeats every 2 s, reconnects with exponential backoff
+ * and jitter (capped at 10 s), ignores commands older than the latest welcome's epoch, places
+ * calls on its trunk and reports their events. Call events that happen while the socket is down
+ * are kept (up to a bound) and sent after the next welcome.
+ */
+import { WebSocket } from 'ws';
+import {
+  HEARTBEAT_INTERVAL_MS,
+  MAX_FRAME_BYTES,
+  parseControlMessage,
+  type AgentMessage,
+  type CallEventMessage,
+  type ControlCommand,
+  type DrainReason,
+  type OriginateMessage,
+} from '../shared/agent-protocol.ts';
+import type { Trunk, TrunkEvent } from './trunk.ts';
+
+export type AgentLog = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+
+export type AgentClientOptions = {
+  url: string;
+  token: string;
+  nodeId: string;
+  capacity: number;
+  region: string;
+  version: string;
+  trunk: Trunk;
+  log?: AgentLog;
+  heartbeatMs?: number;
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+};
+
+const MAX_PENDING_EVENTS = 10_000;
+
+export class AgentClient {
+  readonly #o: Required<Omit<AgentClientOptions, 'log'>> & { log: AgentLog };
+  #ws: WebSocket | null = null;
+  #epoch = 0;
+  #welcomed = false;
+  #attempt = 0;
+  #heartbeat: NodeJS.Timeout | null = null;
+  #reconnect: NodeJS.Timeout | null = null;
+  #stopped = false;
+  #draining: DrainReason | null = null;
+  readonly #calls = new Set<string>();
+  #pending: CallEventMessage[] = [];
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(opts: AgentClientOptions) {
+    this.#o = {
+      heartbeatMs: HEARTBEAT_INTERVAL_MS,
+      backoffBaseMs: 250,
+      backoffCapMs: 10_000,
+      log: () => {},
+      ...opts,
+    };
+  }
+
+  get epoch(): number {
+    return this.#epoch;
+  }
+  get liveCalls(): number {
+    return this.#calls.size;
+  }
+  get draining(): DrainReason | null {
+    return this.#draining;
+  }
+
+  start(): void {
+    this.#connect();
+  }
+
+  #connect(): void {
+    if (this.#stopped) return;
+    const ws = new WebSocket(this.#o.url, {
+      headers: { authorization: `Bearer ${this.#o.token}` },
+      maxPayload: MAX_FRAME_BYTES,
+      handshakeTimeout: 5_000,
+    });
+    this.#ws = ws;
+    this.#welcomed = false;
+    ws.on('open', () => {
+      this.#o.log('info', 'connected, saying hello', { url: this.#o.url });
+      this.#sendNow({
+        type: 'hello',
+        node_id: this.#o.nodeId,
+        capacity: this.#o.capacity,
+        version: this.#o.version,
+        region: this.#o.region,
+        ...(this.#draining ? { draining: true, reason: this.#draining } : {}),
+      });
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      this.#o.log('error', 'control plane refused the connection', { status: res.statusCode });
+      res.resume();
+      ws.terminate();
+    });
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      const parsed = parseControlMessage(data as Buffer);
+      if (!parsed.ok) {
+        this.#o.log('warn', 'control frame refused', { error: parsed.error });
+        return;
+      }
+      const msg = parsed.message;
+      if (msg.type === 'welcome') {
+        if (msg.epoch < this.#epoch) this.#o.log('warn', 'welcome with an older epoch than seen before', { epoch: msg.epoch, latest: this.#epoch });
+        this.#epoch = Math.max(this.#epoch, msg.epoch);
+        this.#welcomed = true;
+        this.#attempt = 0;
+        this.#o.log('info', 'registered', { epoch: msg.epoch });
+        this.#sendHeartbeat();
+        const pending = this.#pending;
+        this.#pending = [];
+        for (const e of pending) this.#sendNow(e);
+        if (this.#heartbeat) clearInterval(this.#heartbeat);
+        this.#heartbeat = setInterval(() => this.#sendHeartbeat(), this.#o.heartbeatMs);
+        return;
+      }
+      this.#onCommand(msg);
+    });
+    ws.on('error', (err) => this.#o.log('warn', 'socket error', { err: err.message }));
+    ws.on('close', (code, reason) => {
+      if (this.#ws !== ws) return;
+      this.#ws = null;
+      this.#welcomed = false;
+      if (this.#heartbeat) clearInterval(this.#heartbeat);
+      this.#heartbeat = null;
+      if (this.#stopped) return;
+      const delay = this.#backoff();
+      this.#o.log('warn', 'disconnected, reconnecting', { code, reason: reason.toString(), in_ms: delay });
+      this.#reconnect = setTimeout(() => this.#connect(), delay);
+    });
+  }
+
+  /** Exponential backoff with full jitter: random in [base·2^n / 2, base·2^n], capped. */
+  #backoff(): number {
+    const ceiling = Math.min(this.#o.backoffCapMs, this.#o.backoffBaseMs * 2 ** this.#attempt);
+    this.#attempt = Math.min(this.#attempt + 1, 30);
+    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+
+  #onCommand(cmd: ControlCommand): void {
+    if (!this.#welcomed) return this.#o.log('warn', 'command before welcome ignored', { type: cmd.type });
+    if (cmd.epoch < this.#epoch) {
+      this.#o.log('warn', 'command with an older epoch ignored', { type: cmd.type, epoch: cmd.epoch, latest: this.#epoch });
+      return;
+    }
+    switch (cmd.type) {
+      case 'originate':
+        return this.#originate(cmd);
+      case 'hangup':
+        return this.#o.trunk.hangup(cmd.call_id);
+      case 'drain':
+        if (!this.#draining) this.#draining = 'operator';
+        this.#o.log('info', 'draining', { reason: this.#draining });
+        return this.#sendHeartbeat();
+      case 'resume':
+        if (this.#draining === 'shutdown') {
+          this.#o.log('warn', 'resume refused: this process is shutting down');
+        } else {
+          this.#draining = null;
+          this.#o.log('info', 'accepting calls again');
+        }
+        return this.#sendHeartbeat();
+    }
+  }
+
+  #originate(cmd: OriginateMessage): void {
+    const refuse = (reason: 'draining' | 'at_capacity' | 'duplicate') => this.#event({ type: 'call.refused', call_id: cmd.call_id, reason });
+    if (this.#draining) return refuse('draining');
+    if (this.#calls.has(cmd.call_id)) return refuse('duplicate');
+    if (this.#calls.size >= this.#o.capacity) return refuse('at_capacity');
+    this.#calls.add(cmd.call_id);
+    const { call_id } = cmd;
+    this.#o.trunk.originate(
+      { call_id, to: cmd.to, from: cmd.from, ring_timeout_s: cmd.ring_timeout_s, handler: cmd.handler },
+      (e: TrunkEvent) => {
+        const at = new Date().toISOString();
+        if (e.type === 'placed') return this.#event({ type: 'call.placed', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
+        if (e.type === 'answered') return this.#event({ type: 'call.answered', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
+        this.#calls.delete(call_id);
+        this.#event({
+          type: 'call.ended',
+          call_id,
+          sip_status: e.sip_status,
+          talk_seconds: e.talk_seconds,
+          reason: e.reason,
+          at,
+          ...(e.bot_seconds !== undefined ? { bot_seconds: e.bot_seconds, transferred: e.transferred ?? false } : {}),
+        });
+        this.#sendHeartbeat();
+        if (this.#calls.size === 0) for (const w of this.#idleWaiters.splice(0)) w();
+      },
+    );
+  }
+
+  #event(e: CallEventMessage): void {
+    if (this.#welcomed) return this.#sendNow(e);
+    if (this.#pending.length >= MAX_PENDING_EVENTS) this.#pending.shift();
+    this.#pending.push(e);
+  }
+
+  #sendHeartbeat(): void {
+    if (!this.#welcomed) return;
+    this.#sendNow({
+      type: 'heartbeat',
+      live_calls: this.#calls.size,
+      capacity: this.#o.capacity,
+      draining: this.#draining !== null,
+      ...(this.#draining ? { reason: this.#draining } : {}),
+    });
+  }
+
+  #sendNow(msg: AgentMessage): void {
+    const ws = this.#ws;
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+  }
+
+  /**
+   * The graceful stop (first SIGTERM): drains for shutdown (a resume cannot undo it), tells the
+   * control plane, refuses new calls, waits for the live calls to end, then closes the socket.
+   */
+  async shutdown(): Promise<void> {
+    this.#draining = 'shutdown';
+    this.#o.log('info', 'shutting down: draining', { live_calls: this.#calls.size });
+    this.#sendHeartbeat();
+    if (this.#calls.size > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    await this.close();
+  }
+
+  /** Closes the socket (after what was queued is written) and stops reconnecting. */
+  async close(): Promise<void> {
+    this.#stopped = true;
+    if (this.#reconnect) clearTimeout(this.#reconnect);
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    const ws = this.#ws;
+    if (!ws || ws.readyState === WebSocket.CLOSED) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 2_000);
+      ws.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      else ws.close(1000, 'shutdown');
+    });
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The media agent's settings, from the environment, validated with zod. A bad value stops the
+ * start with a message naming the variable. The table is in docs/agent-protocol.md.
+ */
+import { hostname } from 'node:os';
+import { z } from 'zod';
+
+const schema = z
+  .object({
+    VD_AGENT_CONTROL_URL: z.string().regex(/^wss?:\/\/.+\/agent\/v1$/, 'must be a ws:// or wss:// URL ending in /agent/v1'),
+    VD_AGENT_TOKEN: z.string().min(1, 'is required'),
+    VD_AGENT_NODE_ID: z.string().min(1).max(128).default(`node_${hostname()}`),
+    VD_AGENT_CAPACITY: z.coerce.number().int().min(0).max(10_000).default(10),
+    VD_AGENT_REGION: z.string().min(1).max(64).default('local'),
+    VD_AGENT_TRUNK: z.enum(['simulated', 'drachtio']).default('simulated'),
+    VD_AGENT_SEED: z.coerce.number().int().default(1),
+    /** Simulated trunk: real time = simulated time × this (0.01 makes a 60 s call last 0.6 s). */
+    VD_AGENT_SIM_TIME_SCALE: z.coerce.number().positive().max(100).default(1),
+    /** Simulated trunk: force every call's outcome (tests and demos). */
+    VD_AGENT_SIM_OUTCOME: z.enum(['random', 'answer', 'busy', 'no_answer', 'failed']).default('random'),
+    /** Simulated trunk: force the talk time of answered calls (simulated seconds). */
+    VD_AGENT_SIM_TALK_SECONDS: z.coerce.number().positive().optional(),
+    VD_AGENT_DRACHTIO_HOST: z.string().min(1).default('127.0.0.1'),
+    VD_AGENT_DRACHTIO_PORT: z.coerce.number().int().min(1).max(65535).default(9022),
+    VD_AGENT_DRACHTIO_SECRET: z.string().min(1).optional(),
+    /** drachtio trunk: host[:port] of the SIP trunk calls are sent to. */
+    VD_AGENT_SIP_TRUNK_HOST: z.string().min(1).optional(),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.VD_AGENT_TRUNK !== 'drachtio') return;
+    if (!c.VD_AGENT_DRACHTIO_SECRET) ctx.addIssue({ code: 'custom', path: ['VD_AGENT_DRACHTIO_SECRET'], message: 'is required with VD_AGENT_TRUNK=drachtio' });
+    if (!c.VD_AGENT_SIP_TRUNK_HOST) ctx.addIssue({ code: 'custom', path: ['VD_AGENT_SIP_TRUNK_HOST'], message: 'is required with VD_AGENT_TRUNK=drachtio' });
+  });
+
+export type AgentConfig = z.infer<typeof schema>;
+
+export function loadAgentConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') picked[key] = v;
+  }
+  const parsed = schema.safeParse(picked);
+  if (!parsed.success) {
+    throw new Error(`invalid media agent settings: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
+}

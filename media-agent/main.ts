@@ -1,0 +1,88 @@
+/**
+ * The media agent process (one per media node): `node media-agent/main.ts`, settings from the
+ * environment (media-agent/config.ts). The first SIGTERM (or SIGINT) drains for shutdown and
+ * exits 0 once the live calls have ended; a second one forces the exit (code 1).
+ */
+import { pino } from 'pino';
+import { AgentClient } from './client.ts';
+import { loadAgentConfig } from './config.ts';
+import { SimulatedTrunk } from './simulated-trunk.ts';
+import type { Trunk } from './trunk.ts';
+
+const VERSION = '0.1.0';
+/** A minimal audio offer (PCMU) until a media server supplies real SDP. */
+const PLACEHOLDER_SDP = ['v=0', 'o=- 0 0 IN IP4 127.0.0.1', 's=vd', 'c=IN IP4 127.0.0.1', 't=0 0', 'm=audio 40000 RTP/AVP 0', 'a=rtpmap:0 PCMU/8000', ''].join('\r\n');
+
+let config;
+try {
+  config = loadAgentConfig();
+} catch (err) {
+  process.stderr.write(`${(err as Error).message}\n`);
+  process.exit(2);
+}
+
+const logger = pino({ level: config.LOG_LEVEL, base: { svc: 'media-agent', node: config.VD_AGENT_NODE_ID }, redact: ['token', '*.token', 'secret', '*.secret'] }, pino.destination(2));
+const log = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}) => logger[level](fields, msg);
+
+let trunk: Trunk;
+if (config.VD_AGENT_TRUNK === 'drachtio') {
+  const { DrachtioTrunk } = await import('./drachtio-trunk.ts');
+  trunk = new DrachtioTrunk({
+    host: config.VD_AGENT_DRACHTIO_HOST,
+    port: config.VD_AGENT_DRACHTIO_PORT,
+    secret: config.VD_AGENT_DRACHTIO_SECRET!,
+    trunkHost: config.VD_AGENT_SIP_TRUNK_HOST!,
+    localSdp: PLACEHOLDER_SDP,
+    log: (msg, fields) => log('warn', msg, fields),
+  });
+} else {
+  trunk = new SimulatedTrunk({
+    seed: config.VD_AGENT_SEED,
+    timeScale: config.VD_AGENT_SIM_TIME_SCALE,
+    outcome: config.VD_AGENT_SIM_OUTCOME,
+    talkSeconds: config.VD_AGENT_SIM_TALK_SECONDS,
+  });
+}
+
+const client = new AgentClient({
+  url: config.VD_AGENT_CONTROL_URL,
+  token: config.VD_AGENT_TOKEN,
+  nodeId: config.VD_AGENT_NODE_ID,
+  capacity: config.VD_AGENT_CAPACITY,
+  region: config.VD_AGENT_REGION,
+  version: VERSION,
+  trunk,
+  log,
+});
+
+let signals = 0;
+const onSignal = (sig: NodeJS.Signals) => {
+  signals += 1;
+  if (signals > 1) {
+    log('warn', 'second signal: forced exit', { signal: sig, live_calls: client.liveCalls });
+    process.exit(1);
+  }
+  log('info', 'signal: draining before exit', { signal: sig, live_calls: client.liveCalls });
+  client
+    .shutdown()
+    .then(() => trunk.close())
+    .then(() => {
+      log('info', 'drained, exiting');
+      process.exit(0);
+    })
+    .catch((err: unknown) => {
+      log('error', 'shutdown failed', { err: (err as Error).message });
+      process.exit(1);
+    });
+};
+process.on('SIGTERM', onSignal);
+process.on('SIGINT', onSignal);
+
+try {
+  await trunk.start();
+} catch (err) {
+  log('error', 'trunk did not start', { err: (err as Error).message });
+  process.exit(1);
+}
+client.start();
+log('info', 'media agent started', { trunk: config.VD_AGENT_TRUNK, capacity: config.VD_AGENT_CAPACITY });

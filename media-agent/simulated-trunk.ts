@@ -1,0 +1,143 @@
+/**
+ * The built-in simulated trunk: each call rings, then is answered, busy, unanswered or fails, by
+ * a seeded random schedule (the same seed and call id give the same call). Answered calls talk a
+ * while; bot-handled ones run a bot session that sometimes hands the call over to a person.
+ * `timeScale` compresses the clock (0.01: a 60 s call lasts 0.6 s) so tests run fast; reported
+ * durations stay in simulated seconds.
+ */
+import type { Trunk, TrunkCall, TrunkEvent } from './trunk.ts';
+
+export type SimulatedOutcome = 'random' | 'answer' | 'busy' | 'no_answer' | 'failed';
+
+export type SimulatedTrunkOptions = {
+  seed: number;
+  /** Real time = simulated time × timeScale. */
+  timeScale?: number;
+  /** Forces every call's outcome (tests); `random` draws it. */
+  outcome?: SimulatedOutcome;
+  /** Forces the talk time of answered calls, in simulated seconds (tests). */
+  talkSeconds?: number;
+};
+
+/** mulberry32: a small, fast, seeded PRNG; returns floats in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function hash(s: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+type Live = { timers: Set<NodeJS.Timeout>; answeredAt: number | null; botSeconds?: number; transferred?: boolean; done: boolean; emit: (e: TrunkEvent) => void };
+
+/** The simulated schedule of one call, in simulated seconds. */
+export type SimulatedPlan =
+  | { outcome: 'answer'; ring_s: number; talk_s: number; bot_s?: number; transferred?: boolean }
+  | { outcome: 'busy' | 'failed'; ring_s: number }
+  | { outcome: 'no_answer' };
+
+export class SimulatedTrunk implements Trunk {
+  readonly #seed: number;
+  readonly #scale: number;
+  readonly #outcome: SimulatedOutcome;
+  readonly #talkSeconds: number | undefined;
+  readonly #calls = new Map<string, Live>();
+
+  constructor(opts: SimulatedTrunkOptions) {
+    this.#seed = opts.seed;
+    this.#scale = opts.timeScale ?? 1;
+    this.#outcome = opts.outcome ?? 'random';
+    this.#talkSeconds = opts.talkSeconds;
+  }
+
+  async start(): Promise<void> {}
+
+  /** The call's schedule (exposed so tests can predict it). */
+  plan(call: TrunkCall): SimulatedPlan {
+    const rnd = mulberry32(this.#seed ^ hash(call.call_id));
+    const draw = rnd();
+    const outcome: Exclude<SimulatedOutcome, 'random'> =
+      this.#outcome !== 'random' ? this.#outcome : draw < 0.6 ? 'answer' : draw < 0.8 ? 'no_answer' : draw < 0.95 ? 'busy' : 'failed';
+    const ring = 2 + rnd() * 18; // 2–20 s of ringing
+    if (outcome === 'no_answer') return { outcome };
+    if (outcome === 'busy' || outcome === 'failed') return { outcome, ring_s: Math.min(ring, 3) };
+    const ring_s = Math.min(ring, call.ring_timeout_s * 0.9);
+    if (call.handler === 'agents') return { outcome, ring_s, talk_s: this.#talkSeconds ?? round(10 + rnd() * 170) };
+    const bot = this.#talkSeconds ?? round(5 + rnd() * 55);
+    const transferred = this.#talkSeconds === undefined && rnd() < 0.3;
+    const person = transferred ? round(20 + rnd() * 160) : 0;
+    return { outcome, ring_s, talk_s: bot + person, bot_s: bot, transferred };
+  }
+
+  originate(call: TrunkCall, onEvent: (event: TrunkEvent) => void): void {
+    if (this.#calls.has(call.call_id)) return;
+    const live: Live = { timers: new Set(), answeredAt: null, done: false, emit: onEvent };
+    this.#calls.set(call.call_id, live);
+    const at = (simSeconds: number, fn: () => void) => {
+      const t = setTimeout(() => {
+        live.timers.delete(t);
+        if (!live.done) fn();
+      }, simSeconds * 1000 * this.#scale);
+      live.timers.add(t);
+    };
+    const end = (e: Extract<TrunkEvent, { type: 'ended' }>) => {
+      live.done = true;
+      for (const t of live.timers) clearTimeout(t);
+      this.#calls.delete(call.call_id);
+      onEvent(e);
+    };
+    onEvent({ type: 'placed', sip_status: 100 });
+    const plan = this.plan(call);
+    switch (plan.outcome) {
+      case 'no_answer':
+        // Our ring timeout: CANCEL, and the far end answers 487.
+        return at(call.ring_timeout_s, () => end({ type: 'ended', sip_status: 487, talk_seconds: 0, reason: 'no_answer' }));
+      case 'busy':
+        return at(plan.ring_s, () => end({ type: 'ended', sip_status: 486, talk_seconds: 0, reason: 'busy' }));
+      case 'failed':
+        return at(plan.ring_s, () => end({ type: 'ended', sip_status: 503, talk_seconds: 0, reason: 'failed' }));
+      case 'answer':
+        return at(plan.ring_s, () => {
+          live.answeredAt = Date.now();
+          live.botSeconds = plan.bot_s;
+          live.transferred = plan.transferred;
+          onEvent({ type: 'answered', sip_status: 200 });
+          at(plan.talk_s, () =>
+            end({ type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', ...(plan.bot_s !== undefined ? { bot_seconds: plan.bot_s, transferred: plan.transferred } : {}) }),
+          );
+        });
+    }
+  }
+
+  hangup(callId: string): void {
+    const live = this.#calls.get(callId);
+    if (!live || live.done) return;
+    live.done = true;
+    for (const t of live.timers) clearTimeout(t);
+    this.#calls.delete(callId);
+    if (live.answeredAt === null) {
+      live.emit({ type: 'ended', sip_status: 487, talk_seconds: 0, reason: 'canceled' });
+      return;
+    }
+    const talk = round((Date.now() - live.answeredAt) / 1000 / this.#scale);
+    const bot = live.botSeconds !== undefined ? { bot_seconds: Math.min(talk, live.botSeconds), transferred: live.transferred && talk > live.botSeconds } : {};
+    live.emit({ type: 'ended', sip_status: 200, talk_seconds: talk, reason: 'hangup', ...bot });
+  }
+
+  async close(): Promise<void> {
+    for (const id of [...this.#calls.keys()]) this.hangup(id);
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}

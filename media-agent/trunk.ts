@@ -1,0 +1,35 @@
+/**
+ * The SIP adapter seen by the agent's client: place a call, get its events, hang it up. Two
+ * implementations: the simulated trunk (demo, load tests, CI) and drachtio-srf (real SIP).
+ */
+import type { CallHandler, EndReason } from '../shared/agent-protocol.ts';
+
+export type TrunkCall = {
+  call_id: string;
+  /** E.164 number to call. */
+  to: string;
+  /** E.164 caller id. */
+  from: string;
+  ring_timeout_s: number;
+  handler: CallHandler;
+};
+
+/**
+ * What happens to a call, in order: `placed` once, `answered` at most once, `ended` exactly once
+ * (after which no event comes for the call).
+ */
+export type TrunkEvent =
+  | { type: 'placed'; sip_status: number }
+  | { type: 'answered'; sip_status: number }
+  | { type: 'ended'; sip_status: number; talk_seconds: number; reason: EndReason; bot_seconds?: number; transferred?: boolean };
+
+export interface Trunk {
+  /** Connects to what carries the calls (a no-op for the simulated trunk). */
+  start(): Promise<void>;
+  /** Places a call; `onEvent` gets its events. Never throws: a failure is an `ended` event. */
+  originate(call: TrunkCall, onEvent: (event: TrunkEvent) => void): void;
+  /** Ends a call: CANCEL while it rings, BYE once answered. Unknown ids are ignored. */
+  hangup(callId: string): void;
+  /** Disconnects; calls still up are left to the far end. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,171 @@
+/**
+ * The media agent wire protocol (WebSocket `/agent/v1`), shared by the control plane's agent hub
+ * and the media agent. JSON text frames `{type, ...}`; every frame is validated with zod on
+ * arrival and a frame of an unknown type is refused. The whole protocol is written out in
+ * `docs/agent-protocol.md`.
+ */
+import { z } from 'zod';
+
+/** The path of the WebSocket endpoint on the control plane's HTTP port. */
+export const AGENT_PROTOCOL_PATH = '/agent/v1';
+/** How often an agent sends a heartbeat. */
+export const HEARTBEAT_INTERVAL_MS = 2_000;
+/** A node silent this long is offline. */
+export const OFFLINE_AFTER_MS = 5_000;
+/** Largest frame either side accepts. */
+export const MAX_FRAME_BYTES = 64 * 1024;
+
+/** Why a node drains: an operator's command, or its own process shutting down. */
+export const drainReason = z.enum(['operator', 'shutdown']);
+export type DrainReason = z.infer<typeof drainReason>;
+
+const nodeId = z.string().min(1).max(128);
+const callId = z.string().min(1).max(128);
+const epoch = z.number().int().nonnegative();
+const count = z.number().int().nonnegative();
+
+// ---- agent → control plane ----
+
+export const helloMessage = z.object({
+  type: z.literal('hello'),
+  node_id: nodeId,
+  capacity: count,
+  version: z.string().min(1).max(64),
+  region: z.string().min(1).max(64),
+  /** Carried over a reconnect: a node that was draining says so at once. */
+  draining: z.boolean().optional(),
+  reason: drainReason.optional(),
+});
+
+export const heartbeatMessage = z.object({
+  type: z.literal('heartbeat'),
+  live_calls: count,
+  capacity: count,
+  draining: z.boolean(),
+  reason: drainReason.optional(),
+});
+
+/** How a call ended, as the agent saw it. */
+export const endReason = z.enum(['completed', 'busy', 'no_answer', 'failed', 'canceled', 'hangup']);
+export type EndReason = z.infer<typeof endReason>;
+
+const callEventFields = {
+  call_id: callId,
+  /** The SIP status the event rests on: 100 placed, 200 answered, final status when ended. */
+  sip_status: z.number().int().min(100).max(699),
+  /** Seconds from answer to end (0 until the end, and for an unanswered call). */
+  talk_seconds: z.number().nonnegative(),
+  /** Seconds an AI bot session held the call (bot-handled calls only). */
+  bot_seconds: z.number().nonnegative().optional(),
+  /** The bot handed the call over to a person. */
+  transferred: z.boolean().optional(),
+  /** When the event happened on the agent (ISO 8601 UTC). */
+  at: z.iso.datetime().optional(),
+};
+
+export const callPlacedMessage = z.object({ type: z.literal('call.placed'), ...callEventFields });
+export const callAnsweredMessage = z.object({ type: z.literal('call.answered'), ...callEventFields });
+export const callEndedMessage = z.object({ type: z.literal('call.ended'), ...callEventFields, reason: endReason.optional() });
+
+export const refusalReason = z.enum(['draining', 'at_capacity', 'duplicate', 'trunk_unavailable']);
+export type RefusalReason = z.infer<typeof refusalReason>;
+export const callRefusedMessage = z.object({ type: z.literal('call.refused'), call_id: callId, reason: refusalReason });
+
+export const agentMessage = z.discriminatedUnion('type', [
+  helloMessage,
+  heartbeatMessage,
+  callPlacedMessage,
+  callAnsweredMessage,
+  callEndedMessage,
+  callRefusedMessage,
+]);
+
+export type HelloMessage = z.infer<typeof helloMessage>;
+export type HeartbeatMessage = z.infer<typeof heartbeatMessage>;
+export type CallPlacedMessage = z.infer<typeof callPlacedMessage>;
+export type CallAnsweredMessage = z.infer<typeof callAnsweredMessage>;
+export type CallEndedMessage = z.infer<typeof callEndedMessage>;
+export type CallRefusedMessage = z.infer<typeof callRefusedMessage>;
+export type CallEventMessage = CallPlacedMessage | CallAnsweredMessage | CallEndedMessage | CallRefusedMessage;
+export type AgentMessage = z.infer<typeof agentMessage>;
+
+// ---- control plane → agent ----
+
+export const welcomeMessage = z.object({ type: z.literal('welcome'), epoch });
+
+export const callHandler = z.enum(['bot', 'agents']);
+export type CallHandler = z.infer<typeof callHandler>;
+
+export const originateMessage = z.object({
+  type: z.literal('originate'),
+  epoch,
+  call_id: callId,
+  /** E.164 number to call. */
+  to: z.string().min(2).max(32),
+  /** E.164 caller id. */
+  from: z.string().min(2).max(32),
+  ring_timeout_s: z.number().positive().max(600),
+  handler: callHandler,
+});
+
+export const hangupMessage = z.object({ type: z.literal('hangup'), epoch, call_id: callId });
+export const drainMessage = z.object({ type: z.literal('drain'), epoch });
+export const resumeMessage = z.object({ type: z.literal('resume'), epoch });
+
+export const controlMessage = z.discriminatedUnion('type', [
+  welcomeMessage,
+  originateMessage,
+  hangupMessage,
+  drainMessage,
+  resumeMessage,
+]);
+
+export type WelcomeMessage = z.infer<typeof welcomeMessage>;
+export type OriginateMessage = z.infer<typeof originateMessage>;
+export type HangupMessage = z.infer<typeof hangupMessage>;
+export type DrainMessage = z.infer<typeof drainMessage>;
+export type ResumeMessage = z.infer<typeof resumeMessage>;
+export type ControlMessage = z.infer<typeof controlMessage>;
+/** A command: a control message that carries an epoch and that the agent acts on. */
+export type ControlCommand = Exclude<ControlMessage, WelcomeMessage>;
+/** The call fields of an originate, without its type and epoch. */
+export type OriginateCall = Omit<OriginateMessage, 'type' | 'epoch'>;
+
+// ---- parsing ----
+
+export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };
+
+function parseWith<T>(schema: z.ZodType<T>, known: readonly string[], raw: string | Buffer | ArrayBuffer | Buffer[]): Parsed<T> {
+  let text: string;
+  if (typeof raw === 'string') text = raw;
+  else if (Array.isArray(raw)) text = Buffer.concat(raw).toString('utf8');
+  else text = Buffer.from(raw as ArrayBuffer).toString('utf8');
+  if (text.length > MAX_FRAME_BYTES) return { ok: false, error: 'frame too large' };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, error: 'not JSON' };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, error: 'not a JSON object' };
+  const type = (value as { type?: unknown }).type;
+  if (typeof type !== 'string' || !known.includes(type)) return { ok: false, error: `unknown message type ${JSON.stringify(type ?? null).slice(0, 64)}` };
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    return { ok: false, error: `bad ${type}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(message)'}: ${i.message}`).join('; ')}` };
+  }
+  return { ok: true, message: parsed.data };
+}
+
+export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.refused'] as const;
+export const CONTROL_MESSAGE_TYPES = ['welcome', 'originate', 'hangup', 'drain', 'resume'] as const;
+
+/** Parses a frame an agent sent to the control plane. */
+export function parseAgentMessage(raw: string | Buffer | ArrayBuffer | Buffer[]): Parsed<AgentMessage> {
+  return parseWith(agentMessage, AGENT_MESSAGE_TYPES, raw);
+}
+
+/** Parses a frame the control plane sent to an agent. */
+export function parseControlMessage(raw: string | Buffer | ArrayBuffer | Buffer[]): Parsed<ControlMessage> {
+  return parseWith(controlMessage, CONTROL_MESSAGE_TYPES, raw);
+}

@@ -1,0 +1,270 @@
+/**
+ * The media agent protocol end to end: real `media-agent/main.ts` processes on the simulated
+ * trunk (time scaled ×0.01) against a control plane's `/agent/v1` endpoint (embedded: PGlite and
+ * in-process coordination).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { WebSocket } from 'ws';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import type { CallEvent, NodeView } from '../../control-plane/telephony/agent-hub.ts';
+import type { CallEventMessage } from '../../shared/agent-protocol.ts';
+import { startTestServer } from '../support/server.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const TOKEN = 'agent-token-for-tests-0123456789';
+
+type Agent = { proc: ChildProcess; exit: Promise<number | null>; output: () => string };
+type Seen = { at: number; kind: 'online' | 'offline' | 'updated'; node: NodeView } | { at: number; kind: 'call'; call: CallEvent };
+
+const t = suite('media agent protocol');
+let cp: RunningControlPlane;
+let wsUrl = '';
+const seen: Seen[] = [];
+const agents: Agent[] = [];
+let silent: { ws: WebSocket; helloAt: number } | null = null;
+let aRegisteredAt = 0;
+
+function spawnAgent(nodeId: string, env: Record<string, string> = {}): Agent {
+  const proc = spawn(process.execPath, ['media-agent/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      VD_AGENT_CONTROL_URL: wsUrl,
+      VD_AGENT_TOKEN: TOKEN,
+      VD_AGENT_NODE_ID: nodeId,
+      VD_AGENT_CAPACITY: '2',
+      VD_AGENT_REGION: 'test-1',
+      VD_AGENT_SEED: '7',
+      VD_AGENT_SIM_TIME_SCALE: '0.01',
+      VD_AGENT_SIM_OUTCOME: 'answer',
+      VD_AGENT_SIM_TALK_SECONDS: '30',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exit = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  const agent = { proc, exit, output: () => out };
+  agents.push(agent);
+  return agent;
+}
+
+/** Resolves with the first recorded event (past or future) matching `pred`. */
+function waitFor<T extends Seen>(pred: (s: Seen) => s is T, timeoutMs: number, what: string, since?: number): Promise<T>;
+function waitFor(pred: (s: Seen) => boolean, timeoutMs: number, what: string, since?: number): Promise<Seen>;
+function waitFor(pred: (s: Seen) => boolean, timeoutMs: number, what: string, since = 0): Promise<Seen> {
+  const found = seen.find((s) => s.at >= since && pred(s));
+  if (found) return Promise.resolve(found);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      waiters.delete(check);
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+    }, timeoutMs);
+    const check = (s: Seen) => {
+      if (s.at >= since && pred(s)) {
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve(s);
+      }
+    };
+    waiters.add(check);
+  });
+}
+const waiters = new Set<(s: Seen) => void>();
+function record(s: Seen): void {
+  seen.push(s);
+  for (const w of [...waiters]) w(s);
+}
+
+const callEvent = (callId: string, type?: CallEventMessage['type']) => (s: Seen): s is Extract<Seen, { kind: 'call' }> =>
+  s.kind === 'call' && s.call.event.call_id === callId && (type === undefined || s.call.event.type === type);
+const online = (nodeId: string, minEpoch = 0) => (s: Seen) => s.kind === 'online' && s.node.node_id === nodeId && s.node.epoch > minEpoch;
+const offline = (nodeId: string) => (s: Seen) => s.kind === 'offline' && s.node.node_id === nodeId;
+const eventsOf = (callId: string) => seen.flatMap((s) => (s.kind === 'call' && s.call.event.call_id === callId ? [s.call.event] : []));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const call = (id: string, handler: 'bot' | 'agents' = 'agents') => ({ call_id: id, to: '+15555550100', from: '+15555550199', ring_timeout_s: 30, handler });
+
+t.before(async () => {
+  cp = await startTestServer({ embedded: true, env: { VD_AGENT_TOKEN: TOKEN } });
+  wsUrl = `${cp.url.replace('http', 'ws')}/agent/v1`;
+  const hub = cp.agentHub;
+  hub.on('node.online', (node: NodeView) => record({ at: Date.now(), kind: 'online', node }));
+  hub.on('node.offline', (node: NodeView) => record({ at: Date.now(), kind: 'offline', node }));
+  hub.on('node.updated', (node: NodeView) => record({ at: Date.now(), kind: 'updated', node }));
+  hub.on('call', (c: CallEvent) => record({ at: Date.now(), kind: 'call', call: c }));
+});
+
+t.after(async () => {
+  for (const a of agents) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
+  silent?.ws.terminate();
+  await cp?.close();
+});
+
+t('a bad or missing token is refused with 401', async () => {
+  for (const headers of [{ authorization: 'Bearer wrong-token-wrong-token' }, {} as Record<string, string>]) {
+    const status = await new Promise<number>((resolve, reject) => {
+      const ws = new WebSocket(wsUrl, { headers });
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => reject(new Error('opened with a bad token')));
+      ws.on('error', () => {});
+    });
+    assert.is(status, 401);
+  }
+  // A silent node for the 5 s rule, checked at the end: hello, then nothing.
+  const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${TOKEN}` } });
+  await new Promise((r) => ws.on('open', r));
+  ws.send(JSON.stringify({ type: 'hello', node_id: 'node_silent', capacity: 1, version: 'x', region: 'r' }));
+  silent = { ws, helloAt: Date.now() };
+  await waitFor(online('node_silent'), 2000, 'node_silent online');
+});
+
+t('hello/welcome: a real agent registers with its capacity', async () => {
+  spawnAgent('node_a');
+  const s = await waitFor(online('node_a'), 5000, 'node_a online');
+  aRegisteredAt = s.at;
+  assert.ok(s.kind !== 'call');
+  const node = cp.agentHub.node('node_a')!;
+  assert.is(node.capacity, 2);
+  assert.is(node.region, 'test-1');
+  assert.is(node.online, true);
+  assert.is(node.draining, false);
+  assert.ok(node.epoch > 0);
+});
+
+t('originate → placed, answered, ended on the simulated trunk; a full node refuses', async () => {
+  assert.ok(cp.agentHub.originate('node_a', call('call_a1', 'bot')).ok);
+  assert.ok(cp.agentHub.originate('node_a', call('call_a2', 'agents')).ok);
+  assert.ok(cp.agentHub.originate('node_a', call('call_a3')).ok);
+  const refused = await waitFor(callEvent('call_a3', 'call.refused'), 2000, 'call_a3 refused');
+  assert.equal(refused.call.event, { type: 'call.refused', call_id: 'call_a3', reason: 'at_capacity' });
+  const e1 = await waitFor(callEvent('call_a1', 'call.ended'), 3000, 'call_a1 ended');
+  const e2 = await waitFor(callEvent('call_a2', 'call.ended'), 3000, 'call_a2 ended');
+  assert.equal(eventsOf('call_a1').map((e) => e.type), ['call.placed', 'call.answered', 'call.ended']);
+  assert.equal(eventsOf('call_a2').map((e) => e.type), ['call.placed', 'call.answered', 'call.ended']);
+  const end1 = e1.call.event as Extract<CallEventMessage, { type: 'call.ended' }>;
+  const end2 = e2.call.event as Extract<CallEventMessage, { type: 'call.ended' }>;
+  assert.equal([end1.sip_status, end1.talk_seconds, end1.bot_seconds, end1.transferred, end1.reason], [200, 30, 30, false, 'completed']);
+  assert.equal([end2.sip_status, end2.talk_seconds, end2.bot_seconds, end2.reason], [200, 30, undefined, 'completed']);
+  assert.is(e1.call.node_id, 'node_a');
+
+  // A hang-up from the control plane while the call talks.
+  assert.ok(cp.agentHub.originate('node_a', call('call_a4')).ok);
+  await waitFor(callEvent('call_a4', 'call.answered'), 2000, 'call_a4 answered');
+  assert.ok(cp.agentHub.hangup('node_a', 'call_a4').ok);
+  const e4 = await waitFor(callEvent('call_a4', 'call.ended'), 2000, 'call_a4 ended');
+  assert.is((e4.call.event as { reason?: string }).reason, 'hangup');
+});
+
+t('a command with an older epoch is ignored', async () => {
+  const epoch = cp.agentHub.node('node_a')!.epoch;
+  const cmd = { type: 'originate' as const, ...call('call_old') };
+  assert.ok(cp.agentHub.sendCommand('node_a', { ...cmd, epoch: epoch - 1 }).ok);
+  await sleep(600);
+  assert.equal(eventsOf('call_old'), []);
+  assert.ok(cp.agentHub.sendCommand('node_a', { ...cmd, epoch }).ok);
+  await waitFor(callEvent('call_old', 'call.placed'), 2000, 'call_old placed with the current epoch');
+  await waitFor(callEvent('call_old', 'call.ended'), 3000, 'call_old ended');
+});
+
+t('drain: the agent refuses new calls; resume brings it back', async () => {
+  const since = Date.now();
+  assert.ok(cp.agentHub.drain('node_a').ok);
+  assert.ok(cp.agentHub.originate('node_a', call('call_d1')).ok);
+  const r = await waitFor(callEvent('call_d1', 'call.refused'), 2000, 'call_d1 refused');
+  assert.is((r.call.event as { reason: string }).reason, 'draining');
+  // The agent's own heartbeat reports the operator's drain.
+  await sleep(100);
+  const hb = seen.filter((s) => s.at >= since && s.kind === 'updated' && s.node.node_id === 'node_a');
+  assert.ok(hb.some((s) => s.kind === 'updated' && s.node.draining && s.node.drain_reason === 'operator'));
+  assert.is(cp.agentHub.node('node_a')!.draining, true);
+
+  assert.ok(cp.agentHub.resume('node_a').ok);
+  assert.ok(cp.agentHub.originate('node_a', call('call_d2')).ok);
+  await waitFor(callEvent('call_d2', 'call.placed'), 2000, 'call_d2 placed after resume');
+  await waitFor(callEvent('call_d2', 'call.ended'), 3000, 'call_d2 ended');
+  assert.is(cp.agentHub.node('node_a')!.draining, false);
+});
+
+t('heartbeats keep a node online past 5 s', async () => {
+  const wait = aRegisteredAt + 6000 - Date.now();
+  if (wait > 0) await sleep(wait);
+  const node = cp.agentHub.node('node_a')!;
+  assert.is(node.online, true);
+  assert.ok(Date.now() - node.last_heartbeat_at.getTime() < 2600, 'a heartbeat in the last 2.6 s');
+  assert.not.ok(seen.some(offline('node_a')));
+});
+
+t('a socket closed by the control plane: the agent re-registers with a higher epoch; the old epoch is then ignored', async () => {
+  const old = cp.agentHub.node('node_a')!.epoch;
+  assert.ok(cp.agentHub.disconnect('node_a'));
+  await waitFor(offline('node_a'), 1000, 'node_a offline');
+  const back = await waitFor(online('node_a', old), 5000, 'node_a back with a new epoch');
+  assert.ok(back.kind === 'online' && back.node.epoch > old);
+  assert.ok(cp.agentHub.sendCommand('node_a', { type: 'originate', epoch: old, ...call('call_stale') }).ok);
+  assert.ok(cp.agentHub.originate('node_a', call('call_fresh')).ok);
+  await waitFor(callEvent('call_fresh', 'call.placed'), 2000, 'call_fresh placed');
+  await sleep(300);
+  assert.equal(eventsOf('call_stale'), []);
+});
+
+t('an agent killed with SIGKILL is offline within 5 s', async () => {
+  const a = agents[0];
+  const killedAt = Date.now();
+  a.proc.kill('SIGKILL');
+  const s = await waitFor(offline('node_a'), 5000, 'node_a offline', killedAt);
+  assert.ok(s.at - killedAt <= 5000);
+  assert.is(cp.agentHub.node('node_a')!.online, false);
+  assert.not.ok(cp.agentHub.originate('node_a', call('call_dead')).ok);
+});
+
+t('SIGTERM with a live call: the agent drains, the call ends normally, exit 0; resume is refused', async () => {
+  const b = spawnAgent('node_b', { VD_AGENT_SIM_TALK_SECONDS: '150' });
+  await waitFor(online('node_b'), 5000, 'node_b online');
+  assert.ok(cp.agentHub.originate('node_b', call('call_b1')).ok);
+  await waitFor(callEvent('call_b1', 'call.answered'), 2000, 'call_b1 answered');
+  const since = Date.now();
+  b.proc.kill('SIGTERM');
+  await waitFor((s) => s.kind === 'updated' && s.node.node_id === 'node_b' && s.node.draining && s.node.drain_reason === 'shutdown', 2000, 'node_b draining for shutdown', since);
+  assert.equal(cp.agentHub.resume('node_b'), { ok: false, reason: 'shutting_down' });
+  assert.ok(cp.agentHub.originate('node_b', call('call_b2')).ok);
+  const r = await waitFor(callEvent('call_b2', 'call.refused'), 2000, 'call_b2 refused');
+  assert.is((r.call.event as { reason: string }).reason, 'draining');
+  assert.is(b.proc.exitCode, null, 'still running while the call talks');
+  const ended = await waitFor(callEvent('call_b1', 'call.ended'), 4000, 'call_b1 ended');
+  const end = ended.call.event as Extract<CallEventMessage, { type: 'call.ended' }>;
+  assert.equal([end.reason, end.sip_status, end.talk_seconds], ['completed', 200, 150]);
+  const code = await Promise.race([b.exit, sleep(4000).then(() => 'still running')]);
+  assert.is(code, 0, b.output());
+  await waitFor(offline('node_b'), 2000, 'node_b offline');
+});
+
+t('a second SIGTERM forces the exit', async () => {
+  const c = spawnAgent('node_c', { VD_AGENT_SIM_TALK_SECONDS: '3000' });
+  await waitFor(online('node_c'), 5000, 'node_c online');
+  assert.ok(cp.agentHub.originate('node_c', call('call_c1')).ok);
+  await waitFor(callEvent('call_c1', 'call.answered'), 2000, 'call_c1 answered');
+  const since = Date.now();
+  c.proc.kill('SIGTERM');
+  await waitFor((s) => s.kind === 'updated' && s.node.node_id === 'node_c' && s.node.drain_reason === 'shutdown', 2000, 'node_c draining', since);
+  await sleep(200);
+  assert.is(c.proc.exitCode, null, 'the first SIGTERM waits for the live call');
+  c.proc.kill('SIGTERM');
+  const code = await Promise.race([c.exit, sleep(3000).then(() => 'still running')]);
+  assert.is(code, 1);
+  assert.not.ok(eventsOf('call_c1').some((e) => e.type === 'call.ended'));
+});
+
+t('a node silent for 5 s is offline (no heartbeat after hello)', async () => {
+  assert.ok(silent);
+  const s = await waitFor(offline('node_silent'), 8000, 'node_silent offline');
+  const after = s.at - silent!.helloAt;
+  assert.ok(after >= 5000 && after < 6500, `offline after ${after} ms`);
+});
+
+t.run();

@@ -1,0 +1,84 @@
+/**
+ * The protocol parser (zod validation, unknown types refused) and the simulated trunk's seeded
+ * schedule, in-process.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseAgentMessage, parseControlMessage } from '../../shared/agent-protocol.ts';
+import { SimulatedTrunk } from '../../media-agent/simulated-trunk.ts';
+import { loadAgentConfig } from '../../media-agent/config.ts';
+import type { TrunkEvent } from '../../media-agent/trunk.ts';
+
+const t = suite('agent protocol parser and simulated trunk');
+
+t('valid messages parse both ways', () => {
+  const hello = parseAgentMessage(JSON.stringify({ type: 'hello', node_id: 'node_1', capacity: 5, version: '1', region: 'eu' }));
+  assert.ok(hello.ok);
+  const ended = parseAgentMessage(Buffer.from(JSON.stringify({ type: 'call.ended', call_id: 'call_1', sip_status: 200, talk_seconds: 12.5, bot_seconds: 3, transferred: true, reason: 'completed' })));
+  assert.ok(ended.ok && ended.message.type === 'call.ended' && ended.message.transferred === true);
+  const orig = parseControlMessage(JSON.stringify({ type: 'originate', epoch: 3, call_id: 'call_1', to: '+15550100', from: '+15550199', ring_timeout_s: 30, handler: 'bot' }));
+  assert.ok(orig.ok && orig.message.type === 'originate' && orig.message.epoch === 3);
+});
+
+t('unknown types, bad fields and non-JSON are refused', () => {
+  const unknown = parseAgentMessage(JSON.stringify({ type: 'originate', epoch: 1 }));
+  assert.equal(unknown, { ok: false, error: 'unknown message type "originate"' });
+  assert.not.ok(parseControlMessage(JSON.stringify({ type: 'hello' })).ok);
+  assert.not.ok(parseAgentMessage('{"no_type":1}').ok);
+  assert.not.ok(parseAgentMessage('not json').ok);
+  assert.not.ok(parseAgentMessage('[1]').ok);
+  const bad = parseAgentMessage(JSON.stringify({ type: 'heartbeat', live_calls: -1, capacity: 2, draining: false }));
+  assert.ok(!bad.ok && bad.error.startsWith('bad heartbeat: live_calls'));
+  assert.not.ok(parseControlMessage(JSON.stringify({ type: 'drain' })).ok, 'a command without its epoch');
+  assert.not.ok(parseControlMessage(JSON.stringify({ type: 'originate', epoch: 1, call_id: 'c', to: '+1555', from: '+1555', ring_timeout_s: 30, handler: 'robot' })).ok);
+});
+
+t('the simulated trunk is deterministic by seed and call id, and draws every outcome', () => {
+  const a = new SimulatedTrunk({ seed: 42 });
+  const b = new SimulatedTrunk({ seed: 42 });
+  const c = new SimulatedTrunk({ seed: 43 });
+  const calls = Array.from({ length: 400 }, (_, i) => ({ call_id: `call_${i}`, to: '+15550100', from: '+15550199', ring_timeout_s: 30, handler: i % 2 ? 'bot' as const : 'agents' as const }));
+  const pa = calls.map((x) => a.plan(x));
+  assert.equal(pa, calls.map((x) => b.plan(x)));
+  assert.not.equal(pa, calls.map((x) => c.plan(x)));
+  const outcomes = new Set(pa.map((p) => p.outcome));
+  assert.equal([...outcomes].sort(), ['answer', 'busy', 'failed', 'no_answer']);
+  const answeredBot = pa.filter((p, i) => p.outcome === 'answer' && i % 2 === 1) as Array<{ bot_s?: number; transferred?: boolean; talk_s: number }>;
+  assert.ok(answeredBot.some((p) => p.transferred) && answeredBot.some((p) => !p.transferred));
+  for (const p of answeredBot) assert.ok(p.bot_s! <= p.talk_s);
+});
+
+t('simulated calls end with the right statuses, scaled in time; hang-up cancels or ends', async () => {
+  const trunk = new SimulatedTrunk({ seed: 1, timeScale: 0.001 });
+  const run = (outcome: 'busy' | 'no_answer' | 'failed' | 'answer', hangupAfterMs?: number) =>
+    new Promise<TrunkEvent[]>((resolve) => {
+      const t2 = new SimulatedTrunk({ seed: 1, timeScale: 0.001, outcome, talkSeconds: 100 });
+      const events: TrunkEvent[] = [];
+      t2.originate({ call_id: 'call_x', to: '+1555', from: '+1556', ring_timeout_s: 20, handler: 'bot' }, (e) => {
+        events.push(e);
+        if (e.type === 'ended') resolve(events);
+      });
+      if (hangupAfterMs !== undefined) setTimeout(() => t2.hangup('call_x'), hangupAfterMs);
+    });
+  const ends = (es: TrunkEvent[]) => es.map((e) => (e.type === 'ended' ? `${e.type}:${e.sip_status}:${e.reason}` : e.type));
+  assert.equal(ends(await run('busy')), ['placed', 'ended:486:busy']);
+  assert.equal(ends(await run('no_answer')), ['placed', 'ended:487:no_answer']);
+  assert.equal(ends(await run('failed')), ['placed', 'ended:503:failed']);
+  const answered = await run('answer');
+  assert.equal(ends(answered), ['placed', 'answered', 'ended:200:completed']);
+  assert.equal(answered[2], { type: 'ended', sip_status: 200, talk_seconds: 100, reason: 'completed', bot_seconds: 100, transferred: false });
+  assert.equal(ends(await run('no_answer', 1)), ['placed', 'ended:487:canceled']);
+  assert.equal(ends(await run('answer', 50)), ['placed', 'answered', 'ended:200:hangup']);
+  await trunk.close();
+});
+
+t('agent settings: defaults, and drachtio needs its secret and trunk host', () => {
+  const base = { VD_AGENT_CONTROL_URL: 'ws://127.0.0.1:8080/agent/v1', VD_AGENT_TOKEN: 'x' };
+  const cfg = loadAgentConfig(base);
+  assert.equal([cfg.VD_AGENT_TRUNK, cfg.VD_AGENT_CAPACITY, cfg.VD_AGENT_SIM_TIME_SCALE], ['simulated', 10, 1]);
+  assert.throws(() => loadAgentConfig({ ...base, VD_AGENT_CONTROL_URL: 'http://x/agent/v1' }), /VD_AGENT_CONTROL_URL/);
+  assert.throws(() => loadAgentConfig({ ...base, VD_AGENT_TRUNK: 'drachtio' }), /VD_AGENT_DRACHTIO_SECRET.*VD_AGENT_SIP_TRUNK_HOST/);
+  assert.throws(() => loadAgentConfig({ VD_AGENT_CONTROL_URL: base.VD_AGENT_CONTROL_URL }), /VD_AGENT_TOKEN/);
+});
+
+t.run();
