@@ -7,13 +7,12 @@ import { sql } from 'kysely';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createOperator } from '../../control-plane/auth/accounts.ts';
 import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
 import { PAUSE_CHANGED, readSwitch, type SwitchState } from '../../control-plane/dialing/kill-switch.ts';
 import { coordinatorSource, mirrorSource, PauseReader } from '../../dialer/pause-reader.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
-import { makeCompany, makeKey } from '../support/fixtures.ts';
+import { makeCompany, makeKey, makeOperator } from '../support/fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 
 const t = suite('dialing kill switch and maintenance');
@@ -24,12 +23,6 @@ let owner: Session;
 const ops: Record<string, Session> = {};
 let n = 0;
 const readers: PauseReader[] = [];
-
-async function newOperator(roles: string[]): Promise<Session> {
-  const email = `op-${roles.join('-')}-${++n}@platform.test`;
-  await createOperator(cp.services.store, { email, name: 'Op', password: 'operator-pass-123', roles, mustChange: false });
-  return signIn(base, email, 'operator-pass-123');
-}
 
 async function waitFor<T>(f: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
   const until = Date.now() + ms;
@@ -64,9 +57,9 @@ t.before(async () => {
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix() });
   base = cp.url;
   owner = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
-  ops.support = await newOperator(['platform_support']);
-  ops.billing = await newOperator(['platform_billing']);
-  ops.viewer = await newOperator(['viewer']);
+  ops.support = await makeOperator(cp, ['platform_support']);
+  ops.billing = await makeOperator(cp, ['platform_billing']);
+  ops.viewer = await makeOperator(cp, ['viewer']);
 });
 
 t.after(async () => {

@@ -5,10 +5,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createOperator } from '../../control-plane/auth/accounts.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
-import { activate, makeCompany, makeKey, makeUser } from '../support/fixtures.ts';
+import { activate, makeCompany, makeKey, makeUser, makeOperator } from '../support/fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 
 const t = suite('operator company actions');
@@ -18,12 +17,6 @@ let base = '';
 let owner: Session;
 const ops: Record<string, Session> = {};
 let n = 0;
-
-async function newOperator(roles: string[]): Promise<Session> {
-  const email = `op-${roles.join('-')}-${++n}@platform.test`;
-  await createOperator(cp.services.store, { email, name: 'Op', password: 'operator-pass-123', roles, mustChange: false });
-  return signIn(base, email, 'operator-pass-123');
-}
 
 const newTenant = (over: Record<string, unknown> = {}) => {
   const k = `${Date.now().toString(36)}-${++n}`;
@@ -46,9 +39,9 @@ t.before(async () => {
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix() });
   base = cp.url;
   owner = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
-  ops.support = await newOperator(['platform_support']);
-  ops.billing = await newOperator(['platform_billing']);
-  ops.viewer = await newOperator(['viewer']);
+  ops.support = await makeOperator(cp, ['platform_support']);
+  ops.billing = await makeOperator(cp, ['platform_billing']);
+  ops.viewer = await makeOperator(cp, ['viewer']);
 });
 
 t.after(async () => {

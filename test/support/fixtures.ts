@@ -1,5 +1,6 @@
 /** Companies, users and keys made through the real code paths, for tests. */
 import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createOperator } from '../../control-plane/auth/accounts.ts';
 import { addCompanyUser, createCompany } from '../../control-plane/companies/create-company.ts';
 import { call, signIn, type Session } from './http.ts';
 
@@ -34,4 +35,11 @@ export async function makeKey(base: string, owner: Session, scopes: string[], na
   const a = await call(base, 'POST', '/api/integrations/v1/api-keys', { session: owner, body: { name, scopes } });
   if (a.status !== 201) throw new Error(`key creation failed: ${a.status} ${a.text}`);
   return { id: a.body.id, key: a.body.key };
+}
+
+/** An operator with `roles` (no password change owed), signed in. */
+export async function makeOperator(cp: RunningControlPlane, roles: string[]): Promise<Session> {
+  const email = `op-${roles.join('-')}-${Date.now().toString(36)}-${++n}@platform.test`;
+  await createOperator(cp.services.store, { email, name: 'Op', password: 'operator-pass-123', roles, mustChange: false });
+  return signIn(cp.url, email, 'operator-pass-123');
 }
