@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { parseEnv } from '../shared/env.ts';
 
 const schema = z
   .object({
@@ -36,14 +37,7 @@ const schema = z
 export type AgentConfig = z.infer<typeof schema>;
 
 export function loadAgentConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
-  const picked: Record<string, string> = {};
-  for (const key of Object.keys(schema.shape)) {
-    const v = env[key];
-    if (v !== undefined && v !== '') picked[key] = v;
-  }
-  const parsed = schema.safeParse(picked);
-  if (!parsed.success) {
-    throw new Error(`invalid media agent settings: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  }
-  return parsed.data;
+  const parsed = parseEnv(schema, env);
+  if (!parsed.ok) throw new Error(`invalid media agent settings: ${parsed.problems.join('; ')}`);
+  return parsed.value;
 }

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { parseEnv } from './env.ts';
 
 const bool = z
   .enum(['0', '1', 'true', 'false', ''])
@@ -58,17 +59,9 @@ export class ConfigError extends Error {
 
 /** Reads and validates the settings from `env` (the process environment by default). */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const picked: Record<string, string> = {};
-  for (const key of Object.keys(schema.shape)) {
-    const v = env[key];
-    if (v !== undefined && v !== '') picked[key] = v;
-  }
-  const parsed = schema.safeParse(picked);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`invalid settings: ${lines.join('; ')}`);
-  }
-  const cfg = parsed.data;
+  const parsed = parseEnv(schema, env);
+  if (!parsed.ok) throw new ConfigError(`invalid settings: ${parsed.problems.join('; ')}`);
+  const cfg = parsed.value;
   if (cfg.VD_ALLOW_PRIVATE_TARGETS && cfg.NODE_ENV === 'production') {
     throw new ConfigError(
       'VD_ALLOW_PRIVATE_TARGETS: may not be set when NODE_ENV=production (it is for local tests only)',

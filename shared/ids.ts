@@ -25,11 +25,6 @@ export function base62(bytes: Uint8Array, width?: number): string {
   return out.padStart(w, '0');
 }
 
-/** True when every character of `s` is a base62 digit. */
-export function isBase62(s: string): boolean {
-  return /^[0-9A-Za-z]*$/.test(s);
-}
-
 /** A new id `<prefix>_<time><random>`: sortable by creation time to the millisecond. */
 export function newId(prefix: IdPrefix): string {
   const t = Date.now().toString(36).padStart(9, '0');

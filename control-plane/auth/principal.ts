@@ -35,18 +35,3 @@ export type SessionPrincipal = {
 };
 
 export type Principal = KeyPrincipal | SessionPrincipal;
-
-/** The company whose request budget a principal spends, or null for an operator. */
-export function principalTenant(p: Principal): string | null {
-  return p.kind === 'operator' ? null : p.tenantId;
-}
-
-/** True when the principal is a company user with one of `roles`. */
-export function hasCompanyRole(p: Principal, roles: readonly string[]): boolean {
-  return p.kind === 'company' && p.roles.some((r) => roles.includes(r));
-}
-
-/** True when the principal is an operator with one of `roles`. */
-export function hasOperatorRole(p: Principal, roles: readonly string[]): boolean {
-  return p.kind === 'operator' && p.roles.some((r) => roles.includes(r));
-}
