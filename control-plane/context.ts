@@ -15,9 +15,12 @@ import { openStore, type Store, type Tx } from './db/store.ts';
 import { companyActor } from './companies/company-actor.ts';
 import { suspendSteps, type SuspendStep } from './companies/suspend-chain.ts';
 import { auditConsumer } from './runtime/audit.ts';
+import type { ActorDefinition } from './runtime/definition.ts';
 import { mirrorSwitch } from './dialing/kill-switch.ts';
 import { OUTBOX_CONSUMERS, OutboxWorker, type ConsumerHandler } from './runtime/outbox.ts';
 import { ActorRuntime, type RuntimeOptions } from './runtime/runtime.ts';
+import { AgentHub } from './telephony/agent-hub.ts';
+import { MediaNodes } from './telephony/nodes.ts';
 
 export type Services = {
   config: Config;
@@ -30,6 +33,10 @@ export type Services = {
   /** The durable actors (companies, and later campaigns and media nodes). */
   runtime: ActorRuntime;
   outbox: OutboxWorker;
+  /** The media agents' WebSocket endpoint (`/agent/v1`) and their registry on this instance. */
+  agentHub: AgentHub;
+  /** Media nodes: their actors, registry, choice for a new call, and commands wherever their socket is. */
+  nodes: MediaNodes;
   /** The suspend chain's steps, in order; tests wrap a step to make it fail. */
   suspendSteps: SuspendStep[];
   /**
@@ -52,7 +59,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const coordinator = overrides.coordinator ?? (config.REDIS_URL ? new RedisCoordinator(config.REDIS_URL, { keyPrefix: config.VD_REDIS_KEY_PREFIX }) : new MemoryCoordinator());
   const apiKeys = new ApiKeys(store, coordinator);
   const log = logger.child({ instance: instanceId });
-  const runtime = new ActorRuntime({ store, coordinator, log, instanceId }, [companyActor(() => services.suspendSteps)], overrides.runtime);
+  const agentHub = new AgentHub({ token: config.VD_AGENT_TOKEN, logger: log });
+  const nodes = new MediaNodes({ store, coordinator, hub: agentHub, log, instanceId, runtime: () => runtime });
+  const actorDefs: ActorDefinition[] = [companyActor(() => services.suspendSteps)];
+  const runtime = new ActorRuntime({ store, coordinator, log, instanceId }, actorDefs, overrides.runtime);
   const consumers = new Map<string, ConsumerHandler>([['audit', auditConsumer]]);
   for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name)) throw new Error(`outbox consumer ${name} has no handler`);
   const outbox = new OutboxWorker(store, coordinator, log, consumers);
@@ -69,10 +79,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     columnSources: overrides.columnSources ?? storeColumnSources(store),
     runtime,
     outbox,
+    agentHub,
+    nodes,
     suspendSteps: suspendSteps({ store, apiKeys, coordinator }),
     companySetup: [(tx, tenantId) => runtime.create(tx, 'company', tenantId, { tenantId })],
     instanceId,
     async close() {
+      await agentHub.close();
+      await nodes.stop();
       await outbox.stop();
       await runtime.stop();
       await apiKeys.stop();
@@ -83,6 +97,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await apiKeys.start();
     await runtime.start();
     await outbox.start();
+    await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.
     void mirrorSwitch({ store, coordinator, logger: log });
   } catch (err) {

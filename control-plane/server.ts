@@ -9,7 +9,7 @@ import type { Config } from '../shared/config.ts';
 import { buildApp } from '../http/app.ts';
 import { bootstrapOperator } from './auth/accounts.ts';
 import { createServices, type ServiceOverrides, type Services } from './context.ts';
-import { AgentHub } from './telephony/agent-hub.ts';
+import type { AgentHub } from './telephony/agent-hub.ts';
 
 export type RunningControlPlane = {
   url: string;
@@ -31,7 +31,7 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
   });
   server.keepAliveTimeout = 65_000;
-  const agentHub = new AgentHub({ token: config.VD_AGENT_TOKEN, logger: services.logger });
+  const agentHub = services.agentHub;
   agentHub.attach(server);
   const { port } = server.address() as AddressInfo;
   const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;

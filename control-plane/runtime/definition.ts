@@ -23,6 +23,12 @@ export type TransitionArgs<M extends AnyStateMachine> = {
 export type ActorDefinition<M extends AnyStateMachine = AnyStateMachine> = {
   kind: string;
   machine: M;
+  /**
+   * Whether the adoption sweep claims unowned actors of this kind (default true). False for an
+   * actor that must live where something else is (a media node's actor, beside its socket): it
+   * is claimed only by `send()` from the instance that needs it.
+   */
+  adopt?: boolean;
   /** Bumped whenever a persisted snapshot of an older machine could no longer be restored as is. */
   version: number;
   /** Why `event` is refused in `snapshot`, in words for the caller (used when `can()` is false). */

@@ -107,6 +107,24 @@ export class ActorRuntime {
     return n;
   }
 
+  /**
+   * The actors of `kind` this instance owns now, with their current snapshots and the signal
+   * that aborts when ownership is lost (for loops that work on owned actors, like the dialer).
+   */
+  owned(kind: string): Array<{ id: string; snapshot: ReturnType<AnyActorRef['getSnapshot']>; epoch: number; signal: AbortSignal }> {
+    const out = [];
+    for (const o of this.#owned.values()) {
+      if (o.def.kind === kind && !o.abort.signal.aborted) out.push({ id: o.id, snapshot: o.actor.getSnapshot(), epoch: o.epoch, signal: o.abort.signal });
+    }
+    return out;
+  }
+
+  /** Whether this instance owns the actor now. */
+  owns(kind: string, id: string): boolean {
+    const o = this.#owned.get(`${kind}:${id}`);
+    return !!o && !o.abort.signal.aborted;
+  }
+
   /** Writes a new actor's first snapshot inside `tx` (the transaction that creates its rows). */
   async create(tx: Parameters<ActorDefinition['onTransition']>[0]['tx'], kind: string, id: string, input: unknown): Promise<void> {
     const def = this.#def(kind);
@@ -159,7 +177,9 @@ export class ActorRuntime {
     if (this.#stopped) return 0;
     let rows: Array<{ kind: string; id: string }>;
     try {
-      rows = await this.#store.db.selectFrom('actors').select(['kind', 'id']).where('kind', 'in', [...this.#defs.keys()]).execute();
+      const kinds = [...this.#defs.values()].filter((d) => d.adopt !== false).map((d) => d.kind);
+      if (kinds.length === 0) return 0;
+      rows = await this.#store.db.selectFrom('actors').select(['kind', 'id']).where('kind', 'in', kinds).execute();
     } catch {
       return 0;
     }

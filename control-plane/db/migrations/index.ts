@@ -5,6 +5,8 @@ import * as actors from './20261121_0002_actors.ts';
 import * as calls from './20261121_0003_calls.ts';
 import * as core from './20261121_0004_core.ts';
 import * as dialingPause from './20261121_0005_dialing_pause.ts';
+import * as dialer from './20261121_0006_dialer.ts';
+import * as mediaNodes from './20261121_0007_media_nodes.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -12,4 +14,6 @@ export const migrations: Record<string, Migration> = {
   '20261121_0003_calls': calls,
   '20261121_0004_core': core,
   '20261121_0005_dialing_pause': dialingPause,
+  '20261121_0006_dialer': dialer,
+  '20261121_0007_media_nodes': mediaNodes,
 };

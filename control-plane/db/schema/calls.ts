@@ -23,4 +23,15 @@ export interface CallsTable {
   end_reason: string | null;
   /** The call was answered and then lost without a handler (the "dropped calls" column). */
   dropped: ColumnType<boolean, boolean | undefined, boolean>;
+  journey_id: string | null;
+  /** 'outbound' for every call the dialer places. */
+  direction: ColumnType<string, string | undefined, string>;
+  /** The SIP status the call's last event rested on. */
+  sip_status: number | null;
+  /** The control-plane instance that launched the call (it holds the node slot). */
+  launched_by: string | null;
+  /** Placed by a person (manual dial), not by the pacing loop. */
+  manual: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Hand-over to a person: requested, bridged, completed; null when none. */
+  transfer_state: 'requested' | 'bridged' | 'completed' | null;
 }

@@ -28,5 +28,7 @@ export interface PeopleTable {
   status: ColumnType<PersonStatus, PersonStatus | undefined, PersonStatus>;
   attempts: ColumnType<number, number | undefined, number>;
   next_attempt_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The campaign whose dialer holds the person (status 'calling'); null otherwise. */
+  claimed_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
 }

@@ -7,6 +7,8 @@ import type { ListsTable, PeopleTable } from './core.ts';
 import type { ActorsTable, AuditLogTable, OutboxPendingTable, OutboxTable } from './runtime.ts';
 import type { DncNumbersTable } from './dnc.ts';
 import type { DialingPausesTable, PlatformSettingsTable } from './dialing.ts';
+import type { DialStatsTable, JourneysTable, UsageEventsTable } from './dialer.ts';
+import type { MediaNodesTable } from './media-nodes.ts';
 import type { IdempotencyRecordsTable } from './idempotency.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { CompanyUsersTable, OperatorsTable, RegisteredEmailsTable } from './users.ts';
@@ -14,6 +16,7 @@ import type { CompanyUsersTable, OperatorsTable, RegisteredEmailsTable } from '.
 export type { CompanyStatus, PlanName } from './companies.ts';
 export type { CampaignState } from './campaigns.ts';
 export type { PersonStatus } from './core.ts';
+export type { UsageKind } from './dialer.ts';
 
 export interface DB {
   companies: CompaniesTable;
@@ -34,4 +37,8 @@ export interface DB {
   people: PeopleTable;
   dialing_pauses: DialingPausesTable;
   platform_settings: PlatformSettingsTable;
+  journeys: JourneysTable;
+  usage_events: UsageEventsTable;
+  dial_stats: DialStatsTable;
+  media_nodes: MediaNodesTable;
 }

@@ -1,0 +1,4 @@
+/** Media nodes: filled in by the node actor's work (issue 4). */
+export interface MediaNodesTable {
+  node_id: string;
+}
