@@ -13,6 +13,7 @@ import { MemoryCoordinator } from './coordination/memory.ts';
 import { RedisCoordinator } from './coordination/redis.ts';
 import { openStore, type Store, type Tx } from './db/store.ts';
 import { companyActor } from './companies/company-actor.ts';
+import { campaignActor } from './core/campaign-actor.ts';
 import { suspendSteps, type SuspendStep } from './companies/suspend-chain.ts';
 import { auditConsumer } from './runtime/audit.ts';
 import type { ActorDefinition } from './runtime/definition.ts';
@@ -61,7 +62,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const log = logger.child({ instance: instanceId });
   const agentHub = new AgentHub({ token: config.VD_AGENT_TOKEN, logger: log });
   const nodes = new MediaNodes({ store, coordinator, hub: agentHub, log, instanceId, runtime: () => runtime });
-  const actorDefs: ActorDefinition[] = [companyActor(() => services.suspendSteps)];
+  const actorDefs: ActorDefinition[] = [companyActor(() => services.suspendSteps), campaignActor(), nodes.actorDefinition()];
   const runtime = new ActorRuntime({ store, coordinator, log, instanceId }, actorDefs, overrides.runtime);
   const consumers = new Map<string, ConsumerHandler>([['audit', auditConsumer]]);
   for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name)) throw new Error(`outbox consumer ${name} has no handler`);
@@ -81,7 +82,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     outbox,
     agentHub,
     nodes,
-    suspendSteps: suspendSteps({ store, apiKeys, coordinator }),
+    suspendSteps: suspendSteps({ store, apiKeys, coordinator, runtime }),
     companySetup: [(tx, tenantId) => runtime.create(tx, 'company', tenantId, { tenantId })],
     instanceId,
     async close() {

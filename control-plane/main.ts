@@ -1,10 +1,16 @@
 /**
  * `npm start`: one control-plane instance. With no settings it runs the embedded default
- * (PGlite under ./data, in-process coordination) and prints its address and, at the first start,
- * the first operator's e-mail and one-time password.
+ * (PGlite under ./data, in-process coordination, one media agent on the simulated trunk) and
+ * prints its address and, at the first start, the first operator's e-mail and one-time password.
  */
-import { ConfigError, loadConfig } from '../shared/config.ts';
-import { startControlPlane } from './server.ts';
+import { randomInt } from 'node:crypto';
+import { hostname } from 'node:os';
+import { AGENT_PROTOCOL_PATH } from '../shared/agent-protocol.ts';
+import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
+// The composition root may import media-agent/ (which otherwise stands alone) to run the embedded default's agent.
+import { AGENT_VERSION, AgentClient } from '../media-agent/client.ts';
+import { SimulatedTrunk } from '../media-agent/simulated-trunk.ts';
+import { startControlPlane, type RunningControlPlane } from './server.ts';
 
 let config;
 try {
@@ -27,11 +33,66 @@ if (cp.bootstrap) {
   else console.log('password: the one set in VD_BOOTSTRAP_OPERATOR_PASSWORD');
 }
 
+const agent = config.VD_EMBEDDED_AGENT ? await startEmbeddedAgent(config, cp) : null;
+
 let stopping = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.on(sig, () => {
     if (stopping) process.exit(1);
     stopping = true;
-    cp.close().then(() => process.exit(0), () => process.exit(1));
+    stop().then(() => process.exit(0), () => process.exit(1));
   });
+}
+
+/**
+ * A plain stop, no drain: the embedded agent hangs up its live calls (each reported as
+ * `call.ended` while its socket is still open), closes the socket, then the control plane closes.
+ */
+async function stop(): Promise<void> {
+  if (agent) {
+    await agent.trunk.close();
+    await agent.client.close();
+  }
+  await cp.close();
+}
+
+/**
+ * The embedded default's media agent: an `AgentClient` on a `SimulatedTrunk` (real time, random
+ * outcomes), connected to this instance's own `/agent/v1` with its `VD_AGENT_TOKEN` (a random
+ * one made at start unless set, so only this process knows it).
+ */
+async function startEmbeddedAgent(config: Config, cp: RunningControlPlane): Promise<{ client: AgentClient; trunk: SimulatedTrunk }> {
+  const nodeId = embeddedNodeId(config, cp.port);
+  const log = cp.services.logger.child({ part: 'embedded-agent', node: nodeId });
+  const seed = randomInt(2 ** 31);
+  const trunk = new SimulatedTrunk({ seed, timeScale: 1, outcome: 'random' });
+  await trunk.start();
+  const client = new AgentClient({
+    url: ownAgentUrl(config.HOST, cp.port),
+    token: config.VD_AGENT_TOKEN,
+    nodeId,
+    capacity: config.VD_EMBEDDED_AGENT_CAPACITY,
+    region: 'local',
+    version: AGENT_VERSION,
+    trunk,
+    log: (level, msg, fields = {}) => log[level](fields, msg),
+  });
+  client.start();
+  log.info({ capacity: config.VD_EMBEDDED_AGENT_CAPACITY, seed }, 'embedded media agent started on the simulated trunk');
+  return { client, trunk };
+}
+
+/**
+ * `node_embedded` on the embedded store (one instance only). On a shared Postgres several
+ * instances may each run one, and one node id must mean one socket, so the id names the host and
+ * port (stable across restarts, unlike the instance id).
+ */
+function embeddedNodeId(config: Config, port: number): string {
+  return config.DATABASE_URL ? `node_embedded_${hostname()}_${port}`.slice(0, 128) : 'node_embedded';
+}
+
+/** This instance's agent endpoint, reached over loopback when it listens on every address. */
+function ownAgentUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `ws://${h.includes(':') ? `[${h}]` : h}:${port}${AGENT_PROTOCOL_PATH}`;
 }

@@ -10,6 +10,7 @@ import { buildApp } from '../http/app.ts';
 import { bootstrapOperator } from './auth/accounts.ts';
 import { createServices, type ServiceOverrides, type Services } from './context.ts';
 import type { AgentHub } from './telephony/agent-hub.ts';
+import { Dialer, type DialerOptions } from '../dialer/dialer.ts';
 
 export type RunningControlPlane = {
   url: string;
@@ -17,16 +18,20 @@ export type RunningControlPlane = {
   services: Services;
   /** The WebSocket endpoint of the media agents (`/agent/v1`) and their registry. */
   agentHub: AgentHub;
+  dialer: Dialer;
   /** The first operator's credentials when this start created it with a generated password. */
   bootstrap: { email: string; password: string | null } | null;
   close(): Promise<void>;
 };
 
 /** Starts an instance on `config.HOST`:`config.PORT` (0 for an ephemeral port). */
-export async function startControlPlane(config: Config, overrides: ServiceOverrides = {}): Promise<RunningControlPlane> {
+export async function startControlPlane(config: Config, overrides: ServiceOverrides = {}, dialerOptions: DialerOptions = {}): Promise<RunningControlPlane> {
   const services = await createServices(config, overrides);
   const bootstrap = await bootstrapOperator(services.store, config.VD_BOOTSTRAP_OPERATOR_EMAIL, config.VD_BOOTSTRAP_OPERATOR_PASSWORD);
-  const app = buildApp(services);
+  // The composition root: the one place that joins the control plane, the dialer and the HTTP layer.
+  const dialer = new Dialer(services, dialerOptions);
+  await dialer.start();
+  const app = buildApp(services, dialer);
   const server = await new Promise<Server>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
   });
@@ -40,9 +45,11 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
     port,
     services,
     agentHub,
+    dialer,
     bootstrap,
     async close() {
       // Upgraded sockets are not closed by closeAllConnections: the hub closes its own first.
+      await dialer.stop();
       await agentHub.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

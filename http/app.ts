@@ -18,18 +18,23 @@ import { complianceRoutes } from './routes/compliance.ts';
 import { coreRoutes } from './routes/core.ts';
 import { inboundRoutes } from './routes/inbound.ts';
 import { dialingRoutes, noticeRoutes } from './routes/platform/dialing.ts';
+import { opsRoutes } from './routes/platform/ops.ts';
+import { dialerRoutes } from './routes/dialer.ts';
+import type { Dialer } from '../dialer/dialer.ts';
+import { telephonyRoutes } from './routes/platform/telephony.ts';
 import { tenantReadRoutes } from './routes/platform/tenants-read.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantWriteRoutes } from './routes/platform/tenants-write.ts';
 import { subAccountRoutes } from './routes/sub-accounts.ts';
 
 /** The whole HTTP API on `services`. */
-export function buildApp(services: Services): Hono<AppEnv> {
+export function buildApp(services: Services, dialer: Dialer | null = null): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(onNotFound);
   app.use('*', async (c, next) => {
     c.set('services', services);
+    c.set('dialer', dialer);
     c.set('principal', null);
     await next();
   });
@@ -46,6 +51,9 @@ export function buildApp(services: Services): Hono<AppEnv> {
   api.route('/platform/tenants', tenantReadRoutes);
   api.route('/platform/tenants', tenantWriteRoutes);
   api.route('/platform', dialingRoutes);
+  api.route('/platform/ops', opsRoutes);
+  api.route('/dialer/v1', dialerRoutes);
+  api.route('/platform', telephonyRoutes);
   api.route('/core/v1/sub-accounts', subAccountRoutes);
   app.route('/api', api);
   return app;

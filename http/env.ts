@@ -3,11 +3,14 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Logger } from '../shared/logger.ts';
 import type { Principal } from '../control-plane/auth/principal.ts';
 import type { Services } from '../control-plane/context.ts';
+import type { Dialer } from '../dialer/dialer.ts';
 
 export type AppEnv = {
   Bindings: HttpBindings;
   Variables: {
     services: Services;
+    /** This instance's dialer (null in an app built without one). */
+    dialer: Dialer | null;
     requestId: string;
     log: Logger;
     /** Who is calling; null when no valid credential came with the request. */

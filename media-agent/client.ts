@@ -36,6 +36,9 @@ export type AgentClientOptions = {
 
 const MAX_PENDING_EVENTS = 10_000;
 
+/** The agent's version, sent in `hello`. */
+export const AGENT_VERSION = '0.1.0';
+
 export class AgentClient {
   readonly #o: Required<Omit<AgentClientOptions, 'log'>> & { log: AgentLog };
   #ws: WebSocket | null = null;
@@ -183,6 +186,7 @@ export class AgentClient {
         const at = new Date().toISOString();
         if (e.type === 'placed') return this.#event({ type: 'call.placed', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
         if (e.type === 'answered') return this.#event({ type: 'call.answered', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
+        if (e.type === 'transfer') return this.#event({ type: 'call.transfer', call_id, stage: e.stage, at });
         this.#calls.delete(call_id);
         this.#event({
           type: 'call.ended',

@@ -4,12 +4,11 @@
  * exits 0 once the live calls have ended; a second one forces the exit (code 1).
  */
 import { pino } from 'pino';
-import { AgentClient } from './client.ts';
+import { AGENT_VERSION, AgentClient } from './client.ts';
 import { loadAgentConfig } from './config.ts';
 import { SimulatedTrunk } from './simulated-trunk.ts';
 import type { Trunk } from './trunk.ts';
 
-const VERSION = '0.1.0';
 /** A minimal audio offer (PCMU) until a media server supplies real SDP. */
 const PLACEHOLDER_SDP = ['v=0', 'o=- 0 0 IN IP4 127.0.0.1', 's=vd', 'c=IN IP4 127.0.0.1', 't=0 0', 'm=audio 40000 RTP/AVP 0', 'a=rtpmap:0 PCMU/8000', ''].join('\r\n');
 
@@ -50,7 +49,7 @@ const client = new AgentClient({
   nodeId: config.VD_AGENT_NODE_ID,
   capacity: config.VD_AGENT_CAPACITY,
   region: config.VD_AGENT_REGION,
-  version: VERSION,
+  version: AGENT_VERSION,
   trunk,
   log,
 });

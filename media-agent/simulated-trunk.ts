@@ -1,7 +1,9 @@
 /**
  * The built-in simulated trunk: each call rings, then is answered, busy, unanswered or fails, by
  * a seeded random schedule (the same seed and call id give the same call). Answered calls talk a
- * while; bot-handled ones run a bot session that sometimes hands the call over to a person.
+ * while; bot-handled ones run a bot session that sometimes hands the call over to a person
+ * (`transfer` events: requested when the bot session ends, bridged 1–3 s later, completed just
+ * before the call ends).
  * `timeScale` compresses the clock (0.01: a 60 s call lasts 0.6 s) so tests run fast; reported
  * durations stay in simulated seconds.
  */
@@ -37,11 +39,24 @@ function hash(s: string): number {
   return h >>> 0;
 }
 
-type Live = { timers: Set<NodeJS.Timeout>; answeredAt: number | null; botSeconds?: number; transferred?: boolean; done: boolean; emit: (e: TrunkEvent) => void };
+type Ended = Extract<TrunkEvent, { type: 'ended' }>;
 
-/** The simulated schedule of one call, in simulated seconds. */
+type Live = {
+  timers: Set<NodeJS.Timeout>;
+  answeredAt: number | null;
+  botSeconds?: number;
+  /** How far the hand-over to a person has gone. */
+  transfer: 'none' | 'requested' | 'bridged';
+  done: boolean;
+  emit: (e: TrunkEvent) => void;
+};
+
+/**
+ * The simulated schedule of one call, in simulated seconds. A transferred call's `talk_s` is the
+ * bot's `bot_s` plus the person's share, which includes the `bridge_s` wait for the person.
+ */
 export type SimulatedPlan =
-  | { outcome: 'answer'; ring_s: number; talk_s: number; bot_s?: number; transferred?: boolean }
+  | { outcome: 'answer'; ring_s: number; talk_s: number; bot_s?: number; transferred?: boolean; bridge_s?: number }
   | { outcome: 'busy' | 'failed'; ring_s: number }
   | { outcome: 'no_answer' };
 
@@ -75,26 +90,25 @@ export class SimulatedTrunk implements Trunk {
     const bot = this.#talkSeconds ?? round(5 + rnd() * 55);
     const transferred = this.#talkSeconds === undefined && rnd() < 0.3;
     const person = transferred ? round(20 + rnd() * 160) : 0;
-    return { outcome, ring_s, talk_s: bot + person, bot_s: bot, transferred };
+    // Drawn last, so the draws above (and every plan without a transfer) stay as they were.
+    const bridge = transferred ? { bridge_s: round(1 + rnd() * 2) } : {};
+    return { outcome, ring_s, talk_s: bot + person, bot_s: bot, transferred, ...bridge };
   }
 
   originate(call: TrunkCall, onEvent: (event: TrunkEvent) => void): void {
     if (this.#calls.has(call.call_id)) return;
-    const live: Live = { timers: new Set(), answeredAt: null, done: false, emit: onEvent };
+    const live: Live = { timers: new Set(), answeredAt: null, transfer: 'none', done: false, emit: onEvent };
     this.#calls.set(call.call_id, live);
     const at = (simSeconds: number, fn: () => void) => {
+      // An event handler may have hung the call up already.
+      if (live.done) return;
       const t = setTimeout(() => {
         live.timers.delete(t);
         if (!live.done) fn();
       }, simSeconds * 1000 * this.#scale);
       live.timers.add(t);
     };
-    const end = (e: Extract<TrunkEvent, { type: 'ended' }>) => {
-      live.done = true;
-      for (const t of live.timers) clearTimeout(t);
-      this.#calls.delete(call.call_id);
-      onEvent(e);
-    };
+    const end = (e: Ended) => this.#end(call.call_id, live, e);
     onEvent({ type: 'placed', sip_status: 100 });
     const plan = this.plan(call);
     switch (plan.outcome) {
@@ -109,11 +123,22 @@ export class SimulatedTrunk implements Trunk {
         return at(plan.ring_s, () => {
           live.answeredAt = Date.now();
           live.botSeconds = plan.bot_s;
-          live.transferred = plan.transferred;
           onEvent({ type: 'answered', sip_status: 200 });
-          at(plan.talk_s, () =>
-            end({ type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', ...(plan.bot_s !== undefined ? { bot_seconds: plan.bot_s, transferred: plan.transferred } : {}) }),
-          );
+          const complete = () =>
+            end({ type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', ...(plan.bot_s !== undefined ? { bot_seconds: plan.bot_s, transferred: plan.transferred } : {}) });
+          const { bot_s: bot, bridge_s: bridge } = plan;
+          if (bot === undefined || bridge === undefined) return at(plan.talk_s, complete);
+          // Each step of the hand-over is timed from the one before, so their order holds however
+          // late the timers fire.
+          at(bot, () => {
+            live.transfer = 'requested';
+            onEvent({ type: 'transfer', stage: 'requested' });
+            at(bridge, () => {
+              live.transfer = 'bridged';
+              onEvent({ type: 'transfer', stage: 'bridged' });
+              at(plan.talk_s - bot - bridge, complete);
+            });
+          });
         });
     }
   }
@@ -121,16 +146,21 @@ export class SimulatedTrunk implements Trunk {
   hangup(callId: string): void {
     const live = this.#calls.get(callId);
     if (!live || live.done) return;
+    if (live.answeredAt === null) return this.#end(callId, live, { type: 'ended', sip_status: 487, talk_seconds: 0, reason: 'canceled' });
+    const talk = round((Date.now() - live.answeredAt) / 1000 / this.#scale);
+    // A hand-over counts once the person is on: a hang-up while the call waits for the bridge
+    // leaves it untransferred.
+    const bot = live.botSeconds !== undefined ? { bot_seconds: Math.min(talk, live.botSeconds), transferred: live.transfer === 'bridged' } : {};
+    this.#end(callId, live, { type: 'ended', sip_status: 200, talk_seconds: talk, reason: 'hangup', ...bot });
+  }
+
+  /** Ends a call once: stops its timers, completes a bridged transfer, then reports `ended`. */
+  #end(callId: string, live: Live, e: Ended): void {
     live.done = true;
     for (const t of live.timers) clearTimeout(t);
     this.#calls.delete(callId);
-    if (live.answeredAt === null) {
-      live.emit({ type: 'ended', sip_status: 487, talk_seconds: 0, reason: 'canceled' });
-      return;
-    }
-    const talk = round((Date.now() - live.answeredAt) / 1000 / this.#scale);
-    const bot = live.botSeconds !== undefined ? { bot_seconds: Math.min(talk, live.botSeconds), transferred: live.transferred && talk > live.botSeconds } : {};
-    live.emit({ type: 'ended', sip_status: 200, talk_seconds: talk, reason: 'hangup', ...bot });
+    if (live.transfer === 'bridged') live.emit({ type: 'transfer', stage: 'completed' });
+    live.emit(e);
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@
  * The SIP adapter seen by the agent's client: place a call, get its events, hang it up. Two
  * implementations: the simulated trunk (demo, load tests, CI) and drachtio-srf (real SIP).
  */
-import type { CallHandler, EndReason } from '../shared/agent-protocol.ts';
+import type { CallHandler, EndReason, TransferStage } from '../shared/agent-protocol.ts';
 
 export type TrunkCall = {
   call_id: string;
@@ -16,11 +16,16 @@ export type TrunkCall = {
 
 /**
  * What happens to a call, in order: `placed` once, `answered` at most once, `ended` exactly once
- * (after which no event comes for the call).
+ * (after which no event comes for the call). Between `answered` and `ended` a bot-handled call
+ * may be handed over to a person: `transfer` with stage `requested`, then `bridged` once the
+ * person is on, then `completed` just before `ended` (a call that ends before the bridge gets no
+ * `completed`). Only trunks that run the bot session report transfers (the simulated one does;
+ * the drachtio trunk has no bot session and never does).
  */
 export type TrunkEvent =
   | { type: 'placed'; sip_status: number }
   | { type: 'answered'; sip_status: number }
+  | { type: 'transfer'; stage: TransferStage }
   | { type: 'ended'; sip_status: number; talk_seconds: number; reason: EndReason; bot_seconds?: number; transferred?: boolean };
 
 export interface Trunk {

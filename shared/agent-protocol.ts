@@ -67,6 +67,20 @@ export const callPlacedMessage = z.object({ type: z.literal('call.placed'), ...c
 export const callAnsweredMessage = z.object({ type: z.literal('call.answered'), ...callEventFields });
 export const callEndedMessage = z.object({ type: z.literal('call.ended'), ...callEventFields, reason: endReason.optional() });
 
+/**
+ * A bot's hand-over of a call to a person: `requested` when the bot session ends and asks for a
+ * person, `bridged` when the person is on the call, `completed` when the transferred call ends.
+ */
+export const transferStage = z.enum(['requested', 'bridged', 'completed']);
+export type TransferStage = z.infer<typeof transferStage>;
+export const callTransferMessage = z.object({
+  type: z.literal('call.transfer'),
+  call_id: callId,
+  stage: transferStage,
+  /** When the stage was reached on the agent (ISO 8601 UTC). */
+  at: z.iso.datetime().optional(),
+});
+
 export const refusalReason = z.enum(['draining', 'at_capacity', 'duplicate', 'trunk_unavailable']);
 export type RefusalReason = z.infer<typeof refusalReason>;
 export const callRefusedMessage = z.object({ type: z.literal('call.refused'), call_id: callId, reason: refusalReason });
@@ -77,6 +91,7 @@ export const agentMessage = z.discriminatedUnion('type', [
   callPlacedMessage,
   callAnsweredMessage,
   callEndedMessage,
+  callTransferMessage,
   callRefusedMessage,
 ]);
 
@@ -85,8 +100,9 @@ export type HeartbeatMessage = z.infer<typeof heartbeatMessage>;
 export type CallPlacedMessage = z.infer<typeof callPlacedMessage>;
 export type CallAnsweredMessage = z.infer<typeof callAnsweredMessage>;
 export type CallEndedMessage = z.infer<typeof callEndedMessage>;
+export type CallTransferMessage = z.infer<typeof callTransferMessage>;
 export type CallRefusedMessage = z.infer<typeof callRefusedMessage>;
-export type CallEventMessage = CallPlacedMessage | CallAnsweredMessage | CallEndedMessage | CallRefusedMessage;
+export type CallEventMessage = CallPlacedMessage | CallAnsweredMessage | CallEndedMessage | CallTransferMessage | CallRefusedMessage;
 export type AgentMessage = z.infer<typeof agentMessage>;
 
 // ---- control plane → agent ----
@@ -157,7 +173,7 @@ function parseWith<T>(schema: z.ZodType<T>, known: readonly string[], raw: strin
   return { ok: true, message: parsed.data };
 }
 
-export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.refused'] as const;
+export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.transfer', 'call.refused'] as const;
 export const CONTROL_MESSAGE_TYPES = ['welcome', 'originate', 'hangup', 'drain', 'resume'] as const;
 
 /** Parses a frame an agent sent to the control plane. */

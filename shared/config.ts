@@ -37,6 +37,8 @@ const schema = z.object({
   VD_ALLOW_PRIVATE_TARGETS: bool.default(false),
   /** Set to 0 to run the control plane without its embedded media agent. */
   VD_EMBEDDED_AGENT: bool.default(true),
+  /** Concurrent calls the embedded media agent takes. */
+  VD_EMBEDDED_AGENT_CAPACITY: z.coerce.number().int().min(0).max(10_000).default(20),
   /**
    * Bearer token media agents present on `/agent/v1`. Unset: a random one made at start, which
    * only the embedded agent (started by this process) can know.

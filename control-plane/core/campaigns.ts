@@ -1,7 +1,8 @@
 /**
- * A company's campaigns: creation within its plan's limits, reading, and the start, pause and
- * stop commands. A command is one conditional row update guarded by `campaign-rules.ts`; a start
- * also needs the company switched on and not held by core (the suspend chain's `core_hold`).
+ * A company's campaigns: creation within its plan's limits (with the campaign actor's first
+ * snapshot, in the same transaction), reading, and the start, pause and stop commands, which go to
+ * the campaign actor wherever its owner runs. A start also needs the company switched on and not
+ * held by core (the suspend chain's `core_hold`).
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
@@ -10,7 +11,9 @@ import { toE164 } from '../../shared/phone.ts';
 import { planLimits } from '../companies/plans.ts';
 import type { CampaignState } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
-import { applyCommand, CAMPAIGN_TRANSITIONS, type CampaignCommand } from './campaign-rules.ts';
+import type { Who } from '../actors/company.machine.ts';
+import type { ActorRuntime } from '../runtime/runtime.ts';
+import { type CampaignCommand } from './campaign-rules.ts';
 import { foreignLists } from './lists.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
 
@@ -42,7 +45,9 @@ export type CampaignView = {
 };
 
 /** Creates a draft campaign; 422 for lists that are not the company's or figures past its plan. */
-export async function createCampaign(store: Store, tenantId: string, input: CampaignInput): Promise<CampaignView> {
+export type CampaignDeps = { store: Store; runtime: ActorRuntime };
+
+export async function createCampaign({ store, runtime }: CampaignDeps, tenantId: string, input: CampaignInput): Promise<CampaignView> {
   const company = await store.db.selectFrom('companies').select('plan').where('id', '=', tenantId).executeTakeFirstOrThrow();
   const limits = planLimits(company.plan);
   if (input.max_concurrent_calls > limits.concurrent_calls) {
@@ -57,7 +62,8 @@ export async function createCampaign(store: Store, tenantId: string, input: Camp
   const unknown = await foreignLists(store, tenantId, listIds);
   if (unknown.length > 0) throw new ApiError('unprocessable', `list_ids: no list ${unknown.slice(0, 5).join(', ')}`);
   const id = newId('cmp');
-  await store.db
+  await store.transaction(async (tx) => {
+    await tx
     .insertInto('campaigns')
     .values({
       id,
@@ -73,6 +79,8 @@ export async function createCampaign(store: Store, tenantId: string, input: Camp
       caller_id: callerId,
     })
     .execute();
+    await runtime.create(tx, 'campaign', id, { campaignId: id, tenantId });
+  });
   return findCampaign(store, tenantId, id);
 }
 
@@ -122,37 +130,24 @@ export async function listCampaigns(store: Store, tenantId: string, cursor: stri
   return { items: page.items.map(view), next_cursor: page.next_cursor };
 }
 
+const EVENTS: Record<CampaignCommand, 'START' | 'PAUSE' | 'STOP'> = { start: 'START', pause: 'PAUSE', stop: 'STOP' };
+
 /**
- * Runs `command` on the company's campaign `id`: 404 when it is not the company's, 409 with the
- * rule's message when its state (or the company's hold, for a start) refuses it.
+ * Runs `command` on the company's campaign `id` through its actor: 404 when it is not the
+ * company's, 409 with the rule's message when its state (or the company's hold, for a start)
+ * refuses it.
  */
-export async function commandCampaign(store: Store, tenantId: string, id: string, command: CampaignCommand): Promise<CampaignView> {
-  const { from, to } = CAMPAIGN_TRANSITIONS[command];
-  // A race with another command only changes which refusal is right, so look again a few times.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    let update = store.db
-      .updateTable('campaigns')
-      .set({ state: to, idle_reason: null, updated_at: new Date() })
-      .where('id', '=', id)
-      .where('tenant_id', '=', tenantId)
-      .where('state', 'in', [...from]);
-    if (command === 'start') {
-      update = update.where((eb) =>
-        eb.exists(eb.selectFrom('companies').select('id').where('companies.id', '=', tenantId).where('companies.status', '=', 'on').where('companies.core_hold', '=', false)),
-      );
-    }
-    const done = await update.returning('id').executeTakeFirst();
-    if (done) return findCampaign(store, tenantId, id);
-    const now = await store.db
-      .selectFrom('campaigns')
-      .innerJoin('companies', 'companies.id', 'campaigns.tenant_id')
-      .select(['campaigns.state', 'companies.core_hold', 'companies.status'])
-      .where('campaigns.id', '=', id)
-      .where('campaigns.tenant_id', '=', tenantId)
-      .executeTakeFirst();
-    if (!now) throw new ApiError('not_found', `no campaign ${id}`);
-    const verdict = applyCommand(command, now.state, now.core_hold || now.status !== 'on');
-    if (!verdict.ok) throw new ApiError('conflict', verdict.message);
-  }
-  throw new ApiError('conflict', `the campaign changed while it was being told to ${command}; try again`);
+export async function commandCampaign({ store, runtime }: CampaignDeps, tenantId: string, id: string, command: CampaignCommand, by: Who): Promise<CampaignView> {
+  const row = await store.db
+    .selectFrom('campaigns')
+    .innerJoin('companies', 'companies.id', 'campaigns.tenant_id')
+    .select(['companies.core_hold', 'companies.status'])
+    .where('campaigns.id', '=', id)
+    .where('campaigns.tenant_id', '=', tenantId)
+    .executeTakeFirst();
+  if (!row) throw new ApiError('not_found', `no campaign ${id}`);
+  const held = row.core_hold || row.status !== 'on';
+  const reply = await runtime.send('campaign', id, { type: EVENTS[command], held, by });
+  if (!reply.ok) throw new ApiError(reply.code, reply.message);
+  return findCampaign(store, tenantId, id);
 }

@@ -4,16 +4,27 @@
  * can read (the `media_nodes` rows), the choice of a node for a new call (the less loaded of two
  * accepting nodes with free room, picked at random), and commands to a node wherever its socket is.
  *
- * SKELETON: the interface the dialer is written against. Being filled in (issue 4).
+ * The instance whose hub holds a node's socket turns the hub's events into actor events, one node
+ * at a time and in order: a hello is CONNECTED (creating the actor on the node's first hello), a
+ * heartbeat that changes the drain state or capacity is REPORT, a lost socket is OFFLINE. Plain
+ * heartbeats do not go through the actor: their time and live calls are written to the row
+ * directly. A command for a node whose socket another instance holds is published on that
+ * instance's channel `vd.agent.cmd.<instance>`, and that instance sends it through its hub.
  */
+import { sql } from 'kysely';
+import { OFFLINE_AFTER_MS, type DrainReason, type OriginateCall } from '../../shared/agent-protocol.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { OriginateCall } from '../../shared/agent-protocol.ts';
+import { chooseNode, freeRoom, type NodeLoad } from '../../dialer/node-choice.ts';
 import type { Who } from '../actors/company.machine.ts';
+import { nodeMachine, nodeRefusal, type NodeCommand, type NodeContext, type NodeEvent, type NodeInput } from '../actors/node.machine.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
+import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { Store } from '../db/store.ts';
+import type { MediaNodeState } from '../db/schema/media-nodes.ts';
 import type { ActorDefinition, ActorReply } from '../runtime/definition.ts';
+import type { NewEvent } from '../runtime/outbox.ts';
 import type { ActorRuntime } from '../runtime/runtime.ts';
-import type { AgentHub } from './agent-hub.ts';
+import type { AgentHub, NodeView } from './agent-hub.ts';
 
 /** A node as `GET /api/platform/telephony/nodes` shows it. */
 export type NodeRow = {
@@ -35,63 +46,504 @@ export type MediaNodesDeps = {
   log: Logger;
   instanceId: string;
   runtime: () => ActorRuntime;
+  /** Random numbers in [0, 1) for the choice of a node (tests pass a seeded one). */
+  random?: () => number;
 };
+
+/** How often the rows of other instances' nodes are read for the choice. */
+const REFRESH_MS = 1_000;
+/** A heartbeat that changes no live-call count is written at most this often per node. */
+const HEARTBEAT_WRITE_MS = 1_000;
+/** How long `stop()` waits for queued node events (the offline notices of a closing hub). */
+const STOP_WAIT_MS = 3_000;
+const MAX_NODE_ID = 128;
+
+const cmdChannel = (instance: string) => `vd.agent.cmd.${instance}`;
+
+/** A command for an agent, as it travels between instances. */
+type AgentCommand = { type: 'originate'; call: OriginateCall } | { type: 'hangup'; call_id: string } | { type: NodeCommand };
+type Forwarded = AgentCommand & { node_id: string };
+
+/** A `media_nodes` row as the choice needs it, with the heartbeat's age when it was read. */
+type CachedRow = {
+  node_id: string;
+  state: MediaNodeState;
+  drain_reason: DrainReason | null;
+  capacity: number;
+  live_calls: number;
+  instance: string | null;
+  epoch: number;
+  /** Age of the last heartbeat at `readAt` (by the database's clock); null: none yet. */
+  ageMs: number | null;
+  readAt: number;
+};
+
+type Reported = { draining: boolean; reason: DrainReason | null; capacity: number };
+
+const SUBJECT = {
+  drained: 'vd.platform.node_drained',
+  resumed: 'vd.platform.node_resumed',
+  online: 'vd.platform.node_online',
+  offline: 'vd.platform.node_offline',
+} as const;
 
 export class MediaNodes {
   readonly #deps: MediaNodesDeps;
+  readonly #log: Logger;
+  readonly #random: () => number;
+  readonly #rows = new Map<string, CachedRow>();
+  /** When a row was last set from an actor's answer: an older read must not overwrite it. */
+  readonly #patchedAt = new Map<string, number>();
+  readonly #reserved = new Map<string, string>();
+  readonly #reservedOn = new Map<string, number>();
+  readonly #queues = new Map<string, Promise<void>>();
+  readonly #reported = new Map<string, Reported>();
+  readonly #heartbeats = new Map<string, { at: number; live: number; writing: boolean; next: NodeView | null }>();
+  readonly #actors = new Set<string>();
+  readonly #listeners: Array<[string, (...args: any[]) => void]> = [];
+  #sub: LastingSubscription | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #refreshing: Promise<void> | null = null;
+  #stopped = false;
 
   constructor(deps: MediaNodesDeps) {
     this.#deps = deps;
+    this.#log = deps.log.child({ part: 'media-nodes' });
+    this.#random = deps.random ?? Math.random;
   }
 
   /** The node actor's definition, registered with the runtime. */
-  actorDefinition(): ActorDefinition {
-    throw new Error('not built yet');
+  actorDefinition(): ActorDefinition<typeof nodeMachine> {
+    return {
+      kind: 'node',
+      machine: nodeMachine,
+      // Claimed by the instance that holds the node's socket (its first event), never by the sweep.
+      adopt: false,
+      version: 1,
+      refusal: (snap, event) => nodeRefusal(snap.context, String(snap.value), event),
+      onTransition: async ({ tx, id, prev, next, event, emit }) => {
+        const c = next.context;
+        const state = String(next.value) as MediaNodeState;
+        const now = new Date();
+        const connected = event.type === 'CONNECTED';
+        const fields = {
+          state,
+          drain_reason: c.drainReason,
+          capacity: c.capacity,
+          region: c.region,
+          version: c.version,
+          instance: c.instance,
+          epoch: c.epoch,
+          updated_at: now,
+          ...(connected ? { connected_at: now, last_heartbeat_at: sql<Date>`now()` } : {}),
+        };
+        await tx
+          .insertInto('media_nodes')
+          .values({ node_id: id, ...fields })
+          .onConflict((oc) => oc.column('node_id').doUpdateSet(fields))
+          .execute();
+        emit(nodeEvents(id, prev.context, String(prev.value), c, state, event as NodeEvent));
+      },
+      // Safe to repeat: a drain or resume the node already follows changes nothing on the agent.
+      effects: async (id, snap) => {
+        const c = snap.context;
+        if (c.pending && c.online) this.#deliver(id, { type: c.pending }, c.instance);
+        return [];
+      },
+      deadline: () => null,
+      reply: (snap) => ({ state: String(snap.value), drain_reason: snap.context.drainReason }),
+    };
   }
 
-  async start(): Promise<void> {}
-  async stop(): Promise<void> {}
+  async start(): Promise<void> {
+    const { hub, coordinator, instanceId } = this.#deps;
+    this.#on('node.online', (v: NodeView) => this.#onOnline(v));
+    this.#on('node.updated', (v: NodeView) => this.#onUpdated(v));
+    this.#on('node.offline', (v: NodeView) => this.#onOffline(v));
+    for (const [name, fn] of this.#listeners) hub.on(name, fn);
+    this.#sub = lastingSubscribe(coordinator, cmdChannel(instanceId), (m) => this.#onForwarded(m));
+    this.#timer = setInterval(() => void this.#refresh(), REFRESH_MS);
+    this.#timer.unref();
+    await this.#refresh();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const [name, fn] of this.#listeners) this.#deps.hub.off(name, fn);
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#sub?.stop();
+    // A closing hub has just reported its nodes offline: let those notices reach the actors.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.#queues.values()]),
+      new Promise((r) => {
+        timer = setTimeout(r, STOP_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    await this.#refreshing;
+  }
 
   /** Free room over every accepting node, as this instance knows it now. */
   freeCapacity(): number {
-    return 0;
+    return this.#candidates().reduce((sum, n) => sum + freeRoom(n), 0);
   }
 
   /**
    * Picks a node for one new call (the less loaded of two accepting nodes with free room, drawn
    * at random) and reserves a slot on it for `callId`; null when no accepting node has room.
+   * Asking again for a call that holds a slot answers the same node.
    */
-  pick(_callId: string): string | null {
-    return null;
+  pick(callId: string): string | null {
+    const held = this.#reserved.get(callId);
+    if (held) return held;
+    const nodeId = chooseNode(this.#candidates(), this.#random);
+    if (nodeId) {
+      this.#reserved.set(callId, nodeId);
+      this.#reservedOn.set(nodeId, (this.#reservedOn.get(nodeId) ?? 0) + 1);
+    }
+    return nodeId;
   }
 
   /** Gives back the slot reserved for `callId` (call ended, refused, or never sent). Repeats are harmless. */
-  release(_callId: string): void {}
-
-  /** Sends an originate to the node, on this instance or through the one holding its socket. */
-  originate(_nodeId: string, _call: OriginateCall): boolean {
-    return false;
+  release(callId: string): void {
+    const nodeId = this.#reserved.get(callId);
+    if (!nodeId) return;
+    this.#reserved.delete(callId);
+    const n = (this.#reservedOn.get(nodeId) ?? 1) - 1;
+    if (n > 0) this.#reservedOn.set(nodeId, n);
+    else this.#reservedOn.delete(nodeId);
   }
 
-  hangup(_nodeId: string, _callId: string): boolean {
-    return false;
+  /** Sends an originate to the node, on this instance or through the one holding its socket. */
+  originate(nodeId: string, call: OriginateCall): boolean {
+    return this.#deliver(nodeId, { type: 'originate', call });
+  }
+
+  hangup(nodeId: string, callId: string): boolean {
+    return this.#deliver(nodeId, { type: 'hangup', call_id: callId });
   }
 
   /** Every node known to the platform, for the operator. */
   async list(): Promise<NodeRow[]> {
-    return [];
+    const rows = await this.#selectRows().orderBy('node_id').execute();
+    return rows.map(toNodeRow);
   }
 
-  /** The operator's drain and resume (platform_owner); resume is refused for a shutdown drain. */
-  async drain(_nodeId: string, _by: Who): Promise<ActorReply> {
-    return { ok: false, code: 'unavailable', message: 'not built yet' };
+  /** One node as the operator sees it; null when the platform never saw it. */
+  async get(nodeId: string): Promise<NodeRow | null> {
+    const row = await this.#selectRows().where('node_id', '=', nodeId).executeTakeFirst();
+    return row ? toNodeRow(row) : null;
   }
 
-  async resume(_nodeId: string, _by: Who): Promise<ActorReply> {
-    return { ok: false, code: 'unavailable', message: 'not built yet' };
+  /** The operator's drain (platform_owner): the node takes no new calls, now and after it reconnects. */
+  async drain(nodeId: string, by: Who): Promise<ActorReply> {
+    return this.#operator(nodeId, { type: 'DRAIN', by });
+  }
+
+  /** Undoes an operator's drain; refused (conflict) for a node draining because its process shuts down. */
+  async resume(nodeId: string, by: Who): Promise<ActorReply> {
+    return this.#operator(nodeId, { type: 'RESUME', by });
   }
 
   get deps(): MediaNodesDeps {
     return this.#deps;
   }
+
+  async #operator(nodeId: string, event: NodeEvent): Promise<ActorReply> {
+    if (nodeId.length === 0 || nodeId.length > MAX_NODE_ID) return { ok: false, code: 'not_found', message: `no media node ${nodeId.slice(0, MAX_NODE_ID)}` };
+    const reply = await this.#send(nodeId, event);
+    if (!reply.ok && reply.code === 'not_found') return { ok: false, code: 'not_found', message: `no media node ${nodeId}` };
+    return reply;
+  }
+
+  // ---- the hub's events, one node at a time ----
+
+  #on(name: string, fn: (...args: any[]) => void): void {
+    this.#listeners.push([name, fn]);
+  }
+
+  #onOnline(v: NodeView): void {
+    this.#reported.set(v.node_id, { draining: v.draining, reason: v.drain_reason, capacity: v.capacity });
+    this.#enqueue(v.node_id, async () => {
+      await this.#ensureActor(v);
+      await this.#send(v.node_id, {
+        type: 'CONNECTED',
+        instance: this.#deps.instanceId,
+        epoch: v.epoch,
+        capacity: v.capacity,
+        region: v.region,
+        version: v.version,
+        ...(v.draining ? { draining: true, reason: v.drain_reason ?? 'operator' } : {}),
+      });
+    });
+  }
+
+  #onUpdated(v: NodeView): void {
+    this.#writeHeartbeat(v);
+    const before = this.#reported.get(v.node_id);
+    const now: Reported = { draining: v.draining, reason: v.drain_reason, capacity: v.capacity };
+    if (before && before.draining === now.draining && before.reason === now.reason && before.capacity === now.capacity) return;
+    this.#reported.set(v.node_id, now);
+    this.#enqueue(v.node_id, () => this.#send(v.node_id, { type: 'REPORT', epoch: v.epoch, draining: now.draining, reason: now.reason, capacity: now.capacity }).then(() => {}));
+  }
+
+  #onOffline(v: NodeView): void {
+    this.#reported.delete(v.node_id);
+    this.#heartbeats.delete(v.node_id);
+    this.#enqueue(v.node_id, () => this.#send(v.node_id, { type: 'OFFLINE', epoch: v.epoch }).then(() => {}));
+  }
+
+  #enqueue(nodeId: string, work: () => Promise<void>): void {
+    const next = (this.#queues.get(nodeId) ?? Promise.resolve()).then(work).catch((err) => this.#log.warn({ err, node: nodeId }, 'media node event not applied'));
+    this.#queues.set(nodeId, next);
+    void next.finally(() => {
+      if (this.#queues.get(nodeId) === next) this.#queues.delete(nodeId);
+    });
+  }
+
+  /** Creates the node's actor on its first hello; another instance creating it at once is fine. */
+  async #ensureActor(v: NodeView): Promise<void> {
+    if (this.#actors.has(v.node_id)) return;
+    const { store, runtime } = this.#deps;
+    const found = await store.db.selectFrom('actors').select('id').where('kind', '=', 'node').where('id', '=', v.node_id).executeTakeFirst();
+    if (!found) {
+      // A node new to the platform that says it drains for an operator keeps that drain.
+      const input: NodeInput = { nodeId: v.node_id, operatorDrain: v.draining && v.drain_reason === 'operator' };
+      try {
+        await store.transaction((tx) => runtime().create(tx, 'node', v.node_id, input));
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+    }
+    this.#actors.add(v.node_id);
+  }
+
+  /** Sends an event to the node's actor; a good answer updates this instance's view at once. */
+  async #send(nodeId: string, event: NodeEvent): Promise<ActorReply> {
+    const reply = await this.#deps.runtime().send('node', nodeId, event);
+    if (reply.ok) this.#patch(nodeId, reply.state as MediaNodeState, reply.context as NodeContext);
+    else if (reply.code === 'unavailable') this.#log.warn({ node: nodeId, event: event.type, message: reply.message }, 'node actor did not answer');
+    else this.#log.debug({ node: nodeId, event: event.type, message: reply.message }, 'node event refused');
+    return reply;
+  }
+
+  #patch(nodeId: string, state: MediaNodeState, c: NodeContext): void {
+    const old = this.#rows.get(nodeId);
+    const view = this.#deps.hub.node(nodeId);
+    const local = view?.online && view.epoch === c.epoch;
+    this.#rows.set(nodeId, {
+      node_id: nodeId,
+      state,
+      drain_reason: c.drainReason,
+      capacity: c.capacity,
+      live_calls: local ? view.live_calls : (old?.live_calls ?? 0),
+      instance: c.instance,
+      epoch: c.epoch,
+      ageMs: local ? Date.now() - view.last_heartbeat_at.getTime() : (old?.ageMs ?? null),
+      readAt: local ? Date.now() : (old?.readAt ?? Date.now()),
+    });
+    this.#patchedAt.set(nodeId, Date.now());
+  }
+
+  /** Heartbeat time and live calls go to the row without a transition, in order, coalesced. */
+  #writeHeartbeat(v: NodeView): void {
+    let hb = this.#heartbeats.get(v.node_id);
+    if (!hb) {
+      hb = { at: 0, live: -1, writing: false, next: null };
+      this.#heartbeats.set(v.node_id, hb);
+    }
+    if (hb.writing) {
+      hb.next = v;
+      return;
+    }
+    if (hb.live === v.live_calls && Date.now() - hb.at < HEARTBEAT_WRITE_MS) return;
+    hb.writing = true;
+    hb.at = Date.now();
+    hb.live = v.live_calls;
+    const state = hb;
+    void this.#deps.store.db
+      .updateTable('media_nodes')
+      .set({ live_calls: v.live_calls, last_heartbeat_at: sql<Date>`now()` })
+      .where('node_id', '=', v.node_id)
+      .where('instance', '=', this.#deps.instanceId)
+      .where('epoch', '=', v.epoch)
+      .execute()
+      .catch((err) => this.#log.warn({ err, node: v.node_id }, 'heartbeat not written'))
+      .finally(() => {
+        state.writing = false;
+        const next = state.next;
+        state.next = null;
+        if (next && !this.#stopped && this.#heartbeats.get(v.node_id) === state) this.#writeHeartbeat(next);
+      });
+  }
+
+  // ---- commands wherever the socket is ----
+
+  /** Sends through this instance's hub, or publishes to the instance holding the node's socket. */
+  #deliver(nodeId: string, cmd: AgentCommand, instance?: string | null): boolean {
+    const view = this.#deps.hub.node(nodeId);
+    if (view?.online) return this.#viaHub(nodeId, cmd);
+    let target = instance;
+    if (target === undefined) {
+      const row = this.#rows.get(nodeId);
+      target = row && isFresh(row) ? row.instance : null;
+    }
+    if (!target || target === this.#deps.instanceId) return false;
+    const msg: Forwarded = { node_id: nodeId, ...cmd };
+    this.#deps.coordinator.publish(cmdChannel(target), JSON.stringify(msg)).catch((err) => this.#log.warn({ err, node: nodeId, instance: target }, 'command not forwarded'));
+    return true;
+  }
+
+  #viaHub(nodeId: string, cmd: AgentCommand): boolean {
+    const { hub } = this.#deps;
+    switch (cmd.type) {
+      case 'originate':
+        return hub.originate(nodeId, cmd.call).ok;
+      case 'hangup':
+        return hub.hangup(nodeId, cmd.call_id).ok;
+      case 'drain':
+        return hub.drain(nodeId).ok;
+      case 'resume':
+        return hub.resume(nodeId).ok;
+    }
+  }
+
+  #onForwarded(raw: string): void {
+    let msg: Forwarded;
+    try {
+      msg = JSON.parse(raw) as Forwarded;
+    } catch {
+      return;
+    }
+    if (typeof msg?.node_id !== 'string') return;
+    if (!this.#deps.hub.node(msg.node_id)?.online) {
+      this.#log.debug({ node: msg.node_id, command: msg.type }, 'forwarded command for a node not held here');
+      return;
+    }
+    this.#viaHub(msg.node_id, msg);
+  }
+
+  // ---- the registry for the choice ----
+
+  #selectRows() {
+    return this.#deps.store.db
+      .selectFrom('media_nodes')
+      .select(['node_id', 'state', 'drain_reason', 'capacity', 'live_calls', 'region', 'version', 'instance', 'epoch', 'last_heartbeat_at'])
+      .select(sql<number | null>`(extract(epoch from (now() - last_heartbeat_at)) * 1000)::float8`.as('age_ms'));
+  }
+
+  #refresh(): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    this.#refreshing ??= (async () => {
+      const startedAt = Date.now();
+      try {
+        const rows = await this.#selectRows().execute();
+        const readAt = Date.now();
+        const seen = new Set<string>();
+        for (const r of rows) {
+          seen.add(r.node_id);
+          // An actor's answer that came in while this read ran is newer than the read.
+          if ((this.#patchedAt.get(r.node_id) ?? 0) >= startedAt) continue;
+          this.#rows.set(r.node_id, {
+            node_id: r.node_id,
+            state: r.state,
+            drain_reason: r.drain_reason,
+            capacity: r.capacity,
+            live_calls: r.live_calls,
+            instance: r.instance,
+            epoch: Number(r.epoch),
+            ageMs: r.age_ms === null ? null : Number(r.age_ms),
+            readAt,
+          });
+        }
+        for (const id of this.#rows.keys()) if (!seen.has(id) && (this.#patchedAt.get(id) ?? 0) < startedAt) this.#rows.delete(id);
+      } catch (err) {
+        this.#log.warn({ err }, 'media node registry not read');
+      } finally {
+        this.#refreshing = null;
+      }
+    })();
+    return this.#refreshing;
+  }
+
+  /**
+   * Accepting nodes with their load. A node on this instance's hub counts from the hub (exact,
+   * live) once its actor has taken the current connection in; others from their rows, while the
+   * row's heartbeat is under 5 s old. Live calls are the larger of the node's own count and the
+   * slots this instance reserved on it.
+   */
+  #candidates(): NodeLoad[] {
+    const out: NodeLoad[] = [];
+    const local = new Set<string>();
+    for (const v of this.#deps.hub.nodes()) {
+      if (!v.online) continue;
+      local.add(v.node_id);
+      const row = this.#rows.get(v.node_id);
+      if (v.draining || !row || row.state !== 'accepting' || row.epoch !== v.epoch) continue;
+      out.push({ node_id: v.node_id, capacity: v.capacity, live: Math.max(v.live_calls, this.#reservedOn.get(v.node_id) ?? 0) });
+    }
+    for (const row of this.#rows.values()) {
+      if (local.has(row.node_id) || row.instance === this.#deps.instanceId) continue;
+      if (row.state !== 'accepting' || row.drain_reason !== null || !isFresh(row)) continue;
+      out.push({ node_id: row.node_id, capacity: row.capacity, live: Math.max(row.live_calls, this.#reservedOn.get(row.node_id) ?? 0) });
+    }
+    return out;
+  }
+}
+
+/** A row whose last heartbeat is under 5 s old now (its age when read plus the time since). */
+function isFresh(row: CachedRow): boolean {
+  return row.ageMs !== null && row.ageMs + (Date.now() - row.readAt) < OFFLINE_AFTER_MS;
+}
+
+type SelectedRow = {
+  node_id: string;
+  state: MediaNodeState;
+  drain_reason: DrainReason | null;
+  capacity: number;
+  live_calls: number;
+  region: string | null;
+  version: string | null;
+  last_heartbeat_at: Date | null;
+  age_ms: number | null;
+};
+
+/** The operator's view: a node silent for 5 s is offline whatever its row says. */
+function toNodeRow(r: SelectedRow): NodeRow {
+  const silent = r.age_ms === null || Number(r.age_ms) >= OFFLINE_AFTER_MS;
+  const state: NodeRow['state'] = silent ? 'offline' : r.state;
+  // An offline node keeps only an operator's drain (a shutdown ended with its process).
+  const drain_reason = state === 'offline' ? (r.drain_reason === 'operator' ? 'operator' : null) : r.drain_reason;
+  return {
+    node_id: r.node_id,
+    state,
+    draining: drain_reason !== null,
+    drain_reason,
+    capacity: r.capacity,
+    live_calls: r.live_calls,
+    region: r.region,
+    version: r.version,
+    last_heartbeat_at: r.last_heartbeat_at ? new Date(r.last_heartbeat_at).toISOString() : null,
+  };
+}
+
+/** The outbox events of one transition of a node. */
+function nodeEvents(nodeId: string, prev: NodeContext, prevState: string, next: NodeContext, state: MediaNodeState, event: NodeEvent): NewEvent[] {
+  const out: NewEvent[] = [];
+  const ev = (subject: string, data: Record<string, unknown>) => out.push({ subject, tenant_id: null, about: nodeId, data: { node_id: nodeId, ...data } });
+  if (prevState === 'offline' && state !== 'offline') {
+    ev(SUBJECT.online, { instance: next.instance, capacity: next.capacity, region: next.region, version: next.version, draining: next.drainReason !== null });
+  }
+  if (event.type === 'DRAIN' && !prev.operatorDrain) ev(SUBJECT.drained, { drain_reason: 'operator', actor: event.by });
+  else if (next.drainReason === 'shutdown' && prev.drainReason !== 'shutdown') ev(SUBJECT.drained, { drain_reason: 'shutdown' });
+  if (event.type === 'RESUME') ev(SUBJECT.resumed, { actor: event.by });
+  if (prevState !== 'offline' && state === 'offline') ev(SUBJECT.offline, { instance: prev.instance, drain_reason: next.drainReason });
+  return out;
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  return e?.code === '23505' || e?.cause?.code === '23505';
 }

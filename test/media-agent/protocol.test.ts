@@ -10,6 +10,7 @@ import { WebSocket } from 'ws';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import type { CallEvent, NodeView } from '../../control-plane/telephony/agent-hub.ts';
 import type { CallEventMessage } from '../../shared/agent-protocol.ts';
+import { SimulatedTrunk, type SimulatedPlan } from '../../media-agent/simulated-trunk.ts';
 import { startTestServer } from '../support/server.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -189,6 +190,30 @@ t('drain: the agent refuses new calls; resume brings it back', async () => {
   await waitFor(callEvent('call_d2', 'call.placed'), 2000, 'call_d2 placed after resume');
   await waitFor(callEvent('call_d2', 'call.ended'), 3000, 'call_d2 ended');
   assert.is(cp.agentHub.node('node_a')!.draining, false);
+});
+
+t('a bot call handed over to a person: call.transfer requested, bridged, completed, then call.ended', async () => {
+  // Random talk times (no forced talk, which also forbids transfers): the shortest transferred
+  // call among a few hundred, as the agent's seed plans it.
+  const planner = new SimulatedTrunk({ seed: 7, outcome: 'answer' });
+  const ids = Array.from({ length: 300 }, (_, i) => `call_t${i}`);
+  const plans = ids.map((id) => ({ id, plan: planner.plan(call(id, 'bot')) as Extract<SimulatedPlan, { outcome: 'answer' }> }));
+  const chosen = plans.filter((p) => p.plan.transferred).sort((x, y) => x.plan.talk_s - y.plan.talk_s)[0];
+  assert.ok(chosen, 'the seed plans some transferred call');
+  const agent = spawnAgent('node_t', { VD_AGENT_SIM_TALK_SECONDS: '' });
+  await waitFor(online('node_t'), 5000, 'node_t online');
+  assert.ok(cp.agentHub.originate('node_t', call(chosen.id, 'bot')).ok);
+  const ended = await waitFor(callEvent(chosen.id, 'call.ended'), 5000, `${chosen.id} ended`);
+  const events = eventsOf(chosen.id);
+  assert.equal(
+    events.map((e) => (e.type === 'call.transfer' ? `${e.type}:${e.stage}` : e.type)),
+    ['call.placed', 'call.answered', 'call.transfer:requested', 'call.transfer:bridged', 'call.transfer:completed', 'call.ended'],
+  );
+  for (const e of events) if (e.type === 'call.transfer') assert.ok(e.at && !Number.isNaN(Date.parse(e.at)));
+  const end = ended.call.event as Extract<CallEventMessage, { type: 'call.ended' }>;
+  assert.equal([end.reason, end.talk_seconds, end.bot_seconds, end.transferred], ['completed', chosen.plan.talk_s, chosen.plan.bot_s, true]);
+  agent.proc.kill('SIGTERM');
+  assert.is(await agent.exit, 0);
 });
 
 t('heartbeats keep a node online past 5 s', async () => {

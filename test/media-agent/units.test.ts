@@ -5,9 +5,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseAgentMessage, parseControlMessage } from '../../shared/agent-protocol.ts';
-import { SimulatedTrunk } from '../../media-agent/simulated-trunk.ts';
+import { SimulatedTrunk, type SimulatedPlan } from '../../media-agent/simulated-trunk.ts';
 import { loadAgentConfig } from '../../media-agent/config.ts';
-import type { TrunkEvent } from '../../media-agent/trunk.ts';
+import type { TrunkCall, TrunkEvent } from '../../media-agent/trunk.ts';
 
 const t = suite('agent protocol parser and simulated trunk');
 
@@ -16,6 +16,8 @@ t('valid messages parse both ways', () => {
   assert.ok(hello.ok);
   const ended = parseAgentMessage(Buffer.from(JSON.stringify({ type: 'call.ended', call_id: 'call_1', sip_status: 200, talk_seconds: 12.5, bot_seconds: 3, transferred: true, reason: 'completed' })));
   assert.ok(ended.ok && ended.message.type === 'call.ended' && ended.message.transferred === true);
+  const transfer = parseAgentMessage(JSON.stringify({ type: 'call.transfer', call_id: 'call_1', stage: 'bridged', at: '2026-11-21T10:00:00.000Z' }));
+  assert.ok(transfer.ok && transfer.message.type === 'call.transfer' && transfer.message.stage === 'bridged');
   const orig = parseControlMessage(JSON.stringify({ type: 'originate', epoch: 3, call_id: 'call_1', to: '+15550100', from: '+15550199', ring_timeout_s: 30, handler: 'bot' }));
   assert.ok(orig.ok && orig.message.type === 'originate' && orig.message.epoch === 3);
 });
@@ -30,6 +32,8 @@ t('unknown types, bad fields and non-JSON are refused', () => {
   const bad = parseAgentMessage(JSON.stringify({ type: 'heartbeat', live_calls: -1, capacity: 2, draining: false }));
   assert.ok(!bad.ok && bad.error.startsWith('bad heartbeat: live_calls'));
   assert.not.ok(parseControlMessage(JSON.stringify({ type: 'drain' })).ok, 'a command without its epoch');
+  const badStage = parseAgentMessage(JSON.stringify({ type: 'call.transfer', call_id: 'call_1', stage: 'parked' }));
+  assert.ok(!badStage.ok && badStage.error.startsWith('bad call.transfer: stage'));
   assert.not.ok(parseControlMessage(JSON.stringify({ type: 'originate', epoch: 1, call_id: 'c', to: '+1555', from: '+1555', ring_timeout_s: 30, handler: 'robot' })).ok);
 });
 
@@ -70,6 +74,63 @@ t('simulated calls end with the right statuses, scaled in time; hang-up cancels 
   assert.equal(ends(await run('no_answer', 1)), ['placed', 'ended:487:canceled']);
   assert.equal(ends(await run('answer', 50)), ['placed', 'answered', 'ended:200:hangup']);
   await trunk.close();
+});
+
+/** Places `call` on `trunk` and resolves with its events (and when each came) once it ended. */
+function runCall(trunk: SimulatedTrunk, call: TrunkCall, onEvent?: (e: TrunkEvent) => void): Promise<Array<{ e: TrunkEvent; ms: number }>> {
+  return new Promise((resolve) => {
+    const seen: Array<{ e: TrunkEvent; ms: number }> = [];
+    trunk.originate(call, (e) => {
+      seen.push({ e, ms: performance.now() });
+      onEvent?.(e);
+      if (e.type === 'ended') resolve(seen);
+    });
+  });
+}
+const label = (e: TrunkEvent) => (e.type === 'ended' ? `ended:${e.sip_status}:${e.reason}` : e.type === 'transfer' ? `transfer:${e.stage}` : e.type);
+type Answered = Extract<SimulatedPlan, { outcome: 'answer' }>;
+
+/** The first `n` bot calls that the seed's plan answers and hands over to a person. */
+function transferredCalls(seed: number, n: number): TrunkCall[] {
+  const plans = new SimulatedTrunk({ seed });
+  const calls = Array.from({ length: 500 }, (_, i) => ({ call_id: `call_t${i}`, to: '+15550100', from: '+15550199', ring_timeout_s: 30, handler: 'bot' as const }));
+  return calls.filter((c) => (plans.plan(c) as Answered).transferred === true).slice(0, n);
+}
+
+t('a transferred call: placed, answered, transfer requested, bridged 1–3 s later, completed, ended; the same by seed', async () => {
+  const scale = 0.002;
+  const calls = transferredCalls(11, 3);
+  assert.is(calls.length, 3);
+  const a = new SimulatedTrunk({ seed: 11, timeScale: scale });
+  const b = new SimulatedTrunk({ seed: 11, timeScale: scale });
+  const runs = await Promise.all(calls.flatMap((c) => [runCall(a, c), runCall(b, c)]));
+  calls.forEach((c, i) => {
+    const plan = a.plan(c) as Answered;
+    const [first, second] = [runs[2 * i], runs[2 * i + 1]];
+    assert.equal(first.map((x) => label(x.e)), ['placed', 'answered', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:completed']);
+    assert.equal(first.map((x) => x.e), second.map((x) => x.e), 'same seed and call id, same events');
+    assert.equal(first[5].e, { type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', bot_seconds: plan.bot_s, transferred: true });
+    assert.ok(plan.bridge_s! >= 1 && plan.bridge_s! <= 3, `bridge after ${plan.bridge_s} s`);
+    // Timers may fire up to a millisecond early by rounding, never more.
+    assert.ok(first[2].ms - first[1].ms >= plan.bot_s! * 1000 * scale - 1, 'requested when the bot session ends');
+    assert.ok(first[3].ms - first[2].ms >= plan.bridge_s! * 1000 * scale - 1, 'bridged after the bridge wait');
+  });
+  // The bridge wait is drawn, not fixed; calls without a hand-over have none.
+  assert.ok(new Set(calls.map((c) => (a.plan(c) as Answered).bridge_s)).size > 1);
+  const plain = new SimulatedTrunk({ seed: 11 }).plan({ ...calls[0], handler: 'agents' }) as Answered;
+  assert.is(plain.bridge_s, undefined);
+});
+
+t('a hang-up during a transfer: completed once bridged, no completed while only requested', async () => {
+  const [c] = transferredCalls(11, 1);
+  const trunk = new SimulatedTrunk({ seed: 11, timeScale: 0.001 });
+  const hangUpAt = (stage: 'requested' | 'bridged') => runCall(trunk, c, (e) => e.type === 'transfer' && e.stage === stage && trunk.hangup(c.call_id));
+  const early = (await hangUpAt('requested')).map((x) => x.e);
+  assert.equal(early.map(label), ['placed', 'answered', 'transfer:requested', 'ended:200:hangup']);
+  assert.is((early[3] as { transferred?: boolean }).transferred, false, 'not handed over before the bridge');
+  const late = (await hangUpAt('bridged')).map((x) => x.e);
+  assert.equal(late.map(label), ['placed', 'answered', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:hangup']);
+  assert.is((late[5] as { transferred?: boolean }).transferred, true);
 });
 
 t('agent settings: defaults, and drachtio needs its secret and trunk host', () => {

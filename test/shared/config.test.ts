@@ -3,6 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../../shared/config.ts';
+import { startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 
 const t = suite('settings');
 
@@ -15,6 +16,10 @@ t('defaults: port 8080, embedded store and coordination', () => {
   assert.is(c.VD_RATE_LIMIT_PER_SECOND, 200);
   assert.is(c.VD_RATE_LIMIT_BURST, 1000);
   assert.is(c.VD_BODY_LIMIT_BYTES, 10 * 1024 * 1024);
+  assert.is(c.VD_EMBEDDED_AGENT, true);
+  assert.is(c.VD_EMBEDDED_AGENT_CAPACITY, 20);
+  assert.ok(c.VD_AGENT_TOKEN.length >= 16, 'a random agent token is made when none is set');
+  assert.is.not(loadConfig({}).VD_AGENT_TOKEN, c.VD_AGENT_TOKEN);
 });
 
 t('each bad value is refused with its variable named', () => {
@@ -27,6 +32,9 @@ t('each bad value is refused with its variable named', () => {
     VD_BOOTSTRAP_OPERATOR_PASSWORD: 'short',
     VD_RATE_LIMIT_BURST: '-1',
     VD_ALLOW_PRIVATE_TARGETS: 'maybe',
+    VD_EMBEDDED_AGENT: 'sometimes',
+    VD_EMBEDDED_AGENT_CAPACITY: '-1',
+    VD_AGENT_TOKEN: 'short',
   };
   for (const [k, v] of Object.entries(bad)) {
     try {
@@ -48,6 +56,50 @@ t('npm start with a bad value exits 1 and names the variable', () => {
   const r = spawnSync(process.execPath, ['control-plane/main.ts'], { env: { ...process.env, PORT: 'eighty' }, encoding: 'utf8', timeout: 30_000 });
   assert.is(r.status, 1);
   assert.match(r.stderr, /PORT/);
+});
+
+/** The nodes the hub logged as registered, from the complete JSON lines of a process's output. */
+function registrations(out: string): Array<{ node: string; capacity: number }> {
+  return out.split('\n').slice(0, -1).flatMap((line) => {
+    if (!line.startsWith('{')) return [];
+    const entry = JSON.parse(line) as { msg?: string; node?: string; capacity?: number };
+    return entry.msg === 'media node registered' ? [{ node: entry.node!, capacity: entry.capacity! }] : [];
+  });
+}
+
+async function within(ms: number, done: () => boolean): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (!done() && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  return done();
+}
+
+t('npm start runs its embedded media agent by default: it registers with the generated token; SIGTERM stops both', async () => {
+  let cp: ControlPlaneProcess | undefined;
+  try {
+    cp = await startControlPlaneProcess({ VD_EMBEDDED_AGENT: '1', VD_EMBEDDED_AGENT_CAPACITY: '7', VD_DATA_DIR: 'memory://', LOG_LEVEL: 'info' });
+    const out = cp.output;
+    assert.ok(await within(5000, () => registrations(out()).length > 0), `no registration within 5 s:\n${out()}`);
+    assert.equal(registrations(out()), [{ node: 'node_embedded', capacity: 7 }]);
+    assert.match(out(), /"msg":"embedded media agent started on the simulated trunk"/);
+    assert.not.match(out(), /Bearer|"token"/);
+    await stopProcess(cp.proc);
+    assert.is(cp.proc.exitCode, 0, out());
+  } finally {
+    await stopProcess(cp?.proc, 'SIGKILL');
+  }
+});
+
+t('with VD_EMBEDDED_AGENT=0 no agent starts', async () => {
+  let cp: ControlPlaneProcess | undefined;
+  try {
+    cp = await startControlPlaneProcess({ VD_EMBEDDED_AGENT: '0', VD_DATA_DIR: 'memory://', LOG_LEVEL: 'info' });
+    // The embedded agent registers within a few milliseconds of the listening line; give it ample time.
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(registrations(cp.output()), []);
+    assert.not.match(cp.output(), /embedded media agent/);
+  } finally {
+    await stopProcess(cp?.proc);
+  }
 });
 
 t.run();

@@ -1,0 +1,312 @@
+/**
+ * What the media agents report about calls, written down: the call rows, the campaign counters,
+ * the people's next step, usage items and the outbox events (`vd.call.placed|answered|ended`,
+ * `vd.journey.transfer_requested|bridged|completed`, `vd.journey.closed`, `vd.usage.recorded`).
+ *
+ * Events are batched: whatever arrived since the last flush is written in one transaction, in
+ * phases (placed, answered, hand-overs, ended) so a call whose events all arrive together is
+ * still written in order. Every write is guarded by the call's state, so an event an agent sends
+ * twice (it re-sends after a reconnect) changes nothing the second time; usage items have ids
+ * derived from the call and kind, inserted once. A batch that cannot be written (the store is
+ * down) is kept and tried again: nothing is lost while the process lives.
+ */
+import { sql } from 'kysely';
+import type { CallEventMessage } from '../shared/agent-protocol.ts';
+import type { Logger } from '../shared/logger.ts';
+import type { Coordinator } from '../control-plane/coordination/coordinator.ts';
+import type { Store, Tx } from '../control-plane/db/store.ts';
+import type { UsageKind } from '../control-plane/db/schema/index.ts';
+import { emit, OUTBOX_CHANNEL, type NewEvent } from '../control-plane/runtime/outbox.ts';
+import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
+
+/** A call that ended (or was refused by its node), for the instance that launched it. */
+export type EndedCall = { call_id: string; campaign_id: string | null; tenant_id: string; launched_by: string | null; node_id: string | null; refused: boolean };
+
+export type CallEventsOptions = {
+  /** A person not reached is tried again after this long, up to `maxAttempts` calls in all. */
+  retryDelayMs?: number;
+  maxAttempts?: number;
+  /** Most events written in one transaction. */
+  batch?: number;
+};
+
+type Ended = { id: string; at: string; talk: number; ai: number; reason: string; sip: number; refused: boolean };
+type Transfer = { id: string; stage: 'requested' | 'bridged' | 'completed'; at: string };
+
+const PREVIOUS_STAGE = { requested: null, bridged: 'requested', completed: 'bridged' } as const;
+
+export class CallEvents {
+  readonly #store: Store;
+  readonly #coordinator: Coordinator;
+  readonly #log: Logger;
+  readonly #onEnded: (calls: EndedCall[]) => void;
+  readonly #retryDelayMs: number;
+  readonly #maxAttempts: number;
+  readonly #batch: number;
+  #queue: CallEvent[] = [];
+  #flushing: Promise<void> | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #stopped = false;
+
+  constructor(deps: { store: Store; coordinator: Coordinator; log: Logger; onEnded: (calls: EndedCall[]) => void }, opts: CallEventsOptions = {}) {
+    this.#store = deps.store;
+    this.#coordinator = deps.coordinator;
+    this.#log = deps.log.child({ part: 'call-events' });
+    this.#onEnded = deps.onEnded;
+    this.#retryDelayMs = opts.retryDelayMs ?? 30 * 60_000;
+    this.#maxAttempts = opts.maxAttempts ?? 3;
+    this.#batch = opts.batch ?? 400;
+  }
+
+  /** Queues an agent's call event; written within milliseconds. */
+  push(e: CallEvent): void {
+    this.#queue.push(e);
+    this.#schedule(0);
+  }
+
+  /** How many events wait to be written. */
+  get backlog(): number {
+    return this.#queue.length;
+  }
+
+  /** Writes what is queued (tests and shutdown). */
+  async drain(): Promise<void> {
+    while (this.#queue.length && !this.#stopped) {
+      if (!this.#flushing) this.#flushing = this.#flush().finally(() => (this.#flushing = null));
+      await this.#flushing;
+    }
+    await this.#flushing;
+  }
+
+  async stop(): Promise<void> {
+    await this.drain().catch(() => {});
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  #schedule(ms: number): void {
+    if (this.#timer || this.#flushing || this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#flushing = this.#flush().finally(() => {
+        this.#flushing = null;
+        if (this.#queue.length) this.#schedule(0);
+      });
+    }, ms);
+  }
+
+  async #flush(): Promise<void> {
+    const batch = this.#queue.splice(0, this.#batch);
+    if (batch.length === 0) return;
+    let ended: EndedCall[];
+    try {
+      ended = await this.#store.transaction((tx) => this.#write(tx, batch));
+    } catch (err) {
+      // Keep them, in order, ahead of what came since; try again shortly.
+      this.#queue.unshift(...batch);
+      this.#log.error({ err, events: batch.length }, 'call events could not be written; will retry');
+      if (this.#timer) clearTimeout(this.#timer);
+      this.#timer = setTimeout(() => {
+        this.#timer = null;
+        this.#schedule(0);
+      }, 500);
+      return;
+    }
+    if (ended.length) this.#onEnded(ended);
+  }
+
+  async #write(tx: Tx, batch: CallEvent[]): Promise<EndedCall[]> {
+    const placed = new Set<string>();
+    const answered = new Map<string, string>();
+    const transfers: Transfer[] = [];
+    const ended = new Map<string, Ended>();
+    const now = new Date().toISOString();
+    for (const { event } of batch) {
+      const e = event as CallEventMessage | { type: 'call.transfer'; call_id: string; stage: Transfer['stage']; at?: string };
+      const at = ('at' in e && e.at) || now;
+      switch (e.type) {
+        case 'call.placed':
+          placed.add(e.call_id);
+          break;
+        case 'call.answered':
+          answered.set(e.call_id, at);
+          break;
+        case 'call.transfer':
+          transfers.push({ id: e.call_id, stage: e.stage, at });
+          break;
+        case 'call.ended':
+          ended.set(e.call_id, { id: e.call_id, at, talk: e.talk_seconds, ai: e.bot_seconds ?? 0, reason: e.reason ?? (e.talk_seconds > 0 ? 'completed' : 'failed'), sip: e.sip_status, refused: false });
+          break;
+        case 'call.refused':
+          ended.set(e.call_id, { id: e.call_id, at, talk: 0, ai: 0, reason: `refused_${e.reason}`, sip: 503, refused: true });
+          break;
+      }
+    }
+    const events: NewEvent[] = [];
+    const counters = new Map<string, { placed: number; answered: number; ended: number }>();
+    const count = (campaign: string | null, k: 'placed' | 'answered' | 'ended') => {
+      if (!campaign) return;
+      let c = counters.get(campaign);
+      if (!c) counters.set(campaign, (c = { placed: 0, answered: 0, ended: 0 }));
+      c[k]++;
+    };
+    const usage: Array<{ id: string; tenant_id: string; kind: UsageKind; quantity: number; unit: string; call_id: string; campaign_id: string | null; occurred_at: Date }> = [];
+
+    if (placed.size) {
+      const rows = await sql<CallRow>`
+        update calls set state = 'ringing', sip_status = coalesce(sip_status, 100)
+        where id = any(${[...placed]}::text[]) and state = 'dialing'
+        returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(tx);
+      for (const r of rows.rows) {
+        count(r.campaign_id, 'placed');
+        events.push(callEvent('vd.call.placed', r, {}));
+      }
+    }
+    if (answered.size) {
+      const list = [...answered].map(([id, at]) => ({ id, at }));
+      const rows = await sql<CallRow & { answered_at: Date }>`
+        update calls c set state = 'answered', answered_at = x.at, sip_status = 200
+        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz)
+        where c.id = x.id and c.state in ('dialing', 'ringing')
+        returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at`.execute(tx);
+      for (const r of rows.rows) {
+        count(r.campaign_id, 'answered');
+        events.push(callEvent('vd.call.answered', r, { answered_at: r.answered_at.toISOString() }));
+      }
+    }
+    for (const t of transfers) {
+      // Hand-overs are rare next to call events; one guarded update each keeps their order exact.
+      const prev = PREVIOUS_STAGE[t.stage];
+      const rows = await sql<CallRow>`
+        update calls set transfer_state = ${t.stage}
+        where id = ${t.id} and state = 'answered' and transfer_state is not distinct from ${prev}
+        returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(tx);
+      for (const r of rows.rows) {
+        events.push({
+          subject: `vd.journey.transfer_${t.stage}`,
+          tenant_id: r.tenant_id,
+          about: r.id,
+          campaign_id: r.campaign_id,
+          data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, person_id: r.person_id, at: t.at },
+        });
+        if (t.stage === 'bridged') {
+          usage.push({ id: `use_${r.id}_billable_transfer`, tenant_id: r.tenant_id, kind: 'billable_transfer', quantity: 1, unit: 'transfer', call_id: r.id, campaign_id: r.campaign_id, occurred_at: new Date(t.at) });
+        }
+      }
+    }
+
+    const done: EndedCall[] = [];
+    if (ended.size) {
+      const list = [...ended.values()].map((e) => ({ ...e, talk: Math.round(e.talk), ai: Math.ceil(e.ai) }));
+      const rows = await sql<CallRow & { was: string; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }>`
+        update calls c set state = 'ended', ended_at = x.at, talk_seconds = x.talk, ai_seconds = x.ai, end_reason = x.reason, sip_status = x.sip,
+          transfer_state = case when c.transfer_state = 'bridged' then 'completed' else c.transfer_state end
+        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz, talk integer, ai integer, reason text, sip integer, refused boolean),
+          (select id, state from calls where id = any(${list.map((e) => e.id)}::text[])) o
+        where c.id = x.id and o.id = c.id and c.state <> 'ended'
+        returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at, c.handler,
+          c.launched_by, c.node_id, o.state as was, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(tx);
+      const people: Array<{ id: string; outcome: 'reached' | 'not_placed' | 'not_reached'; journey_id: string | null; campaign_id: string | null }> = [];
+      for (const r of rows.rows) {
+        const wasPlaced = r.was !== 'dialing';
+        done.push({ call_id: r.id, campaign_id: r.campaign_id, tenant_id: r.tenant_id, launched_by: r.launched_by, node_id: r.node_id, refused: r.refused });
+        if (r.person_id) people.push({ id: r.person_id, outcome: r.answered_at ? 'reached' : wasPlaced ? 'not_reached' : 'not_placed', journey_id: r.journey_id, campaign_id: r.campaign_id });
+        if (!wasPlaced) continue;
+        count(r.campaign_id, 'ended');
+        const endedAt = new Date(r.at);
+        events.push(
+          callEvent('vd.call.ended', r, {
+            reason: r.reason,
+            sip_status: r.sip,
+            answered: r.answered_at !== null,
+            talk_seconds: r.talk,
+            ended_at: endedAt.toISOString(),
+          }),
+        );
+        if (r.answered_at && r.talk > 0) {
+          usage.push({ id: `use_${r.id}_call_minute`, tenant_id: r.tenant_id, kind: 'call_minute', quantity: Math.ceil(r.talk / 60), unit: 'minute', call_id: r.id, campaign_id: r.campaign_id, occurred_at: endedAt });
+        }
+        if (r.ai > 0) {
+          usage.push({ id: `use_${r.id}_ai_second`, tenant_id: r.tenant_id, kind: 'ai_second', quantity: r.ai, unit: 'second', call_id: r.id, campaign_id: r.campaign_id, occurred_at: endedAt });
+        }
+      }
+      if (people.length) {
+        const rows2 = await sql<{ person_id: string; status: string; tenant_id: string; journey_id: string | null; campaign_id: string | null; outcome: string }>`
+          update people p set
+            status = case when x.outcome = 'reached' then 'done'
+                          when x.outcome = 'not_placed' then 'due'
+                          when p.attempts >= ${this.#maxAttempts} then 'done' else 'due' end,
+            attempts = case when x.outcome = 'not_placed' then greatest(p.attempts - 1, 0) else p.attempts end,
+            next_attempt_at = case when x.outcome = 'not_reached' and p.attempts < ${this.#maxAttempts}
+                                   then now() + ${`${this.#retryDelayMs} milliseconds`}::interval else null end,
+            claimed_by = null
+          from jsonb_to_recordset(${JSON.stringify(people)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text)
+          where p.id = x.id
+          returning p.id as person_id, p.status, p.tenant_id, x.journey_id, x.campaign_id, x.outcome`.execute(tx);
+        const finished = rows2.rows.filter((r) => r.status === 'done' && r.journey_id);
+        if (finished.length) {
+          const closed = await tx
+            .updateTable('journeys')
+            .set({ closed_at: new Date() })
+            .where('id', 'in', finished.map((r) => r.journey_id!))
+            .where('closed_at', 'is', null)
+            .returning('id')
+            .execute();
+          const closedIds = new Set(closed.map((c) => c.id));
+          for (const r of finished) {
+            if (!closedIds.has(r.journey_id!)) continue;
+            events.push({
+              subject: 'vd.journey.closed',
+              tenant_id: r.tenant_id,
+              about: r.journey_id,
+              campaign_id: r.campaign_id,
+              data: { journey_id: r.journey_id, campaign_id: r.campaign_id, person_id: r.person_id, outcome: r.outcome === 'reached' ? 'reached' : 'attempts_exhausted' },
+            });
+          }
+        }
+      }
+    }
+    if (usage.length) {
+      const inserted = await tx
+        .insertInto('usage_events')
+        .values(usage)
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning(['id', 'tenant_id', 'kind', 'quantity', 'unit', 'call_id', 'campaign_id', 'occurred_at'])
+        .execute();
+      for (const u of inserted) {
+        events.push({
+          subject: 'vd.usage.recorded',
+          tenant_id: u.tenant_id,
+          about: u.call_id,
+          campaign_id: u.campaign_id,
+          data: { usage_id: u.id, kind: u.kind, quantity: Number(u.quantity), unit: u.unit, call_id: u.call_id, campaign_id: u.campaign_id, at: u.occurred_at.toISOString() },
+        });
+      }
+    }
+    if (counters.size) {
+      const list = [...counters].map(([id, c]) => ({ id, ...c }));
+      await sql`
+        update campaigns c set placed = c.placed + x.placed, answered = c.answered + x.answered, ended = c.ended + x.ended
+        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, placed integer, answered integer, ended integer)
+        where c.id = x.id`.execute(tx);
+    }
+    if (events.length) {
+      await emit(tx, events);
+      this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+    }
+    return done;
+  }
+}
+
+type CallRow = { id: string; tenant_id: string; campaign_id: string | null; journey_id: string | null; person_id: string | null; direction: string; from_number: string; to_number: string };
+
+/** A call event with the fields every call event carries (`vd.call.placed` has exactly these). */
+function callEvent(subject: string, r: CallRow, extra: Record<string, unknown>): NewEvent {
+  return {
+    subject,
+    tenant_id: r.tenant_id,
+    about: r.id,
+    campaign_id: r.campaign_id,
+    data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, direction: r.direction, from_number: r.from_number, to_number: r.to_number, ...extra },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * Launches and denied attempts, counted per company and second on each instance and added to the
+ * `dial_stats` rows once a second; `/ops/dial-rate` sums every instance's rows. A denied attempt
+ * is a call someone or the pacing loop was about to place and did not: refused by the kill switch
+ * (manual dialing and preview), by a cap, for want of a node, by the do-not-call list, or refused
+ * by the node itself, or stopped by a pause that arrived between its reservation and its launch.
+ */
+import { sql } from 'kysely';
+import type { Logger } from '../shared/logger.ts';
+import type { Store } from '../control-plane/db/store.ts';
+
+type Cell = { launched: number; denied: number };
+
+export class DialStats {
+  readonly #store: Store;
+  readonly #instance: string;
+  readonly #log: Logger;
+  #cells = new Map<string, Cell>();
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(store: Store, instance: string, log: Logger) {
+    this.#store = store;
+    this.#instance = instance;
+    this.#log = log;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.flush(), 1000);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    await this.flush();
+  }
+
+  launched(tenantId: string, n = 1): void {
+    this.#cell(tenantId).launched += n;
+  }
+
+  denied(tenantId: string, n = 1): void {
+    this.#cell(tenantId).denied += n;
+  }
+
+  #cell(tenantId: string): Cell {
+    const key = `${Math.floor(Date.now() / 1000)}|${tenantId}`;
+    let c = this.#cells.get(key);
+    if (!c) this.#cells.set(key, (c = { launched: 0, denied: 0 }));
+    return c;
+  }
+
+  /** Adds what was counted to the store (kept for the next try when the store is down). */
+  async flush(): Promise<void> {
+    if (this.#cells.size === 0) return;
+    const cells = this.#cells;
+    this.#cells = new Map();
+    const rows = [...cells].map(([key, c]) => {
+      const [second, tenant] = key.split('|');
+      return { second: new Date(Number(second) * 1000), instance: this.#instance, tenant_id: tenant, launched: c.launched, denied: c.denied };
+    });
+    try {
+      await this.#store.db
+        .insertInto('dial_stats')
+        .values(rows)
+        .onConflict((oc) =>
+          oc.columns(['second', 'instance', 'tenant_id']).doUpdateSet({
+            launched: sql`dial_stats.launched + excluded.launched`,
+            denied: sql`dial_stats.denied + excluded.denied`,
+          }),
+        )
+        .execute();
+    } catch (err) {
+      for (const [k, c] of cells) {
+        const mine = this.#cells.get(k);
+        if (mine) {
+          mine.launched += c.launched;
+          mine.denied += c.denied;
+        } else this.#cells.set(k, c);
+      }
+      this.#log.warn({ err }, 'dial statistics could not be written; kept for the next second');
+    }
+  }
+}

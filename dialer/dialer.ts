@@ -1,0 +1,693 @@
+/**
+ * The dialer of one control-plane instance. Every 100 ms it paces each running progressive
+ * campaign whose actor this instance owns (`pacing.ts`): calls a second and concurrent calls
+ * capped by the campaign and by the company's plan, by free room on accepting media nodes and by
+ * the people due. When a campaign runs without dialing, the reason is written to its row
+ * (`idle_reason`). When its people run out and no call is up, it tells the actor COMPLETE.
+ *
+ * A launch: people are claimed ahead in small batches (`status = 'calling'`, `claimed_by`, held
+ * one minute), a node slot is reserved (`MediaNodes.pick`), the call rows are written in one
+ * transaction per tick (the do-not-call list checked again inside it), and only then, after one
+ * more look at the kill switch, the originate goes to the node. A pause that lands in between
+ * stops the launch: the call row ends as `not_launched` and the person is due again.
+ *
+ * The kill switch is read by a fail-closed `PauseReader` (every second and on each notice).
+ * Agents' call events are written by `CallEvents` on the instance holding the node's socket; a
+ * call launched by another instance is reported to it over the coordinator so it frees the slot.
+ */
+import { sql } from 'kysely';
+import { ApiError } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import type { Logger } from '../shared/logger.ts';
+import { toE164 } from '../shared/phone.ts';
+import { planLimits } from '../control-plane/companies/plans.ts';
+import type { Services } from '../control-plane/context.ts';
+import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
+import type { PlanName } from '../control-plane/db/schema/index.ts';
+import type { Tx } from '../control-plane/db/store.ts';
+import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
+import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
+import { DialStats } from './dial-stats.ts';
+import { PaceBucket, pace, type IdleReason } from './pacing.ts';
+import { mirrorSource, PauseReader } from './pause-reader.ts';
+
+export type DialerOptions = CallEventsOptions & {
+  tickMs?: number;
+  /** How often campaign settings, company state and other instances' live calls are re-read. */
+  settingsEveryMs?: number;
+  /** How often lost end notices and stale claims are looked for. */
+  reconcileEveryMs?: number;
+  ringTimeoutS?: number;
+  /** A reader to use instead of the default one (tests and benchmarks). */
+  pauseReader?: PauseReader;
+  /** Called for every originate sent (benchmarks measure launches with it). */
+  onLaunch?: (callId: string, tenantId: string, at: number) => void;
+};
+
+type Person = { id: string; phone: string };
+type Settings = {
+  lists: string[];
+  cps: number;
+  maxConcurrent: number;
+  callerId: string;
+  handler: 'bot' | 'agents';
+  mode: 'progressive' | 'preview';
+  foreignLive: number;
+};
+type Run = {
+  id: string;
+  tenantId: string;
+  epoch: number;
+  settings: Settings | null;
+  bucket: PaceBucket;
+  buffer: Person[];
+  refilling: boolean;
+  exhausted: boolean;
+  lastRefill: number;
+  idle: IdleReason | null;
+  idleSince: number;
+  written: IdleReason | null | undefined;
+  completing: boolean;
+  retired: boolean;
+};
+type Company = { on: boolean; cap: number; plan: PlanName; remoteLive: number };
+type LiveCall = { campaignId: string | null; tenantId: string };
+type Launch = {
+  callId: string;
+  run: Run | null;
+  tenantId: string;
+  campaignId: string;
+  personId: string | null;
+  to: string;
+  from: string;
+  handler: 'bot' | 'agents';
+  nodeId: string;
+  manual: boolean;
+};
+
+const ENDED_CHANNEL = (instance: string) => `vd.dialer.ended.${instance}`;
+/** People a claim holds before the reconcile gives them back (the claim's `next_attempt_at`). */
+const CLAIM_HOLD = '1 minute';
+/** A preview's person is held this long for the person at the screen. */
+const PREVIEW_HOLD = '10 minutes';
+/** Claimed people of a campaign idle this long (paused, no node) are given back. */
+const RELEASE_IDLE_BUFFER_MS = 5_000;
+
+export class Dialer {
+  readonly pause: PauseReader;
+  readonly events: CallEvents;
+  readonly stats: DialStats;
+  readonly #s: Services;
+  readonly #log: Logger;
+  readonly #me: string;
+  readonly #tickMs: number;
+  readonly #settingsEveryMs: number;
+  readonly #reconcileEveryMs: number;
+  readonly #ringTimeoutS: number;
+  readonly #onLaunch: DialerOptions['onLaunch'];
+  readonly #ownReader: boolean;
+  readonly #runs = new Map<string, Run>();
+  readonly #live = new Map<string, LiveCall>();
+  readonly #liveByCampaign = new Map<string, number>();
+  readonly #liveByTenant = new Map<string, number>();
+  readonly #companies = new Map<string, Company>();
+  readonly #idleWrites = new Map<string, IdleReason | null>();
+  #timers: NodeJS.Timeout[] = [];
+  #sub: LastingSubscription | null = null;
+  #onCall = (e: CallEvent) => this.events.push(e);
+  #refreshing = false;
+  #launching = 0;
+  #stopped = false;
+
+  constructor(services: Services, opts: DialerOptions = {}) {
+    this.#s = services;
+    this.#log = services.logger.child({ part: 'dialer' });
+    this.#me = services.instanceId;
+    this.#tickMs = opts.tickMs ?? 100;
+    this.#settingsEveryMs = opts.settingsEveryMs ?? 1000;
+    this.#reconcileEveryMs = opts.reconcileEveryMs ?? 5000;
+    this.#ringTimeoutS = opts.ringTimeoutS ?? 30;
+    this.#onLaunch = opts.onLaunch;
+    this.#ownReader = !opts.pauseReader;
+    this.pause =
+      opts.pauseReader ??
+      new PauseReader({
+        source: mirrorSource(services.coordinator, services.store),
+        coordinator: services.coordinator,
+        onError: (err) => this.#log.debug({ err }, 'kill switch read failed'),
+      });
+    this.events = new CallEvents({ store: services.store, coordinator: services.coordinator, log: this.#log, onEnded: (calls) => this.#ended(calls) }, opts);
+    this.stats = new DialStats(services.store, this.#me, this.#log);
+  }
+
+  async start(): Promise<void> {
+    if (this.#ownReader) await this.pause.start();
+    this.#s.agentHub.on('call', this.#onCall);
+    this.#sub = lastingSubscribe(this.#s.coordinator, ENDED_CHANNEL(this.#me), (m) => {
+      try {
+        for (const id of JSON.parse(m) as string[]) this.#endLocal(id);
+      } catch {
+        /* a malformed notice: the reconcile will find the ended calls */
+      }
+    });
+    this.stats.start();
+    this.#timers.push(setInterval(() => this.#tick(), this.#tickMs));
+    this.#timers.push(setInterval(() => void this.#refresh(), this.#settingsEveryMs));
+    this.#timers.push(setInterval(() => void this.#reconcile().catch((err) => this.#log.warn({ err }, 'dialer reconcile failed')), this.#reconcileEveryMs));
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    this.#s.agentHub.off('call', this.#onCall);
+    await this.#sub?.stop();
+    for (const run of this.#runs.values()) await this.#retire(run).catch(() => {});
+    await this.events.stop();
+    await this.stats.stop().catch(() => {});
+    if (this.#ownReader) await this.pause.stop();
+  }
+
+  /** Calls this instance launched that have not ended yet. */
+  get liveCalls(): number {
+    return this.#live.size;
+  }
+
+  // ---- the pacing loop ----
+
+  #tick(): void {
+    if (this.#stopped) return;
+    const now = Date.now();
+    const owned = this.#s.runtime.owned('campaign');
+    const running = new Set<string>();
+    for (const o of owned) {
+      if (o.snapshot.value !== 'running') continue;
+      running.add(o.id);
+      const known = this.#runs.get(o.id);
+      if (known && known.epoch === o.epoch) continue;
+      if (known) void this.#retire(known);
+      const ctx = o.snapshot.context as { tenantId: string };
+      const run: Run = {
+        id: o.id,
+        tenantId: ctx.tenantId,
+        epoch: o.epoch,
+        settings: null,
+        bucket: new PaceBucket(now),
+        buffer: [],
+        refilling: false,
+        exhausted: false,
+        lastRefill: 0,
+        idle: null,
+        idleSince: now,
+        written: undefined,
+        completing: false,
+        retired: false,
+      };
+      this.#runs.set(o.id, run);
+      // A new owner: whatever a former owner held in its buffer goes back to the list.
+      void this.#releaseClaims([run.id], { all: true }).then(() => this.#refresh());
+    }
+    for (const run of this.#runs.values()) if (!running.has(run.id)) void this.#retire(run);
+
+    const batch: Launch[] = [];
+    for (const run of this.#runs.values()) {
+      const st = run.settings;
+      const company = this.#companies.get(run.tenantId);
+      if (!st || !company) continue;
+      if (st.mode !== 'progressive') {
+        this.#setIdle(run, null, now);
+        continue;
+      }
+      const tokens = run.bucket.refill(st.cps, now);
+      const decision = pace({
+        pause: this.pause.check(run.tenantId),
+        companyOn: company.on,
+        tokens,
+        live: this.#campaignLive(run),
+        maxConcurrent: st.maxConcurrent,
+        tenantLive: (this.#liveByTenant.get(run.tenantId) ?? 0) + company.remoteLive,
+        tenantCap: company.cap,
+        freeNodes: this.#s.nodes.freeCapacity(),
+        buffered: run.buffer.length,
+        exhausted: run.exhausted,
+      });
+      let idle = decision.idle;
+      for (let i = 0; i < decision.launch; i++) {
+        const callId = newId('call');
+        const nodeId = this.#s.nodes.pick(callId);
+        if (!nodeId) {
+          idle = 'no_capacity';
+          break;
+        }
+        const person = run.buffer.shift()!;
+        run.bucket.take(1);
+        this.#addLive(callId, run.id, run.tenantId);
+        batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false });
+      }
+      this.#setIdle(run, idle, now);
+      if (run.idle && run.idle !== 'no_people' && run.buffer.length && now - run.idleSince > RELEASE_IDLE_BUFFER_MS) {
+        const given = run.buffer.splice(0);
+        void this.#releaseClaims([run.id], { only: given.map((p) => p.id) });
+      }
+      const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
+      const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity';
+      if (mayRefill && !run.refilling && run.buffer.length < target / 2 && (!run.exhausted || now - run.lastRefill > 1000)) {
+        void this.#refill(run, target - run.buffer.length);
+      }
+      if (run.exhausted && !run.refilling && run.buffer.length === 0 && this.#campaignLive(run) === 0 && !run.completing) void this.#maybeComplete(run);
+    }
+    if (batch.length) void this.#launch(batch);
+    if (this.#idleWrites.size) void this.#writeIdle();
+  }
+
+  #campaignLive(run: Run): number {
+    return (this.#liveByCampaign.get(run.id) ?? 0) + (run.settings?.foreignLive ?? 0);
+  }
+
+  #setIdle(run: Run, idle: IdleReason | null, now: number): void {
+    if (run.idle !== idle) {
+      run.idle = idle;
+      run.idleSince = now;
+    }
+    if (run.written !== idle) this.#idleWrites.set(run.id, idle);
+  }
+
+  async #writeIdle(): Promise<void> {
+    const list = [...this.#idleWrites].map(([id, r]) => ({ id, r }));
+    this.#idleWrites.clear();
+    try {
+      await sql`update campaigns c set idle_reason = x.r from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, r text)
+        where c.id = x.id and c.state = 'running'`.execute(this.#s.store.db);
+      for (const { id, r } of list) {
+        const run = this.#runs.get(id);
+        if (run) run.written = r as IdleReason | null;
+      }
+    } catch (err) {
+      this.#log.debug({ err }, 'idle reasons could not be written');
+    }
+  }
+
+  async #retire(run: Run): Promise<void> {
+    if (run.retired) return;
+    run.retired = true;
+    if (this.#runs.get(run.id) === run) this.#runs.delete(run.id);
+    const given = run.buffer.splice(0);
+    if (given.length) await this.#releaseClaims([run.id], { only: given.map((p) => p.id) }).catch(() => {});
+  }
+
+  /** Claims up to `n` due people of the campaign's lists (never one on the do-not-call list). */
+  async #refill(run: Run, n: number): Promise<void> {
+    const st = run.settings;
+    if (!st || n <= 0) return;
+    run.refilling = true;
+    try {
+      const rows = await claimPeople(this.#s, run.tenantId, run.id, st.lists, n, CLAIM_HOLD);
+      run.lastRefill = Date.now();
+      if (run.retired) {
+        await this.#releaseClaims([run.id], { only: rows.map((r) => r.id) });
+        return;
+      }
+      run.buffer.push(...rows.map((r) => ({ id: r.id, phone: r.phone_number })));
+      run.exhausted = rows.length === 0;
+    } catch (err) {
+      this.#log.warn({ err, campaign_id: run.id }, 'people could not be claimed');
+    } finally {
+      run.refilling = false;
+    }
+  }
+
+  async #maybeComplete(run: Run): Promise<void> {
+    const st = run.settings;
+    if (!st) return;
+    run.completing = true;
+    try {
+      const left = await sql<{ n: number }>`
+        select count(*)::int as n from people p
+        where p.tenant_id = ${run.tenantId} and p.list_id = any(${st.lists}::text[]) and p.status in ('new', 'due', 'calling')
+          and not exists (select 1 from dnc_numbers d where d.tenant_id = p.tenant_id and d.number = p.phone_number)`.execute(this.#s.store.db);
+      const live = await sql<{ n: number }>`select count(*)::int as n from calls where campaign_id = ${run.id} and state <> 'ended'`.execute(this.#s.store.db);
+      if (left.rows[0].n === 0 && live.rows[0].n === 0 && !run.retired) {
+        const r = await this.#s.runtime.send('campaign', run.id, { type: 'COMPLETE', at: Date.now() });
+        if (r.ok) this.#log.info({ campaign_id: run.id }, 'campaign completed: nobody left to call');
+      }
+    } catch (err) {
+      this.#log.warn({ err, campaign_id: run.id }, 'completion check failed');
+    } finally {
+      // Look again no sooner than the next refill.
+      setTimeout(() => (run.completing = false), 1000).unref();
+    }
+  }
+
+  /** Re-reads the running campaigns' settings, their companies, and other instances' live calls. */
+  async #refresh(): Promise<void> {
+    if (this.#refreshing || this.#runs.size === 0) return;
+    this.#refreshing = true;
+    try {
+      const ids = [...this.#runs.keys()];
+      const rows = await sql<{
+        id: string;
+        tenant_id: string;
+        list_ids: string[];
+        calls_per_second: string;
+        max_concurrent_calls: number;
+        caller_id: string | null;
+        handler: 'bot' | 'agents';
+        mode: 'progressive' | 'preview';
+        status: string;
+        core_hold: boolean;
+        plan: PlanName;
+        foreign_live: number;
+      }>`
+        select c.id, c.tenant_id, c.list_ids, c.calls_per_second, c.max_concurrent_calls, c.caller_id, c.handler, c.mode,
+          co.status, co.core_hold, co.plan,
+          (select count(*) from calls k where k.campaign_id = c.id and k.state <> 'ended' and k.launched_by is distinct from ${this.#me})::int as foreign_live
+        from campaigns c join companies co on co.id = c.tenant_id
+        where c.id = any(${ids}::text[])`.execute(this.#s.store.db);
+      const tenants = [...new Set(rows.rows.map((r) => r.tenant_id))];
+      const remote = await sql<{ tenant_id: string; n: number }>`
+        select tenant_id, count(*)::int as n from calls
+        where tenant_id = any(${tenants}::text[]) and state <> 'ended' and launched_by is distinct from ${this.#me}
+        group by tenant_id`.execute(this.#s.store.db);
+      const remoteBy = new Map(remote.rows.map((r) => [r.tenant_id, r.n]));
+      for (const r of rows.rows) {
+        this.#companies.set(r.tenant_id, { on: r.status === 'on' && !r.core_hold, cap: planLimits(r.plan).concurrent_calls, plan: r.plan, remoteLive: remoteBy.get(r.tenant_id) ?? 0 });
+        const run = this.#runs.get(r.id);
+        if (!run) continue;
+        run.settings = {
+          lists: r.list_ids,
+          cps: Math.min(Number(r.calls_per_second), planLimits(r.plan).calls_per_second),
+          maxConcurrent: Math.min(r.max_concurrent_calls, planLimits(r.plan).concurrent_calls),
+          callerId: r.caller_id ?? '',
+          handler: r.handler,
+          mode: r.mode,
+          foreignLive: r.foreign_live,
+        };
+      }
+    } catch (err) {
+      this.#log.warn({ err }, 'dialer could not re-read its campaigns');
+    } finally {
+      this.#refreshing = false;
+    }
+  }
+
+  /** Finds lost end notices, and gives back people held past their claim with no call. */
+  async #reconcile(): Promise<void> {
+    const ids = [...this.#live.keys()];
+    if (ids.length) {
+      const gone = await sql<{ id: string }>`select id from calls where id = any(${ids}::text[]) and state = 'ended'`.execute(this.#s.store.db);
+      for (const r of gone.rows) this.#endLocal(r.id);
+    }
+    const runs = [...this.#runs.values()];
+    if (runs.length) await this.#releaseClaims(runs.map((r) => r.id), { keep: runs.flatMap((r) => r.buffer.map((p) => p.id)) });
+  }
+
+  /**
+   * Gives claimed people back to their lists, their claim's attempt undone. `only`: exactly these
+   * (taken back from a buffer). Otherwise every person the campaigns hold with no call up, not in
+   * `keep`, and past its hold — or all of them (`all`), when a new owner takes over a campaign
+   * before it claims anyone itself.
+   */
+  async #releaseClaims(campaigns: string[], opts: { only?: string[]; keep?: string[]; all?: boolean }): Promise<void> {
+    const db = this.#s.store.db;
+    if (opts.only) {
+      if (opts.only.length === 0) return;
+      await sql`
+        update people set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(attempts - 1, 0)
+        where id = any(${opts.only}::text[]) and claimed_by = any(${campaigns}::text[]) and status = 'calling'`.execute(db);
+      return;
+    }
+    await sql`
+      update people p set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(p.attempts - 1, 0)
+      where p.claimed_by = any(${campaigns}::text[]) and p.status = 'calling'
+        and (${opts.all === true} or p.next_attempt_at is null or p.next_attempt_at < now())
+        and not (p.id = any(${opts.keep ?? []}::text[]))
+        and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')`.execute(db);
+  }
+
+  // ---- launching ----
+
+  #addLive(callId: string, campaignId: string | null, tenantId: string): void {
+    this.#live.set(callId, { campaignId, tenantId });
+    if (campaignId) this.#liveByCampaign.set(campaignId, (this.#liveByCampaign.get(campaignId) ?? 0) + 1);
+    this.#liveByTenant.set(tenantId, (this.#liveByTenant.get(tenantId) ?? 0) + 1);
+  }
+
+  #endLocal(callId: string): void {
+    this.#s.nodes.release(callId);
+    const c = this.#live.get(callId);
+    if (!c) return;
+    this.#live.delete(callId);
+    if (c.campaignId) this.#liveByCampaign.set(c.campaignId, Math.max(0, (this.#liveByCampaign.get(c.campaignId) ?? 1) - 1));
+    this.#liveByTenant.set(c.tenantId, Math.max(0, (this.#liveByTenant.get(c.tenantId) ?? 1) - 1));
+  }
+
+  #ended(calls: EndedCall[]): void {
+    const remote = new Map<string, string[]>();
+    for (const c of calls) {
+      if (c.refused) this.stats.denied(c.tenant_id);
+      if (!c.launched_by || c.launched_by === this.#me) this.#endLocal(c.call_id);
+      else {
+        let l = remote.get(c.launched_by);
+        if (!l) remote.set(c.launched_by, (l = []));
+        l.push(c.call_id);
+      }
+    }
+    for (const [instance, ids] of remote) this.#s.coordinator.publish(ENDED_CHANNEL(instance), JSON.stringify(ids)).catch(() => {});
+  }
+
+  /** Writes the batch's call rows in one transaction, then sends each originate that may still go. */
+  async #launch(batch: Launch[]): Promise<Launch[]> {
+    this.#launching++;
+    try {
+      let blocked: Set<string>;
+      try {
+        blocked = await this.#s.store.transaction((tx) => writeCalls(tx, batch, this.#me));
+      } catch (err) {
+        this.#log.warn({ err, calls: batch.length }, 'calls could not be written; their people go back to the buffer');
+        for (const l of batch) {
+          this.#endLocal(l.callId);
+          if (l.run && !l.run.retired && l.personId) l.run.buffer.unshift({ id: l.personId, phone: l.to });
+        }
+        return [];
+      }
+      const sent: Launch[] = [];
+      const cancelled: Launch[] = [];
+      for (const l of batch) {
+        if (blocked.has(l.callId)) {
+          this.#endLocal(l.callId);
+          this.stats.denied(l.tenantId);
+          continue;
+        }
+        // The last look at the kill switch, right before the call leaves.
+        const may = this.pause.check(l.tenantId).launch && (l.manual || (!!l.run && !l.run.retired && this.#s.runtime.owns('campaign', l.campaignId)));
+        if (!may || !this.#s.nodes.originate(l.nodeId, { call_id: l.callId, to: l.to, from: l.from, ring_timeout_s: this.#ringTimeoutS, handler: l.handler })) {
+          cancelled.push(l);
+          continue;
+        }
+        sent.push(l);
+        this.stats.launched(l.tenantId);
+        this.#onLaunch?.(l.callId, l.tenantId, performance.now());
+      }
+      if (cancelled.length) await this.#cancel(cancelled);
+      return sent;
+    } finally {
+      this.#launching--;
+    }
+  }
+
+  async #cancel(cancelled: Launch[]): Promise<void> {
+    for (const l of cancelled) {
+      this.#endLocal(l.callId);
+      this.stats.denied(l.tenantId);
+    }
+    const ids = cancelled.map((l) => l.callId);
+    const people = cancelled.flatMap((l) => (l.personId && !l.manual ? [l.personId] : []));
+    try {
+      await this.#s.store.transaction(async (tx) => {
+        await tx.updateTable('calls').set({ state: 'ended', ended_at: new Date(), end_reason: 'not_launched' }).where('id', 'in', ids).where('state', '=', 'dialing').execute();
+        if (people.length) {
+          await tx
+            .updateTable('people')
+            .set((eb) => ({ status: 'due', claimed_by: null, next_attempt_at: null, attempts: sql`greatest(${eb.ref('attempts')} - 1, 0)` }))
+            .where('id', 'in', people)
+            .where('status', '=', 'calling')
+            .execute();
+        }
+      });
+    } catch (err) {
+      // The rows stay 'dialing' and the people 'calling'; the reconcile of calls never placed is left to an operator.
+      this.#log.error({ err, calls: ids.length }, 'calls stopped before launch could not be marked');
+    }
+  }
+
+  // ---- manual dialing and preview ----
+
+  /** Refuses with 503 while the kill switch holds the company (or cannot be read). */
+  #checkPause(tenantId: string): void {
+    const p = this.pause.check(tenantId);
+    if (p.launch) return;
+    this.stats.denied(tenantId);
+    if (p.idle_reason === 'platform_paused') throw new ApiError('unavailable', 'platform_paused: dialing is paused by the platform; try again once it is resumed');
+    throw new ApiError('unavailable', 'platform_pause_unreadable: the dialing switch cannot be read right now, so nothing is dialed; try again shortly');
+  }
+
+  async #campaignFor(tenantId: string, campaignId: string) {
+    const row = await this.#s.store.db
+      .selectFrom('campaigns as c')
+      .innerJoin('companies as co', 'co.id', 'c.tenant_id')
+      .select(['c.id', 'c.state', 'c.mode', 'c.handler', 'c.caller_id', 'c.list_ids', 'c.max_concurrent_calls', 'co.status', 'co.core_hold', 'co.plan'])
+      .where('c.id', '=', campaignId)
+      .where('c.tenant_id', '=', tenantId)
+      .executeTakeFirst();
+    if (!row) throw new ApiError('not_found', `no campaign ${campaignId}`);
+    if (row.status !== 'on' || row.core_hold) throw new ApiError('conflict', 'tenant_paused: the company is suspended, so nothing is dialed');
+    if (row.state !== 'running') throw new ApiError('conflict', `the campaign is ${row.state}; calls are placed only for a running campaign`);
+    return row;
+  }
+
+  /** `POST /api/dialer/v1/calls`: a person places one call now, for a running campaign. */
+  async manualDial(tenantId: string, input: { campaign_id: string; to?: string; person_id?: string }) {
+    this.#checkPause(tenantId);
+    const c = await this.#campaignFor(tenantId, input.campaign_id);
+    let to: string | null;
+    let personId: string | null = null;
+    if (input.person_id) {
+      const p = await this.#s.store.db
+        .selectFrom('people')
+        .select(['id', 'phone_number', 'status', 'claimed_by'])
+        .where('id', '=', input.person_id)
+        .where('tenant_id', '=', tenantId)
+        .where('list_id', 'in', c.list_ids.length ? c.list_ids : [''])
+        .executeTakeFirst();
+      if (!p) throw new ApiError('unprocessable', `person_id: no person ${input.person_id} in the campaign's lists`);
+      if (p.status === 'done') throw new ApiError('conflict', 'this person has already been dealt with');
+      if (p.status === 'calling' && p.claimed_by !== c.id) throw new ApiError('conflict', 'this person is being called by another campaign');
+      to = p.phone_number;
+      personId = p.id;
+    } else {
+      to = toE164(input.to ?? '');
+      if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
+    }
+    const limits = planLimits(c.plan);
+    const live = await sql<{ campaign: number; tenant: number }>`
+      select count(*) filter (where campaign_id = ${c.id})::int as campaign, count(*)::int as tenant
+      from calls where tenant_id = ${tenantId} and state <> 'ended'`.execute(this.#s.store.db);
+    const { campaign, tenant } = live.rows[0];
+    if (campaign >= Math.min(c.max_concurrent_calls, limits.concurrent_calls) || tenant >= limits.concurrent_calls) {
+      this.stats.denied(tenantId);
+      throw new ApiError('conflict', `concurrency_cap: ${campaign} calls are up for this campaign and ${tenant} for the company; wait for one to end`);
+    }
+    // The final check: a pause that arrived while the checks above ran.
+    this.#checkPause(tenantId);
+    const callId = newId('call');
+    const nodeId = this.#s.nodes.pick(callId);
+    if (!nodeId) {
+      this.stats.denied(tenantId);
+      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
+    }
+    if (personId) {
+      await this.#s.store.db.updateTable('people').set({ status: 'calling', claimed_by: c.id, next_attempt_at: sql`now() + interval '1 minute'` }).where('id', '=', personId).execute();
+    }
+    this.#addLive(callId, c.id, tenantId);
+    const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true };
+    const sent = await this.#launch([launch]);
+    if (sent.length === 0) {
+      const onList = await this.#s.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to).executeTakeFirst();
+      if (onList) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
+      this.#checkPause(tenantId);
+      throw new ApiError('unavailable', 'the call could not be handed to a media node; try again');
+    }
+    const row = await this.#s.store.db.selectFrom('calls').select(['id', 'journey_id', 'node_id', 'state', 'to_number', 'from_number', 'campaign_id', 'person_id']).where('id', '=', callId).executeTakeFirstOrThrow();
+    return { call_id: row.id, campaign_id: row.campaign_id, person_id: row.person_id, journey_id: row.journey_id, node_id: row.node_id, to: row.to_number, from: row.from_number, state: row.state };
+  }
+
+  /** `POST /api/dialer/v1/campaigns/{id}/next`: the next person of a preview campaign, held for the caller. */
+  async previewNext(tenantId: string, campaignId: string) {
+    this.#checkPause(tenantId);
+    const c = await this.#campaignFor(tenantId, campaignId);
+    if (c.mode !== 'preview') throw new ApiError('conflict', 'this is a progressive campaign: the dialer calls its people itself');
+    const [p] = await claimPeople(this.#s, tenantId, c.id, c.list_ids, 1, PREVIEW_HOLD);
+    if (!p) return { person: null, held_until: null };
+    const row = await this.#s.store.db
+      .selectFrom('people')
+      .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'attempts', 'next_attempt_at'])
+      .where('id', '=', p.id)
+      .executeTakeFirstOrThrow();
+    return { person: { ...row, next_attempt_at: undefined }, held_until: row.next_attempt_at?.toISOString() ?? null };
+  }
+}
+
+/** Claims up to `n` due people of `lists` for the campaign, holding them for `hold`. */
+async function claimPeople(s: Services, tenantId: string, campaignId: string, lists: string[], n: number, hold: string) {
+  const rows = await sql<{ id: string; phone_number: string }>`
+    update people p set status = 'calling', claimed_by = ${campaignId}, attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
+    from (
+      select q.id from people q
+      where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due')
+        and (q.next_attempt_at is null or q.next_attempt_at <= now())
+        and not exists (select 1 from dnc_numbers d where d.tenant_id = q.tenant_id and d.number = q.phone_number)
+      order by q.next_attempt_at nulls first, q.id
+      limit ${n}
+      for update skip locked
+    ) pick
+    where p.id = pick.id
+    returning p.id, p.phone_number`.execute(s.store.db);
+  return rows.rows;
+}
+
+/**
+ * Inside `tx`: the journeys and call rows of a launch batch. A number found on the company's
+ * do-not-call list now gets no call row; its person is done. Returns the calls so blocked.
+ */
+async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<Set<string>> {
+  const onList = await sql<{ tenant_id: string; number: string }>`
+    select d.tenant_id, d.number from dnc_numbers d
+    join unnest(${batch.map((l) => l.tenantId)}::text[], ${batch.map((l) => l.to)}::text[]) as x(t, n) on d.tenant_id = x.t and d.number = x.n`.execute(tx);
+  const blockedNumbers = new Set(onList.rows.map((r) => `${r.tenant_id}|${r.number}`));
+  const blocked = new Set<string>();
+  const ok: Launch[] = [];
+  for (const l of batch) {
+    if (blockedNumbers.has(`${l.tenantId}|${l.to}`)) blocked.add(l.callId);
+    else ok.push(l);
+  }
+  const blockedPeople = batch.filter((l) => blocked.has(l.callId) && l.personId).map((l) => l.personId!);
+  if (blockedPeople.length) await tx.updateTable('people').set({ status: 'done', claimed_by: null, next_attempt_at: null }).where('id', 'in', blockedPeople).execute();
+  if (ok.length === 0) return blocked;
+  const withPerson = ok.filter((l) => l.personId);
+  const journeys = new Map<string, string>();
+  if (withPerson.length) {
+    const rows = await tx
+      .insertInto('journeys')
+      .values(withPerson.map((l) => ({ id: newId('jny'), tenant_id: l.tenantId, campaign_id: l.campaignId, person_id: l.personId })))
+      .onConflict((oc) => oc.columns(['campaign_id', 'person_id']).where('person_id', 'is not', null).doUpdateSet({ campaign_id: (eb) => eb.ref('excluded.campaign_id') }))
+      .returning(['id', 'campaign_id', 'person_id'])
+      .execute();
+    for (const r of rows) journeys.set(`${r.campaign_id}|${r.person_id}`, r.id);
+  }
+  const bare = ok.filter((l) => !l.personId);
+  if (bare.length) {
+    const rows = bare.map((l) => ({ id: newId('jny'), tenant_id: l.tenantId, campaign_id: l.campaignId, person_id: null }));
+    await tx.insertInto('journeys').values(rows).execute();
+    bare.forEach((l, i) => journeys.set(`call|${l.callId}`, rows[i].id));
+  }
+  await tx
+    .insertInto('calls')
+    .values(
+      ok.map((l) => ({
+        id: l.callId,
+        tenant_id: l.tenantId,
+        campaign_id: l.campaignId,
+        person_id: l.personId,
+        node_id: l.nodeId,
+        to_number: l.to,
+        from_number: l.from,
+        state: 'dialing' as const,
+        handler: l.handler === 'bot' ? ('bot' as const) : ('agent' as const),
+        journey_id: l.personId ? (journeys.get(`${l.campaignId}|${l.personId}`) ?? null) : (journeys.get(`call|${l.callId}`) ?? null),
+        direction: 'outbound',
+        launched_by: me,
+        manual: l.manual,
+      })),
+    )
+    .execute();
+  return blocked;
+}
