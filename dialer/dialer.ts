@@ -40,6 +40,11 @@ export type DialerOptions = CallEventsOptions & {
   ringTimeoutS?: number;
   /** A reader to use instead of the default one (tests and benchmarks). */
   pauseReader?: PauseReader;
+  /**
+   * Whether the default reader listens for change notices (default true). False leaves it the
+   * 1 s re-read only: how the dialer behaves when notices are lost (benchmarks measure it).
+   */
+  notices?: boolean;
   /** Called for every originate sent (benchmarks measure launches with it). */
   onLaunch?: (callId: string, tenantId: string, at: number) => void;
 };
@@ -133,7 +138,7 @@ export class Dialer {
       opts.pauseReader ??
       new PauseReader({
         source: mirrorSource(services.coordinator, services.store),
-        coordinator: services.coordinator,
+        coordinator: opts.notices === false ? undefined : services.coordinator,
         onError: (err) => this.#log.debug({ err }, 'kill switch read failed'),
       });
     this.events = new CallEvents({ store: services.store, coordinator: services.coordinator, log: this.#log, onEnded: (calls) => this.#ended(calls) }, opts);
@@ -167,6 +172,9 @@ export class Dialer {
     if (this.#ownReader) await this.pause.stop();
   }
 
+  /** CPU time spent in the pacing loop's ticks (not in the store round trips they start). */
+  readonly tickCpu = { ticks: 0, micros: 0, campaignTicks: 0 };
+
   /** Calls this instance launched that have not ended yet. */
   get liveCalls(): number {
     return this.#live.size;
@@ -176,6 +184,15 @@ export class Dialer {
 
   #tick(): void {
     if (this.#stopped) return;
+    const cpu = process.cpuUsage();
+    this.#pace();
+    const used = process.cpuUsage(cpu);
+    this.tickCpu.ticks++;
+    this.tickCpu.micros += used.user + used.system;
+    this.tickCpu.campaignTicks += this.#runs.size;
+  }
+
+  #pace(): void {
     const now = Date.now();
     const owned = this.#s.runtime.owned('campaign');
     const running = new Set<string>();

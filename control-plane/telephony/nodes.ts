@@ -52,13 +52,13 @@ export type MediaNodesDeps = {
 
 /** How often the rows of other instances' nodes are read for the choice. */
 const REFRESH_MS = 1_000;
-/** A heartbeat that changes no live-call count is written at most this often per node. */
-const HEARTBEAT_WRITE_MS = 1_000;
 /** How long `stop()` waits for queued node events (the offline notices of a closing hub). */
 const STOP_WAIT_MS = 3_000;
 const MAX_NODE_ID = 128;
 
 const cmdChannel = (instance: string) => `vd.agent.cmd.${instance}`;
+/** Every transition of a node actor is told here, so each instance's choice sees it at once. */
+const CHANGED_CHANNEL = 'vd.nodes.changed';
 
 /** A command for an agent, as it travels between instances. */
 type AgentCommand = { type: 'originate'; call: OriginateCall } | { type: 'hangup'; call_id: string } | { type: NodeCommand };
@@ -80,6 +80,9 @@ type CachedRow = {
 
 type Reported = { draining: boolean; reason: DrainReason | null; capacity: number };
 
+/** A node actor's state after a transition, as every instance's registry takes it. */
+type ChangeNotice = Pick<CachedRow, 'node_id' | 'state' | 'drain_reason' | 'capacity' | 'instance' | 'epoch'>;
+
 const SUBJECT = {
   drained: 'vd.platform.node_drained',
   resumed: 'vd.platform.node_resumed',
@@ -98,10 +101,10 @@ export class MediaNodes {
   readonly #reservedOn = new Map<string, number>();
   readonly #queues = new Map<string, Promise<void>>();
   readonly #reported = new Map<string, Reported>();
-  readonly #heartbeats = new Map<string, { at: number; live: number; writing: boolean; next: NodeView | null }>();
+  readonly #heartbeats = new Map<string, { beat: number; writing: boolean; next: NodeView | null }>();
   readonly #actors = new Set<string>();
   readonly #listeners: Array<[string, (...args: any[]) => void]> = [];
-  #sub: LastingSubscription | null = null;
+  #subs: LastingSubscription[] = [];
   #timer: NodeJS.Timeout | null = null;
   #refreshing: Promise<void> | null = null;
   #stopped = false;
@@ -144,10 +147,13 @@ export class MediaNodes {
           .execute();
         emit(nodeEvents(id, prev.context, String(prev.value), c, state, event as NodeEvent));
       },
-      // Safe to repeat: a drain or resume the node already follows changes nothing on the agent.
+      // Safe to repeat: a drain or resume the node already follows changes nothing on the agent,
+      // and a notice of the state the row already holds changes no instance's view.
       effects: async (id, snap) => {
         const c = snap.context;
         if (c.pending && c.online) this.#deliver(id, { type: c.pending }, c.instance);
+        const notice: ChangeNotice = { node_id: id, state: String(snap.value) as MediaNodeState, drain_reason: c.drainReason, capacity: c.capacity, instance: c.instance, epoch: c.epoch };
+        this.#deps.coordinator.publish(CHANGED_CHANNEL, JSON.stringify(notice)).catch((err) => this.#log.warn({ err, node: id }, 'node change notice not sent'));
         return [];
       },
       deadline: () => null,
@@ -161,7 +167,8 @@ export class MediaNodes {
     this.#on('node.updated', (v: NodeView) => this.#onUpdated(v));
     this.#on('node.offline', (v: NodeView) => this.#onOffline(v));
     for (const [name, fn] of this.#listeners) hub.on(name, fn);
-    this.#sub = lastingSubscribe(coordinator, cmdChannel(instanceId), (m) => this.#onForwarded(m));
+    this.#subs.push(lastingSubscribe(coordinator, cmdChannel(instanceId), (m) => this.#onForwarded(m)));
+    this.#subs.push(lastingSubscribe(coordinator, CHANGED_CHANNEL, (m) => this.#onChanged(m)));
     this.#timer = setInterval(() => void this.#refresh(), REFRESH_MS);
     this.#timer.unref();
     await this.#refresh();
@@ -172,7 +179,7 @@ export class MediaNodes {
     this.#stopped = true;
     for (const [name, fn] of this.#listeners) this.#deps.hub.off(name, fn);
     if (this.#timer) clearInterval(this.#timer);
-    await this.#sub?.stop();
+    for (const sub of this.#subs) await sub.stop();
     // A closing hub has just reported its nodes offline: let those notices reach the actors.
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -323,45 +330,64 @@ export class MediaNodes {
   /** Sends an event to the node's actor; a good answer updates this instance's view at once. */
   async #send(nodeId: string, event: NodeEvent): Promise<ActorReply> {
     const reply = await this.#deps.runtime().send('node', nodeId, event);
-    if (reply.ok) this.#patch(nodeId, reply.state as MediaNodeState, reply.context as NodeContext);
+    if (reply.ok) {
+      const c = reply.context as NodeContext;
+      this.#patch({ node_id: nodeId, state: reply.state as MediaNodeState, drain_reason: c.drainReason, capacity: c.capacity, instance: c.instance, epoch: c.epoch });
+    }
     else if (reply.code === 'unavailable') this.#log.warn({ node: nodeId, event: event.type, message: reply.message }, 'node actor did not answer');
     else this.#log.debug({ node: nodeId, event: event.type, message: reply.message }, 'node event refused');
     return reply;
   }
 
-  #patch(nodeId: string, state: MediaNodeState, c: NodeContext): void {
-    const old = this.#rows.get(nodeId);
-    const view = this.#deps.hub.node(nodeId);
-    const local = view?.online && view.epoch === c.epoch;
-    this.#rows.set(nodeId, {
-      node_id: nodeId,
-      state,
-      drain_reason: c.drainReason,
-      capacity: c.capacity,
+  /** Takes an actor's newer state into this instance's registry (heartbeat age and live calls stay). */
+  #patch(n: ChangeNotice): void {
+    const old = this.#rows.get(n.node_id);
+    const view = this.#deps.hub.node(n.node_id);
+    const local = view?.online && view.epoch === n.epoch;
+    this.#rows.set(n.node_id, {
+      ...n,
       live_calls: local ? view.live_calls : (old?.live_calls ?? 0),
-      instance: c.instance,
-      epoch: c.epoch,
       ageMs: local ? Date.now() - view.last_heartbeat_at.getTime() : (old?.ageMs ?? null),
       readAt: local ? Date.now() : (old?.readAt ?? Date.now()),
     });
-    this.#patchedAt.set(nodeId, Date.now());
+    this.#patchedAt.set(n.node_id, Date.now());
   }
 
-  /** Heartbeat time and live calls go to the row without a transition, in order, coalesced. */
+  #onChanged(raw: string): void {
+    let n: ChangeNotice;
+    try {
+      n = JSON.parse(raw) as ChangeNotice;
+    } catch {
+      return;
+    }
+    if (typeof n?.node_id !== 'string' || typeof n.epoch !== 'number') return;
+    // A notice older than what this instance knows (another connection since) is dropped.
+    const known = this.#rows.get(n.node_id);
+    if (known && known.epoch > n.epoch) return;
+    this.#patch(n);
+  }
+
+  /**
+   * Heartbeat time and live calls go to the row without a transition: each heartbeat (one per node
+   * every 2 s, more when calls end), in order, coalesced while a write is under way. Every one is
+   * written, so the row is never staler than the hub by more than a write. Only a real heartbeat
+   * counts (the hub also reports its own drain and resume at once): a hung node must not look
+   * alive because an operator drained it.
+   */
   #writeHeartbeat(v: NodeView): void {
     let hb = this.#heartbeats.get(v.node_id);
     if (!hb) {
-      hb = { at: 0, live: -1, writing: false, next: null };
+      hb = { beat: 0, writing: false, next: null };
       this.#heartbeats.set(v.node_id, hb);
     }
     if (hb.writing) {
       hb.next = v;
       return;
     }
-    if (hb.live === v.live_calls && Date.now() - hb.at < HEARTBEAT_WRITE_MS) return;
+    const beat = v.last_heartbeat_at.getTime();
+    if (beat === hb.beat) return;
     hb.writing = true;
-    hb.at = Date.now();
-    hb.live = v.live_calls;
+    hb.beat = beat;
     const state = hb;
     void this.#deps.store.db
       .updateTable('media_nodes')
@@ -477,11 +503,14 @@ export class MediaNodes {
   #candidates(): NodeLoad[] {
     const out: NodeLoad[] = [];
     const local = new Set<string>();
+    const now = Date.now();
     for (const v of this.#deps.hub.nodes()) {
       if (!v.online) continue;
       local.add(v.node_id);
       const row = this.#rows.get(v.node_id);
       if (v.draining || !row || row.state !== 'accepting' || row.epoch !== v.epoch) continue;
+      // The same 5 s rule as for other instances' rows (the hub's own check runs every 500 ms).
+      if (now - v.last_heartbeat_at.getTime() >= OFFLINE_AFTER_MS) continue;
       out.push({ node_id: v.node_id, capacity: v.capacity, live: Math.max(v.live_calls, this.#reservedOn.get(v.node_id) ?? 0) });
     }
     for (const row of this.#rows.values()) {

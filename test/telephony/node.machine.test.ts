@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createActor } from 'xstate';
-import { nodeMachine, nodeRefusal, type NodeEvent } from '../../control-plane/actors/node.machine.ts';
+import { nodeMachine, nodeRefusal, type NodeEvent, type NodeInput } from '../../control-plane/actors/node.machine.ts';
 
 const by = { kind: 'operator' as const, id: 'opr_1', email: 'op@example.com' };
 const hello = (epoch: number, extra: Partial<Extract<NodeEvent, { type: 'CONNECTED' }>> = {}): NodeEvent => ({
@@ -16,7 +16,7 @@ const hello = (epoch: number, extra: Partial<Extract<NodeEvent, { type: 'CONNECT
 });
 const report = (epoch: number, draining: boolean, reason: 'operator' | 'shutdown' | null = null): NodeEvent => ({ type: 'REPORT', epoch, draining, reason, capacity: 4 });
 
-function start(input = { nodeId: 'node_1' }) {
+function start(input: NodeInput = { nodeId: 'node_1' }) {
   const actor = createActor(nodeMachine, { input });
   actor.start();
   return actor;
@@ -100,7 +100,7 @@ t('a drain made on the agent directly (not through the actor) is taken from its 
 });
 
 t('a node new to the platform that says it drains for an operator keeps the drain', () => {
-  const a = start({ nodeId: 'node_2', operatorDrain: true } as { nodeId: string });
+  const a = start({ nodeId: 'node_2', operatorDrain: true });
   assert.equal(send(a, hello(10, { draining: true, reason: 'operator' })), { allowed: true, state: 'draining', reason: 'operator', pending: null });
 });
 
@@ -108,7 +108,7 @@ t('a snapshot restores to the same state', () => {
   const a = start();
   send(a, hello(10));
   send(a, { type: 'DRAIN', by });
-  const b = createActor(nodeMachine, { snapshot: a.getPersistedSnapshot() as never });
+  const b = createActor(nodeMachine, { input: { nodeId: 'node_1' }, snapshot: a.getPersistedSnapshot() as never });
   b.start();
   assert.is(String(b.getSnapshot().value), 'draining');
   assert.is(b.getSnapshot().context.pending, 'drain');

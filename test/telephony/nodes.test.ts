@@ -32,6 +32,7 @@ let owner: Session;
 let support: Session;
 let viewer: Session;
 const agents: Agent[] = [];
+let nodeB1: Agent | undefined;
 const calls: Array<CallEvent & { at: number; on: 'a' | 'b' }> = [];
 let n = 0;
 
@@ -129,7 +130,7 @@ t.after(async () => {
 });
 
 t('GET lists every node with capacity, live calls, drain state, state and last heartbeat', async () => {
-  spawnAgent(a, 'node_a1', { VD_AGENT_SIM_TALK_SECONDS: '150' });
+  spawnAgent(a, 'node_a1', { VD_AGENT_SIM_TALK_SECONDS: '400' });
   spawnAgent(a, 'node_a2');
   await online('node_a1');
   await online('node_a2');
@@ -159,7 +160,9 @@ t('GET lists every node with capacity, live calls, drain state, state and last h
   assert.ok((await nodes(a, viewer)).some((x) => x.node_id === 'node_a2'));
   assert.ok((await nodes(b)).some((x) => x.node_id === 'node_a1' && x.live_calls === 1));
   assert.is(a.services.nodes.freeCapacity(), 5);
-  await waitFor('call ended', () => callOf(c.call_id, 'call.ended'), 4000);
+  assert.ok(a.services.nodes.hangup('node_a1', c.call_id));
+  const ended = await waitFor('call hung up', () => callOf(c.call_id, 'call.ended'), 2000);
+  assert.is((ended.event as { reason?: string }).reason, 'hangup');
 });
 
 t('who may: any operator reads, only platform_owner drains or resumes; companies and strangers may not', async () => {
@@ -181,11 +184,16 @@ t('who may: any operator reads, only platform_owner drains or resumes; companies
 });
 
 t('drain: the node drains, the agent refuses originates, pick() never returns it; resume brings it back', async () => {
+  await waitFor('B may pick node_a2 (it reads A\'s nodes from the rows)', () => picks(b).has('node_a2'), 3000);
   const d = await drainNode('node_a2');
   assert.is(d.status, 200, d.text);
   assert.equal([d.body.node_id, d.body.state, d.body.draining, d.body.drain_reason], ['node_a2', 'draining', true, 'operator']);
   assert.not.ok(picks(a).has('node_a2'));
   assert.ok(picks(a).has('node_a1'));
+  // The other instance hears of the transition at once, not at its next read of the rows.
+  const heard = Date.now();
+  await waitFor('B stops picking node_a2', () => !picks(b).has('node_a2'), 300, 5);
+  assert.ok(Date.now() - heard < 300);
   // The agent itself refuses: a call sent to it anyway.
   const c = newCall();
   assert.ok(a.services.nodes.originate('node_a2', c));
@@ -244,8 +252,7 @@ t('an operator drain survives a new agent process on the other instance: the dra
   const took = Date.now() - killedAt;
   assert.ok(took < 6000, `offline after ${took} ms`);
   assert.equal([off.draining, off.drain_reason], [true, 'operator']);
-  assert.not.ok(picks(a).has('node_a1'));
-  assert.not.ok(picks(b).has('node_a1'));
+  await waitFor('no instance picks node_a1', () => !picks(a).has('node_a1') && !picks(b).has('node_a1'), 300, 5);
   // A new process of the same node connects to instance B and says hello without a drain. The
   // actor (owned by A, where the node was first) sends the drain to B, which tells the agent.
   spawnAgent(b, 'node_a1');
@@ -267,7 +274,7 @@ t("commands for a node held by another instance are forwarded: resume and origin
   assert.is(r.status, 200, r.text);
   await waitFor('the agent on B accepts', () => b.agentHub.node('node_a1')?.draining === false, 3000);
   // A node that registers on B and is drained through A's HTTP (its actor lives on B).
-  spawnAgent(b, 'node_b1');
+  nodeB1 = spawnAgent(b, 'node_b1');
   await online('node_b1', 'accepting', a);
   const d = await drainNode('node_b1', owner, a);
   assert.is(d.status, 200, d.text);
@@ -281,6 +288,23 @@ t("commands for a node held by another instance are forwarded: resume and origin
   assert.is(placed.on, 'b');
   await waitFor('ended on B', () => callOf(c.call_id, 'call.ended'), 3000);
   assert.is((await resumeNode('node_b1', owner, a)).status, 200);
+});
+
+t('a hung agent (SIGSTOP) is offline after 5 s of silence on every instance; it comes back after SIGCONT', async () => {
+  const ag = nodeB1!;
+  await online('node_b1', 'accepting', a);
+  const stoppedAt = Date.now();
+  ag.proc.kill('SIGSTOP');
+  try {
+    await online('node_b1', 'offline', a);
+    const took = Date.now() - stoppedAt;
+    assert.ok(took >= 3000 && took < 6500, `offline after ${took} ms`);
+    // Each instance's choice agrees within the time the change notice takes to travel.
+    await waitFor('no instance picks node_b1', () => !picks(a).has('node_b1') && !picks(b).has('node_b1'), 300, 5);
+  } finally {
+    ag.proc.kill('SIGCONT');
+  }
+  await online('node_b1', 'accepting', a);
 });
 
 t('pick reserves slots until released; none when every accepting node is full', async () => {

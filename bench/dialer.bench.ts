@@ -1,0 +1,71 @@
+/**
+ * Calls launched a second by one control-plane instance across 50 running campaigns on 10
+ * simulated media nodes, and the dialer's CPU time per tick per running campaign.
+ *
+ * 10 enterprise companies × 5 campaigns, each allowed 50 calls a second (the enterprise plan's
+ * most) and 200 calls at once: 2,500 calls a second offered. The agents run in a process of their
+ * own (`support/agents.ts`, 10 nodes of 500 calls) and time each originate as it arrives; calls
+ * ring 20–200 ms and talk 200 ms (simulated seconds × 0.01). The control plane (dialer, call event
+ * writer, outbox, Postgres client) runs in this process on the local Postgres and Redis.
+ *
+ * Prints JSON lines: `dialer.launch_rate` (calls a second reaching the nodes over the measured
+ * window, and the share of the offered rate) and `dialer.tick_cpu` (µs of CPU per tick, and per
+ * tick per running campaign, for the pacing loop alone), and the process's CPU per launched call.
+ *
+ * Usage: node bench/dialer.bench.ts   (BENCH_SECONDS, BENCH_CAMPAIGNS_PER, BENCH_COMPANIES override)
+ */
+import { pct, setUpDialing } from './support/dialing.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 10);
+const PER = Number(process.env.BENCH_CAMPAIGNS_PER ?? 5);
+const CPS = 50;
+
+const bench = await setUpDialing({ companies: COMPANIES, campaignsPer: PER, people: Math.ceil(CPS * (SECONDS + 10) * 1.2), cps: CPS, concurrent: 200, nodes: 10, capacity: 500, talkSeconds: 20 });
+try {
+  await bench.startAll();
+  // Warm up: the first seconds fill buffers and caches.
+  await new Promise((r) => setTimeout(r, 3000));
+  const d = bench.cp.dialer;
+  const t0 = Date.now();
+  const n0 = bench.launches.length;
+  const cpu0 = process.cpuUsage();
+  const tick0 = { ...d.tickCpu };
+  const perSecond: number[] = [];
+  for (let s = 0; s < SECONDS; s++) {
+    const before = bench.launches.length;
+    await new Promise((r) => setTimeout(r, 1000));
+    perSecond.push(bench.launches.length - before);
+  }
+  const elapsed = (Date.now() - t0) / 1000;
+  const launched = bench.launches.length - n0;
+  const cpu = process.cpuUsage(cpu0);
+  const ticks = d.tickCpu.ticks - tick0.ticks;
+  const tickMicros = d.tickCpu.micros - tick0.micros;
+  const campaignTicks = d.tickCpu.campaignTicks - tick0.campaignTicks;
+  const rate = launched / elapsed;
+  const offered = COMPANIES * PER * CPS;
+  console.log(JSON.stringify({
+    bench: 'dialer.launch_rate',
+    campaigns: COMPANIES * PER,
+    nodes: 10,
+    offered_per_s: offered,
+    launched_per_s: Math.round(rate),
+    share_of_offered: Number((rate / offered).toFixed(3)),
+    per_second_p50: pct(perSecond, 50),
+    per_second_min: Math.min(...perSecond),
+    per_second_max: Math.max(...perSecond),
+    seconds: SECONDS,
+    event_backlog_at_end: d.events.backlog,
+  }));
+  console.log(JSON.stringify({
+    bench: 'dialer.tick_cpu',
+    ticks,
+    us_per_tick: Number((tickMicros / ticks).toFixed(1)),
+    us_per_tick_per_campaign: Number((tickMicros / campaignTicks).toFixed(2)),
+    process_cpu_ms_per_s: Math.round((cpu.user + cpu.system) / 1000 / elapsed),
+    process_cpu_us_per_launched_call: Math.round((cpu.user + cpu.system) / launched),
+  }));
+} finally {
+  await bench.close();
+}

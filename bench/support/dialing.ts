@@ -1,0 +1,110 @@
+/**
+ * Shared set-up of the dialing benchmarks: a control plane in this process on a fresh Postgres
+ * database and Redis prefix, an agents process (`agents.ts`) with its originates timed, enterprise
+ * companies each with running campaigns over lists of people.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../shared/config.ts';
+import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
+import { createCompany } from '../../control-plane/companies/create-company.ts';
+import { addPeople } from '../../control-plane/core/people.ts';
+import { commandCampaign, createCampaign } from '../../control-plane/core/campaigns.ts';
+import { createList } from '../../control-plane/core/lists.ts';
+import type { DialerOptions } from '../../dialer/dialer.ts';
+import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../../test/support/db.ts';
+import { deleteRedisPrefix } from '../../test/support/processes.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export type Launch = { node: string; callId: string; at: number };
+
+export type Bench = {
+  cp: RunningControlPlane;
+  /** Every originate the agents received, in arrival order (wall-clock ms). */
+  launches: Launch[];
+  campaigns: string[];
+  /** Starts every campaign (through its actor). */
+  startAll(): Promise<void>;
+  close(): Promise<void>;
+};
+
+export async function setUpDialing(opts: { companies: number; campaignsPer: number; people: number; cps: number; concurrent: number; nodes: number; capacity: number; talkSeconds: number; dialer?: DialerOptions }): Promise<Bench> {
+  const db = await createTestDatabase();
+  const prefix = testRedisPrefix();
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'error',
+    DATABASE_URL: db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    VD_REDIS_KEY_PREFIX: prefix,
+    VD_BOOTSTRAP_OPERATOR_EMAIL: 'bench-owner@platform.test',
+    VD_BOOTSTRAP_OPERATOR_PASSWORD: 'bench-operator-password-1',
+    VD_EMBEDDED_AGENT: '0',
+  });
+  const cp = await startControlPlane(config, {}, opts.dialer ?? {});
+  const launches: Launch[] = [];
+  const agents: ChildProcess = spawn(process.execPath, ['bench/support/agents.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      BENCH_URL: `${cp.url.replace(/^http/, 'ws')}/agent/v1`,
+      BENCH_TOKEN: config.VD_AGENT_TOKEN,
+      BENCH_NODES: String(opts.nodes),
+      BENCH_CAPACITY: String(opts.capacity),
+      BENCH_TALK_SECONDS: String(opts.talkSeconds),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: agents.stdout! });
+  lines.on('line', (l) => {
+    if (!l.startsWith('o ')) return;
+    const [, node, callId, at] = l.split(' ');
+    launches.push({ node, callId, at: Number(at) });
+  });
+  const deadline = Date.now() + 20_000;
+  while (cp.services.nodes.freeCapacity() < opts.nodes * opts.capacity) {
+    if (Date.now() > deadline) throw new Error('agents did not register');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const campaigns: string[] = [];
+  const system = { kind: 'system' as const, id: null, email: null };
+  for (let c = 0; c < opts.companies; c++) {
+    const slug = `bench-co-${c}-${Date.now().toString(36)}`;
+    const made = await createCompany(cp.services.store, { name: `Bench ${c}`, slug, plan: 'enterprise', owner: { name: 'Owner', email: `${slug}@example.com` } }, { setup: cp.services.companySetup });
+    const tenantId = made.tenant.id;
+    for (let k = 0; k < opts.campaignsPer; k++) {
+      const list = await createList(cp.services.store, tenantId, `List ${k}`);
+      const area = 201 + ((c * opts.campaignsPer + k) % 700);
+      const people = Array.from({ length: opts.people }, (_, i) => ({ phone_number: `+1${area}${String(200 + Math.floor(i / 10_000)).padStart(3, '0')}${String(i % 10_000).padStart(4, '0')}` }));
+      for (let i = 0; i < people.length; i += 5000) await addPeople(cp.services.store, tenantId, list.id, people.slice(i, i + 5000));
+      const camp = await createCampaign(cp.services, tenantId, { name: `Bench ${c}/${k}`, list_ids: [list.id], mode: 'progressive', handler: 'bot', max_concurrent_calls: opts.concurrent, calls_per_second: opts.cps, caller_id: '+12025550100' });
+      campaigns.push(camp.id);
+    }
+  }
+  return {
+    cp,
+    launches,
+    campaigns,
+    async startAll() {
+      const tenants = await cp.services.store.db.selectFrom('campaigns').select(['id', 'tenant_id']).where('id', 'in', campaigns).execute();
+      await Promise.all(tenants.map((t) => commandCampaign(cp.services, t.tenant_id, t.id, 'start', system)));
+    },
+    async close() {
+      agents.kill('SIGTERM');
+      await new Promise((r) => agents.once('exit', r));
+      await cp.close();
+      await deleteRedisPrefix(prefix).catch(() => {});
+      await db.drop();
+    },
+  };
+}
+
+/** Nearest-rank percentile. */
+export function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
