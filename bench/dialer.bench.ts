@@ -2,7 +2,7 @@
  * Calls launched a second by one control-plane instance across 50 running campaigns on 10
  * simulated media nodes, and the dialer's CPU time per tick per running campaign.
  *
- * 10 enterprise companies × 5 campaigns, each allowed 50 calls a second (the enterprise plan's
+ * 50 enterprise companies with one campaign each, allowed 50 calls a second (the enterprise plan's
  * most) and 200 calls at once: 2,500 calls a second offered. The agents run in a process of their
  * own (`support/agents.ts`, 10 nodes of 500 calls) and time each originate as it arrives; calls
  * ring 20–200 ms and talk 200 ms (simulated seconds × 0.01). The control plane (dialer, call event
@@ -17,8 +17,8 @@
 import { pct, setUpDialing } from './support/dialing.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
-const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 10);
-const PER = Number(process.env.BENCH_CAMPAIGNS_PER ?? 5);
+const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 50);
+const PER = Number(process.env.BENCH_CAMPAIGNS_PER ?? 1);
 const CPS = 50;
 
 const bench = await setUpDialing({ companies: COMPANIES, campaignsPer: PER, people: Math.ceil(CPS * (SECONDS + 10) * 1.2), cps: CPS, concurrent: 200, nodes: 10, capacity: 500, talkSeconds: 20 });

@@ -49,8 +49,11 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
     bootstrap,
     async close() {
       // Upgraded sockets are not closed by closeAllConnections: the hub closes its own first.
-      await dialer.stop();
+      // Launching stops first; then the agents' sockets close, so every call event they sent is
+      // in; then the dialer writes what it holds and stops.
+      await dialer.stopLaunching();
       await agentHub.close();
+      await dialer.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -44,6 +44,8 @@ export class CallEvents {
   readonly #maxAttempts: number;
   readonly #batch: number;
   #queue: CallEvent[] = [];
+  /** Consecutive failed writes; after a few, events are written one by one and a bad one set aside. */
+  #failures = 0;
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #stopped = false;
@@ -69,13 +71,16 @@ export class CallEvents {
     return this.#queue.length;
   }
 
-  /** Writes what is queued (tests and shutdown). */
-  async drain(): Promise<void> {
-    while (this.#queue.length && !this.#stopped) {
+  /** Writes what is queued (tests and shutdown), giving up after `timeoutMs` while the store fails. */
+  async drain(timeoutMs = 10_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (this.#queue.length && !this.#stopped && Date.now() < until) {
       if (!this.#flushing) this.#flushing = this.#flush().finally(() => (this.#flushing = null));
       await this.#flushing;
+      if (this.#failures) await new Promise((r) => setTimeout(r, 200));
     }
     await this.#flushing;
+    if (this.#queue.length) this.#log.error({ events: this.#queue.length }, 'call events left unwritten at stop');
   }
 
   async stop(): Promise<void> {
@@ -96,12 +101,24 @@ export class CallEvents {
   }
 
   async #flush(): Promise<void> {
-    const batch = this.#queue.splice(0, this.#batch);
+    // After repeated failures, one event at a time: a store outage fails them all alike, but an
+    // event the store refuses is found and set aside instead of holding up every later one.
+    const batch = this.#queue.splice(0, this.#failures >= 3 ? 1 : this.#batch);
     if (batch.length === 0) return;
     let ended: EndedCall[];
     try {
       ended = await this.#store.transaction((tx) => this.#write(tx, batch));
+      this.#failures = 0;
     } catch (err) {
+      this.#failures++;
+      if (batch.length === 1 && this.#failures >= 6) {
+        const reachable = await this.#store.ping(1000).then(() => true, () => false);
+        if (reachable) {
+          this.#log.error({ err, event: batch[0] }, 'a call event the store refuses is set aside');
+          this.#failures = 0;
+          return;
+        }
+      }
       // Keep them, in order, ahead of what came since; try again shortly.
       this.#queue.unshift(...batch);
       this.#log.error({ err, events: batch.length }, 'call events could not be written; will retry');

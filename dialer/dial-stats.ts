@@ -17,6 +17,7 @@ export class DialStats {
   readonly #log: Logger;
   #cells = new Map<string, Cell>();
   #timer: NodeJS.Timeout | null = null;
+  #flushes = 0;
 
   constructor(store: Store, instance: string, log: Logger) {
     this.#store = store;
@@ -50,6 +51,8 @@ export class DialStats {
 
   /** Adds what was counted to the store (kept for the next try when the store is down). */
   async flush(): Promise<void> {
+    // Once a minute, rows older than an hour go (the rate reads the last minute only).
+    if (++this.#flushes % 60 === 0) await this.#store.db.deleteFrom('dial_stats').where('second', '<', new Date(Date.now() - 3_600_000)).execute().catch(() => {});
     if (this.#cells.size === 0) return;
     const cells = this.#cells;
     this.#cells = new Map();

@@ -16,12 +16,14 @@
  * call launched by another instance is reported to it over the coordinator so it frees the slot.
  */
 import { sql } from 'kysely';
+import { MAX_CALL_SECONDS, type CallEventMessage } from '../shared/agent-protocol.ts';
 import { ApiError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
 import { toE164 } from '../shared/phone.ts';
 import { planLimits } from '../control-plane/companies/plans.ts';
 import type { Services } from '../control-plane/context.ts';
+import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
 import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { Tx } from '../control-plane/db/store.ts';
@@ -49,7 +51,7 @@ export type DialerOptions = CallEventsOptions & {
   onLaunch?: (callId: string, tenantId: string, at: number) => void;
 };
 
-type Person = { id: string; phone: string };
+type Person = { id: string; phone: string; claimedAt: number };
 type Settings = {
   lists: string[];
   cps: number;
@@ -75,7 +77,7 @@ type Run = {
   completing: boolean;
   retired: boolean;
 };
-type Company = { on: boolean; cap: number; plan: PlanName; remoteLive: number };
+type Company = { on: boolean; cap: number; cps: number; plan: PlanName; remoteLive: number };
 type LiveCall = { campaignId: string | null; tenantId: string };
 type Launch = {
   callId: string;
@@ -97,6 +99,14 @@ const CLAIM_HOLD = '1 minute';
 const PREVIEW_HOLD = '10 minutes';
 /** Claimed people of a campaign idle this long (paused, no node) are given back. */
 const RELEASE_IDLE_BUFFER_MS = 5_000;
+/** A claimed person not called within this long goes back (well inside the claim's hold). */
+const BUFFER_MAX_AGE_MS = 30_000;
+/** A call still `dialing` (no word from its node) this long after its launch is ended as not placed. */
+const DIALING_LOST_AFTER = '60 seconds';
+/** Calls on a node silent this long are ended as lost. */
+const NODE_LOST_AFTER = '30 seconds';
+/** No call runs longer than this; a row still up after it is ended as lost. */
+const LONGEST_CALL = '6 hours';
 
 export class Dialer {
   readonly pause: PauseReader;
@@ -117,8 +127,11 @@ export class Dialer {
   readonly #liveByTenant = new Map<string, number>();
   readonly #companies = new Map<string, Company>();
   readonly #idleWrites = new Map<string, IdleReason | null>();
+  readonly #tenantBuckets = new Map<string, PaceBucket>();
   #timers: NodeJS.Timeout[] = [];
-  #sub: LastingSubscription | null = null;
+  #subs: LastingSubscription[] = [];
+  #writingIdle = false;
+  #launchesDone: Array<() => void> = [];
   #onCall = (e: CallEvent) => this.events.push(e);
   #refreshing = false;
   #launching = 0;
@@ -148,24 +161,45 @@ export class Dialer {
   async start(): Promise<void> {
     if (this.#ownReader) await this.pause.start();
     this.#s.agentHub.on('call', this.#onCall);
-    this.#sub = lastingSubscribe(this.#s.coordinator, ENDED_CHANNEL(this.#me), (m) => {
-      try {
-        for (const id of JSON.parse(m) as string[]) this.#endLocal(id);
-      } catch {
-        /* a malformed notice: the reconcile will find the ended calls */
-      }
-    });
+    this.#subs.push(
+      lastingSubscribe(this.#s.coordinator, ENDED_CHANNEL(this.#me), (m) => {
+        try {
+          for (const id of JSON.parse(m) as string[]) this.#endLocal(id);
+        } catch {
+          /* a malformed notice: the reconcile will find the ended calls */
+        }
+      }),
+    );
+    // A suspension holds the company at once, not at the next re-read.
+    this.#subs.push(
+      lastingSubscribe(this.#s.coordinator, TENANT_PAUSED_CHANNEL, (tenantId) => {
+        const c = this.#companies.get(tenantId);
+        if (c) c.on = false;
+      }),
+    );
     this.stats.start();
     this.#timers.push(setInterval(() => this.#tick(), this.#tickMs));
     this.#timers.push(setInterval(() => void this.#refresh(), this.#settingsEveryMs));
     this.#timers.push(setInterval(() => void this.#reconcile().catch((err) => this.#log.warn({ err }, 'dialer reconcile failed')), this.#reconcileEveryMs));
   }
 
-  async stop(): Promise<void> {
+  /** Stops launching and waits for launches under way (call events are still written). */
+  async stopLaunching(): Promise<void> {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    while (this.#launching > 0) await new Promise<void>((r) => this.#launchesDone.push(r));
+  }
+
+  /**
+   * Stops everything. Close the agent hub between `stopLaunching()` and this, so that every call
+   * event an agent sent before its socket closed is written (the agent re-sends later ones to
+   * whichever instance it reconnects to).
+   */
+  async stop(): Promise<void> {
+    await this.stopLaunching();
     this.#s.agentHub.off('call', this.#onCall);
-    await this.#sub?.stop();
+    for (const sub of this.#subs) await sub.stop();
     for (const run of this.#runs.values()) await this.#retire(run).catch(() => {});
     await this.events.stop();
     await this.stats.stop().catch(() => {});
@@ -220,8 +254,9 @@ export class Dialer {
         retired: false,
       };
       this.#runs.set(o.id, run);
-      // A new owner: whatever a former owner held in its buffer goes back to the list.
-      void this.#releaseClaims([run.id], { all: true }).then(() => this.#refresh());
+      // A former owner's buffer goes back when its claims' hold runs out (the reconcile), never
+      // sooner: it may still be launching them.
+      void this.#refresh();
     }
     for (const run of this.#runs.values()) if (!running.has(run.id)) void this.#retire(run);
 
@@ -234,7 +269,10 @@ export class Dialer {
         this.#setIdle(run, null, now);
         continue;
       }
-      const tokens = run.bucket.refill(st.cps, now);
+      let tenantBucket = this.#tenantBuckets.get(run.tenantId);
+      if (!tenantBucket) this.#tenantBuckets.set(run.tenantId, (tenantBucket = new PaceBucket(now)));
+      // The plan's calls a second is the company's, shared by its campaigns.
+      const tokens = Math.min(run.bucket.refill(st.cps, now), tenantBucket.refill(company.cps, now));
       const decision = pace({
         pause: this.pause.check(run.tenantId),
         companyOn: company.on,
@@ -257,23 +295,34 @@ export class Dialer {
         }
         const person = run.buffer.shift()!;
         run.bucket.take(1);
+        tenantBucket.take(1);
         this.#addLive(callId, run.id, run.tenantId);
         batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false });
       }
       this.#setIdle(run, idle, now);
-      if (run.idle && run.idle !== 'no_people' && run.buffer.length && now - run.idleSince > RELEASE_IDLE_BUFFER_MS) {
-        const given = run.buffer.splice(0);
-        void this.#releaseClaims([run.id], { only: given.map((p) => p.id) });
+      const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
+      if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
+        const given = idleLong ? run.buffer.splice(0) : this.#takeOld(run, now);
+        this.#releaseClaims([run.id], { only: given.map((p) => p.id) }).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
       }
       const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
       const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity';
       if (mayRefill && !run.refilling && run.buffer.length < target / 2 && (!run.exhausted || now - run.lastRefill > 1000)) {
         void this.#refill(run, target - run.buffer.length);
       }
-      if (run.exhausted && !run.refilling && run.buffer.length === 0 && this.#campaignLive(run) === 0 && !run.completing) void this.#maybeComplete(run);
+      // Completion only while dialing could go on: a pause never changes a campaign's state.
+      const mayComplete = this.pause.check(run.tenantId).launch && company.on;
+      if (mayComplete && run.exhausted && !run.refilling && run.buffer.length === 0 && this.#campaignLive(run) === 0 && !run.completing) void this.#maybeComplete(run);
     }
-    if (batch.length) void this.#launch(batch);
+    if (batch.length) this.#launch(batch).catch((err) => this.#log.error({ err }, 'launch failed'));
     if (this.#idleWrites.size) void this.#writeIdle();
+  }
+
+  #takeOld(run: Run, now: number): Person[] {
+    const keep = run.buffer.filter((p) => now - p.claimedAt <= BUFFER_MAX_AGE_MS);
+    const old = run.buffer.filter((p) => now - p.claimedAt > BUFFER_MAX_AGE_MS);
+    run.buffer = keep;
+    return old;
   }
 
   #campaignLive(run: Run): number {
@@ -289,6 +338,8 @@ export class Dialer {
   }
 
   async #writeIdle(): Promise<void> {
+    if (this.#writingIdle) return;
+    this.#writingIdle = true;
     const list = [...this.#idleWrites].map(([id, r]) => ({ id, r }));
     this.#idleWrites.clear();
     try {
@@ -300,6 +351,8 @@ export class Dialer {
       }
     } catch (err) {
       this.#log.debug({ err }, 'idle reasons could not be written');
+    } finally {
+      this.#writingIdle = false;
     }
   }
 
@@ -323,7 +376,8 @@ export class Dialer {
         await this.#releaseClaims([run.id], { only: rows.map((r) => r.id) });
         return;
       }
-      run.buffer.push(...rows.map((r) => ({ id: r.id, phone: r.phone_number })));
+      const at = Date.now();
+      run.buffer.push(...rows.map((r) => ({ id: r.id, phone: r.phone_number, claimedAt: at })));
       run.exhausted = rows.length === 0;
     } catch (err) {
       this.#log.warn({ err, campaign_id: run.id }, 'people could not be claimed');
@@ -386,7 +440,8 @@ export class Dialer {
         group by tenant_id`.execute(this.#s.store.db);
       const remoteBy = new Map(remote.rows.map((r) => [r.tenant_id, r.n]));
       for (const r of rows.rows) {
-        this.#companies.set(r.tenant_id, { on: r.status === 'on' && !r.core_hold, cap: planLimits(r.plan).concurrent_calls, plan: r.plan, remoteLive: remoteBy.get(r.tenant_id) ?? 0 });
+        const limits = planLimits(r.plan);
+        this.#companies.set(r.tenant_id, { on: r.status === 'on' && !r.core_hold, cap: limits.concurrent_calls, cps: limits.calls_per_second, plan: r.plan, remoteLive: remoteBy.get(r.tenant_id) ?? 0 });
         const run = this.#runs.get(r.id);
         if (!run) continue;
         run.settings = {
@@ -413,8 +468,39 @@ export class Dialer {
       const gone = await sql<{ id: string }>`select id from calls where id = any(${ids}::text[]) and state = 'ended'`.execute(this.#s.store.db);
       for (const r of gone.rows) this.#endLocal(r.id);
     }
-    const runs = [...this.#runs.values()];
-    if (runs.length) await this.#releaseClaims(runs.map((r) => r.id), { keep: runs.flatMap((r) => r.buffer.map((p) => p.id)) });
+    await this.#endLostCalls();
+    // Claims past their hold with no call up, whichever campaign (running or not) holds them.
+    const keep = [...this.#runs.values()].flatMap((r) => r.buffer.map((p) => p.id));
+    await sql`
+      update people p set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(p.attempts - 1, 0)
+      where p.status = 'calling' and p.next_attempt_at < now()
+        and not (p.id = any(${keep}::text[]))
+        and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')`.execute(this.#s.store.db);
+  }
+
+  /**
+   * Calls whose end will never be reported: still `dialing` a minute after launch (the node never
+   * took it), on a node silent for 30 s, or up past the longest call. They are ended through the
+   * normal path (guarded by state, so several instances may find the same call).
+   */
+  async #endLostCalls(): Promise<void> {
+    const rows = await sql<{ id: string; node_id: string | null; state: string; talk: number }>`
+      select k.id, k.node_id, k.state, coalesce(extract(epoch from now() - k.answered_at), 0)::float8 as talk
+      from calls k left join media_nodes n on n.node_id = k.node_id
+      where k.state <> 'ended' and (
+        (k.state = 'dialing' and k.started_at < now() - ${DIALING_LOST_AFTER}::interval)
+        or (n.last_heartbeat_at is not null and n.last_heartbeat_at < now() - ${NODE_LOST_AFTER}::interval and k.started_at < now() - ${NODE_LOST_AFTER}::interval)
+        or k.started_at < now() - ${LONGEST_CALL}::interval)
+      limit 1000`.execute(this.#s.store.db);
+    if (rows.rows.length === 0) return;
+    this.#log.warn({ calls: rows.rows.length }, 'calls with no end reported are ended as lost');
+    for (const r of rows.rows) {
+      const talk = Math.min(Math.round(r.talk), MAX_CALL_SECONDS);
+      const event = (r.state === 'dialing'
+        ? { type: 'call.refused', call_id: r.id, reason: 'trunk_unavailable' }
+        : { type: 'call.ended', call_id: r.id, sip_status: 408, talk_seconds: r.state === 'answered' ? talk : 0, reason: 'node_lost' }) as unknown as CallEventMessage;
+      this.events.push({ node_id: r.node_id ?? '', epoch: 0, event });
+    }
   }
 
   /**
@@ -476,13 +562,14 @@ export class Dialer {
     this.#launching++;
     try {
       let blocked: Set<string>;
+      let dropped: Map<string, 'not_running' | 'duplicate'>;
       try {
-        blocked = await this.#s.store.transaction((tx) => writeCalls(tx, batch, this.#me));
+        ({ blocked, dropped } = await this.#s.store.transaction((tx) => writeCalls(tx, batch, this.#me)));
       } catch (err) {
         this.#log.warn({ err, calls: batch.length }, 'calls could not be written; their people go back to the buffer');
         for (const l of batch) {
           this.#endLocal(l.callId);
-          if (l.run && !l.run.retired && l.personId) l.run.buffer.unshift({ id: l.personId, phone: l.to });
+          if (l.run && !l.run.retired && l.personId) l.run.buffer.unshift({ id: l.personId, phone: l.to, claimedAt: Date.now() });
         }
         return [];
       }
@@ -494,8 +581,19 @@ export class Dialer {
           this.stats.denied(l.tenantId);
           continue;
         }
-        // The last look at the kill switch, right before the call leaves.
-        const may = this.pause.check(l.tenantId).launch && (l.manual || (!!l.run && !l.run.retired && this.#s.runtime.owns('campaign', l.campaignId)));
+        const why = dropped.get(l.callId);
+        if (why === 'duplicate') {
+          // Someone else is calling this person already: no row was written; leave the person be.
+          this.#endLocal(l.callId);
+          continue;
+        }
+        if (why === 'not_running') {
+          cancelled.push(l);
+          continue;
+        }
+        // The last look at the kill switch (and at the campaign), right before the call leaves.
+        const may =
+          this.pause.check(l.tenantId).launch && (l.manual || (!!l.run && !l.run.retired && this.#s.runtime.stateOf('campaign', l.campaignId) === 'running'));
         if (!may || !this.#s.nodes.originate(l.nodeId, { call_id: l.callId, to: l.to, from: l.from, ring_timeout_s: this.#ringTimeoutS, handler: l.handler })) {
           cancelled.push(l);
           continue;
@@ -508,6 +606,7 @@ export class Dialer {
       return sent;
     } finally {
       this.#launching--;
+      if (this.#launching === 0) for (const w of this.#launchesDone.splice(0)) w();
     }
   }
 
@@ -568,18 +667,17 @@ export class Dialer {
     let to: string | null;
     let personId: string | null = null;
     if (input.person_id) {
-      const p = await this.#s.store.db
+      const known = await this.#s.store.db
         .selectFrom('people')
-        .select(['id', 'phone_number', 'status', 'claimed_by'])
+        .select(['id', 'status'])
         .where('id', '=', input.person_id)
         .where('tenant_id', '=', tenantId)
         .where('list_id', 'in', c.list_ids.length ? c.list_ids : [''])
         .executeTakeFirst();
-      if (!p) throw new ApiError('unprocessable', `person_id: no person ${input.person_id} in the campaign's lists`);
-      if (p.status === 'done') throw new ApiError('conflict', 'this person has already been dealt with');
-      if (p.status === 'calling' && p.claimed_by !== c.id) throw new ApiError('conflict', 'this person is being called by another campaign');
-      to = p.phone_number;
-      personId = p.id;
+      if (!known) throw new ApiError('unprocessable', `person_id: no person ${input.person_id} in the campaign's lists`);
+      if (known.status === 'done') throw new ApiError('conflict', 'this person has already been dealt with');
+      personId = known.id;
+      to = null;
     } else {
       to = toE164(input.to ?? '');
       if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
@@ -595,20 +693,36 @@ export class Dialer {
     }
     // The final check: a pause that arrived while the checks above ran.
     this.#checkPause(tenantId);
-    const callId = newId('call');
-    const nodeId = this.#s.nodes.pick(callId);
-    if (!nodeId) {
+    if (this.#s.nodes.freeCapacity() <= 0) {
       this.stats.denied(tenantId);
       throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
     }
     if (personId) {
-      await this.#s.store.db.updateTable('people').set({ status: 'calling', claimed_by: c.id, next_attempt_at: sql`now() + interval '1 minute'` }).where('id', '=', personId).execute();
+      // Claimed only when nobody calls them now: due, or held for this campaign's preview (a
+      // preview hold outlasts a dialer claim), and no call up.
+      const claimed = await sql<{ phone_number: string }>`
+        update people p set status = 'calling', claimed_by = ${c.id},
+          attempts = p.attempts + (case when p.status = 'calling' then 0 else 1 end),
+          next_attempt_at = now() + interval '1 minute'
+        where p.id = ${personId}
+          and (p.status in ('new', 'due') or (p.status = 'calling' and p.claimed_by = ${c.id} and p.next_attempt_at > now() + interval '1 minute'))
+          and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')
+        returning p.phone_number`.execute(this.#s.store.db);
+      if (!claimed.rows[0]) throw new ApiError('conflict', 'this person is being called already');
+      to = claimed.rows[0].phone_number;
+    }
+    const callId = newId('call');
+    const nodeId = this.#s.nodes.pick(callId);
+    if (!nodeId) {
+      if (personId) await this.#releaseClaims([c.id], { only: [personId] }).catch(() => {});
+      this.stats.denied(tenantId);
+      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
     }
     this.#addLive(callId, c.id, tenantId);
-    const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true };
+    const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to: to!, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true };
     const sent = await this.#launch([launch]);
     if (sent.length === 0) {
-      const onList = await this.#s.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to).executeTakeFirst();
+      const onList = await this.#s.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to!).executeTakeFirst();
       if (onList) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
       this.#checkPause(tenantId);
       throw new ApiError('unavailable', 'the call could not be handed to a media node; try again');
@@ -653,22 +767,38 @@ async function claimPeople(s: Services, tenantId: string, campaignId: string, li
 
 /**
  * Inside `tx`: the journeys and call rows of a launch batch. A number found on the company's
- * do-not-call list now gets no call row; its person is done. Returns the calls so blocked.
+ * do-not-call list now gets no call row and its person is done (`blocked`). A call of a campaign
+ * no longer running (or of a company suspended) gets none either, nor does one to a person who
+ * already has a call up (`dropped`; a unique index backs this up).
  */
-async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<Set<string>> {
+async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{ blocked: Set<string>; dropped: Map<string, 'not_running' | 'duplicate'> }> {
+  const blocked = new Set<string>();
+  const dropped = new Map<string, 'not_running' | 'duplicate'>();
+  const campaigns = [...new Set(batch.map((l) => l.campaignId))];
+  // `for share`: a pause or stop committing now is waited for, and seen.
+  const running = await sql<{ id: string }>`
+    select c.id from campaigns c join companies co on co.id = c.tenant_id
+    where c.id = any(${campaigns}::text[]) and c.state = 'running' and co.status = 'on' and not co.core_hold
+    for share of c`.execute(tx);
+  const live = new Set(running.rows.map((r) => r.id));
   const onList = await sql<{ tenant_id: string; number: string }>`
     select d.tenant_id, d.number from dnc_numbers d
     join unnest(${batch.map((l) => l.tenantId)}::text[], ${batch.map((l) => l.to)}::text[]) as x(t, n) on d.tenant_id = x.t and d.number = x.n`.execute(tx);
   const blockedNumbers = new Set(onList.rows.map((r) => `${r.tenant_id}|${r.number}`));
-  const blocked = new Set<string>();
   const ok: Launch[] = [];
+  const people = new Set<string>();
   for (const l of batch) {
-    if (blockedNumbers.has(`${l.tenantId}|${l.to}`)) blocked.add(l.callId);
-    else ok.push(l);
+    if (!live.has(l.campaignId)) dropped.set(l.callId, 'not_running');
+    else if (blockedNumbers.has(`${l.tenantId}|${l.to}`)) blocked.add(l.callId);
+    else if (l.personId && people.has(l.personId)) dropped.set(l.callId, 'duplicate');
+    else {
+      if (l.personId) people.add(l.personId);
+      ok.push(l);
+    }
   }
   const blockedPeople = batch.filter((l) => blocked.has(l.callId) && l.personId).map((l) => l.personId!);
   if (blockedPeople.length) await tx.updateTable('people').set({ status: 'done', claimed_by: null, next_attempt_at: null }).where('id', 'in', blockedPeople).execute();
-  if (ok.length === 0) return blocked;
+  if (ok.length === 0) return { blocked, dropped };
   const withPerson = ok.filter((l) => l.personId);
   const journeys = new Map<string, string>();
   if (withPerson.length) {
@@ -686,7 +816,7 @@ async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<Set<stri
     await tx.insertInto('journeys').values(rows).execute();
     bare.forEach((l, i) => journeys.set(`call|${l.callId}`, rows[i].id));
   }
-  await tx
+  const inserted = await tx
     .insertInto('calls')
     .values(
       ok.map((l) => ({
@@ -705,6 +835,10 @@ async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<Set<stri
         manual: l.manual,
       })),
     )
+    .onConflict((oc) => oc.column('person_id').where('person_id', 'is not', null).where('state', '<>', 'ended').doNothing())
+    .returning('id')
     .execute();
-  return blocked;
+  const written = new Set(inserted.map((r) => r.id));
+  for (const l of ok) if (!written.has(l.callId)) dropped.set(l.callId, 'duplicate');
+  return { blocked, dropped };
 }

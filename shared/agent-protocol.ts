@@ -12,6 +12,8 @@ export const AGENT_PROTOCOL_PATH = '/agent/v1';
 export const HEARTBEAT_INTERVAL_MS = 2_000;
 /** A node silent this long is offline. */
 export const OFFLINE_AFTER_MS = 5_000;
+/** Longest call a report may claim (a week): anything longer is a broken agent. */
+export const MAX_CALL_SECONDS = 7 * 24 * 3600;
 /** Largest frame either side accepts. */
 export const MAX_FRAME_BYTES = 64 * 1024;
 
@@ -54,9 +56,9 @@ const callEventFields = {
   /** The SIP status the event rests on: 100 placed, 200 answered, final status when ended. */
   sip_status: z.number().int().min(100).max(699),
   /** Seconds from answer to end (0 until the end, and for an unanswered call). */
-  talk_seconds: z.number().nonnegative(),
+  talk_seconds: z.number().nonnegative().max(MAX_CALL_SECONDS),
   /** Seconds an AI bot session held the call (bot-handled calls only). */
-  bot_seconds: z.number().nonnegative().optional(),
+  bot_seconds: z.number().nonnegative().max(MAX_CALL_SECONDS).optional(),
   /** The bot handed the call over to a person. */
   transferred: z.boolean().optional(),
   /** When the event happened on the agent (ISO 8601 UTC). */

@@ -17,6 +17,8 @@ import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../../test/
 import { deleteRedisPrefix } from '../../test/support/processes.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Area codes in service, for numbers libphonenumber takes as valid. */
+const AREAS = ['212', '213', '312', '415', '617', '646', '702', '713', '818', '917'];
 
 export type Launch = { node: string; callId: string; at: number };
 
@@ -59,6 +61,7 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  process.on('exit', () => agents.kill('SIGKILL'));
   const lines = createInterface({ input: agents.stdout! });
   lines.on('line', (l) => {
     if (!l.startsWith('o ')) return;
@@ -70,6 +73,7 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
     if (Date.now() > deadline) throw new Error('agents did not register');
     await new Promise((r) => setTimeout(r, 50));
   }
+  process.stderr.write(`agents registered; making ${opts.companies * opts.campaignsPer} campaigns\n`);
   const campaigns: string[] = [];
   const system = { kind: 'system' as const, id: null, email: null };
   for (let c = 0; c < opts.companies; c++) {
@@ -78,13 +82,16 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
     const tenantId = made.tenant.id;
     for (let k = 0; k < opts.campaignsPer; k++) {
       const list = await createList(cp.services.store, tenantId, `List ${k}`);
-      const area = 201 + ((c * opts.campaignsPer + k) % 700);
-      const people = Array.from({ length: opts.people }, (_, i) => ({ phone_number: `+1${area}${String(200 + Math.floor(i / 10_000)).padStart(3, '0')}${String(i % 10_000).padStart(4, '0')}` }));
+      const n = c * opts.campaignsPer + k;
+      const area = AREAS[n % AREAS.length];
+      const exchange = 234 + Math.floor(n / AREAS.length) * 3;
+      const people = Array.from({ length: opts.people }, (_, i) => ({ phone_number: `+1${area}${exchange + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}` }));
       for (let i = 0; i < people.length; i += 5000) await addPeople(cp.services.store, tenantId, list.id, people.slice(i, i + 5000));
       const camp = await createCampaign(cp.services, tenantId, { name: `Bench ${c}/${k}`, list_ids: [list.id], mode: 'progressive', handler: 'bot', max_concurrent_calls: opts.concurrent, calls_per_second: opts.cps, caller_id: '+12025550100' });
       campaigns.push(camp.id);
     }
   }
+  process.stderr.write('campaigns made\n');
   return {
     cp,
     launches,

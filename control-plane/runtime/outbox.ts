@@ -31,8 +31,16 @@ export type NewEvent = {
   campaign_id?: string | null;
 };
 
-/** Every consumer of the outbox; each event is queued once for each. */
+/** Every consumer of the outbox; each event is queued once for each that wants it. */
 export const OUTBOX_CONSUMERS: string[] = ['audit'];
+
+/**
+ * Which events a consumer wants queued (default: all). The audit log only records events that
+ * name who acted, so call events (most of the volume) are never queued for it.
+ */
+const CONSUMER_WANTS: Record<string, (e: NewEvent) => boolean> = {
+  audit: (e) => typeof e.data.actor === 'object' && e.data.actor !== null,
+};
 
 /** Channel on which a commit that wrote events wakes the workers of every instance. */
 export const OUTBOX_CHANNEL = 'vd.outbox.written';
@@ -52,7 +60,9 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
     data: JSON.stringify(e.data),
   }));
   const inserted = await tx.insertInto('outbox').values(rows).returning(['seq', 'id']).execute();
-  const pending = inserted.flatMap((r) => OUTBOX_CONSUMERS.map((consumer) => ({ consumer, seq: r.seq, event_id: r.id })));
+  const pending = inserted.flatMap((r, i) =>
+    OUTBOX_CONSUMERS.filter((consumer) => CONSUMER_WANTS[consumer]?.(events[i]) ?? true).map((consumer) => ({ consumer, seq: r.seq, event_id: r.id })),
+  );
   if (pending.length) await tx.insertInto('outbox_pending').values(pending).execute();
   return rows.map((r, i) => ({ id: r.id, tenant_id: r.tenant_id, at: at.toISOString(), source: r.source, subject: r.subject, data: events[i].data }));
 }

@@ -119,6 +119,13 @@ export class ActorRuntime {
     return out;
   }
 
+  /** The actor's state value when this instance owns it now, else null. */
+  stateOf(kind: string, id: string): string | null {
+    const o = this.#owned.get(`${kind}:${id}`);
+    if (!o || o.abort.signal.aborted) return null;
+    return String(o.actor.getSnapshot().value);
+  }
+
   /** Whether this instance owns the actor now. */
   owns(kind: string, id: string): boolean {
     const o = this.#owned.get(`${kind}:${id}`);

@@ -111,9 +111,9 @@ t('a transferred call: placed, answered, transfer requested, bridged 1–3 s lat
     assert.equal(first.map((x) => x.e), second.map((x) => x.e), 'same seed and call id, same events');
     assert.equal(first[5].e, { type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', bot_seconds: plan.bot_s, transferred: true });
     assert.ok(plan.bridge_s! >= 1 && plan.bridge_s! <= 3, `bridge after ${plan.bridge_s} s`);
-    // Timers may fire up to a millisecond early by rounding, never more.
-    assert.ok(first[2].ms - first[1].ms >= plan.bot_s! * 1000 * scale - 1, 'requested when the bot session ends');
-    assert.ok(first[3].ms - first[2].ms >= plan.bridge_s! * 1000 * scale - 1, 'bridged after the bridge wait');
+    // Timers may fire a little early by clock rounding (a few ms at most), never by a whole step.
+    assert.ok(first[2].ms - first[1].ms >= plan.bot_s! * 1000 * scale - 3, 'requested when the bot session ends');
+    assert.ok(first[3].ms - first[2].ms >= plan.bridge_s! * 1000 * scale - 3, 'bridged after the bridge wait');
   });
   // The bridge wait is drawn, not fixed; calls without a hand-over have none.
   assert.ok(new Set(calls.map((c) => (a.plan(c) as Answered).bridge_s)).size > 1);

@@ -29,6 +29,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('calls_campaign_live').on('calls').columns(['campaign_id', 'state']).execute();
   await sql`create index calls_live on calls (tenant_id) where state <> 'ended'`.execute(db);
+  // One call up per person at a time, whoever launches it.
+  await sql`create unique index calls_person_live on calls (person_id) where person_id is not null and state <> 'ended'`.execute(db);
 
   await db.schema.alterTable('people').addColumn('claimed_by', 'text').execute();
   await sql`create index people_claimed on people (claimed_by) where claimed_by is not null`.execute(db);
@@ -64,6 +66,7 @@ export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('usage_events').ifExists().execute();
   await sql`drop index if exists people_claimed`.execute(db);
   await db.schema.alterTable('people').dropColumn('claimed_by').execute();
+  await sql`drop index if exists calls_person_live`.execute(db);
   await sql`drop index if exists calls_live`.execute(db);
   await sql`drop index if exists calls_campaign_live`.execute(db);
   let alter = db.schema.alterTable('calls').dropColumn('journey_id');
