@@ -14,7 +14,7 @@
 import { sql } from 'kysely';
 import { OFFLINE_AFTER_MS, type DrainReason, type OriginateCall } from '../../shared/agent-protocol.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { chooseNode, freeRoom, type NodeLoad } from '../../dialer/node-choice.ts';
+import { chooseNode, freeRoom, type NodeLoad } from '../../shared/node-choice.ts';
 import type { Who } from '../actors/company.machine.ts';
 import { nodeMachine, nodeRefusal, type NodeCommand, type NodeContext, type NodeEvent, type NodeInput } from '../actors/node.machine.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
