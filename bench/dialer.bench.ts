@@ -9,8 +9,10 @@
  * writer, outbox, Postgres client) runs in this process on the local Postgres and Redis.
  *
  * Prints JSON lines: `dialer.launch_rate` (calls a second reaching the nodes over the measured
- * window, and the share of the offered rate) and `dialer.tick_cpu` (µs of CPU per tick, and per
- * tick per running campaign, for the pacing loop alone), and the process's CPU per launched call.
+ * window, and the share of the offered rate), `dialer.call_events` (agent call events written a
+ * second and the backlog: whether the store keeps up with the launches) and `dialer.tick_cpu` (µs
+ * of CPU per tick, and per tick per running campaign, for the pacing loop alone), and the
+ * process's CPU per launched call.
  *
  * Usage: node bench/dialer.bench.ts   (BENCH_SECONDS, BENCH_CAMPAIGNS_PER, BENCH_COMPANIES override)
  */
@@ -31,6 +33,8 @@ try {
   const n0 = bench.launches.length;
   const cpu0 = process.cpuUsage();
   const tick0 = { ...d.tickCpu };
+  const written0 = d.events.written;
+  const backlog0 = d.events.backlog;
   const perSecond: number[] = [];
   for (let s = 0; s < SECONDS; s++) {
     const before = bench.launches.length;
@@ -56,7 +60,14 @@ try {
     per_second_min: Math.min(...perSecond),
     per_second_max: Math.max(...perSecond),
     seconds: SECONDS,
-    event_backlog_at_end: d.events.backlog,
+  }));
+  // Each call brings about three agent events (placed, answered, ended): the store must keep up.
+  console.log(JSON.stringify({
+    bench: 'dialer.call_events',
+    written_per_s: Math.round((d.events.written - written0) / elapsed),
+    calls_recorded_per_s_approx: Math.round((d.events.written - written0) / elapsed / 3),
+    backlog_at_start: backlog0,
+    backlog_at_end: d.events.backlog,
   }));
   console.log(JSON.stringify({
     bench: 'dialer.tick_cpu',

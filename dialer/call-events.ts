@@ -57,7 +57,7 @@ export class CallEvents {
     this.#onEnded = deps.onEnded;
     this.#retryDelayMs = opts.retryDelayMs ?? 30 * 60_000;
     this.#maxAttempts = opts.maxAttempts ?? 3;
-    this.#batch = opts.batch ?? 400;
+    this.#batch = opts.batch ?? 2000;
   }
 
   /** Queues an agent's call event; written within milliseconds. */
@@ -65,6 +65,9 @@ export class CallEvents {
     this.#queue.push(e);
     this.#schedule(0);
   }
+
+  /** Events written since start. */
+  written = 0;
 
   /** How many events wait to be written. */
   get backlog(): number {
@@ -109,6 +112,7 @@ export class CallEvents {
     try {
       ended = await this.#store.transaction((tx) => this.#write(tx, batch));
       this.#failures = 0;
+      this.written += batch.length;
     } catch (err) {
       this.#failures++;
       if (batch.length === 1 && this.#failures >= 6) {
