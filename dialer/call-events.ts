@@ -173,6 +173,11 @@ export class CallEvents {
     };
     const usage: Array<{ id: string; tenant_id: string; kind: UsageKind; quantity: number; unit: string; call_id: string; campaign_id: string | null; occurred_at: Date }> = [];
 
+    // Rows are locked in id order first, so this transaction and any other that touches the same
+    // calls (a cancelled launch, another instance's sweep) cannot deadlock on their order.
+    const touched = [...new Set([...placed, ...answered.keys(), ...transfers.map((t) => t.id), ...ended.keys()])].sort();
+    await sql`select id from calls where id = any(${touched}::text[]) order by id for update`.execute(tx);
+
     if (placed.size) {
       const rows = await sql<CallRow>`
         update calls set state = 'ringing', sip_status = coalesce(sip_status, 100)
@@ -252,6 +257,8 @@ export class CallEvents {
         }
       }
       if (people.length) {
+        people.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+        await sql`select id from people where id = any(${people.map((x) => x.id)}::text[]) order by id for update`.execute(tx);
         const rows2 = await sql<{ person_id: string; status: string; tenant_id: string; journey_id: string | null; campaign_id: string | null; outcome: string }>`
           update people p set
             status = case when x.outcome = 'reached' then 'done'

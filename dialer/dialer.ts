@@ -619,7 +619,10 @@ export class Dialer {
     const people = cancelled.flatMap((l) => (l.personId && !l.manual ? [l.personId] : []));
     try {
       await this.#s.store.transaction(async (tx) => {
+        // Calls, then people, each locked in id order: the call event writer does the same.
+        await sql`select id from calls where id = any(${ids}::text[]) order by id for update`.execute(tx);
         await tx.updateTable('calls').set({ state: 'ended', ended_at: new Date(), end_reason: 'not_launched' }).where('id', 'in', ids).where('state', '=', 'dialing').execute();
+        if (people.length) await sql`select id from people where id = any(${people}::text[]) order by id for update`.execute(tx);
         if (people.length) {
           await tx
             .updateTable('people')
