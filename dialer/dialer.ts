@@ -26,9 +26,9 @@ import type { Services } from '../control-plane/context.ts';
 import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
 import type { PlanName } from '../control-plane/db/schema/index.ts';
-import type { Tx } from '../control-plane/db/store.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
+import { claimPeople, writeCalls, type Launch } from './launch-rows.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace, type IdleReason } from './pacing.ts';
 import { mirrorSource, PauseReader } from './pause-reader.ts';
@@ -79,18 +79,6 @@ type Run = {
 };
 type Company = { on: boolean; cap: number; cps: number; plan: PlanName; remoteLive: number };
 type LiveCall = { campaignId: string | null; tenantId: string };
-type Launch = {
-  callId: string;
-  run: Run | null;
-  tenantId: string;
-  campaignId: string;
-  personId: string | null;
-  to: string;
-  from: string;
-  handler: 'bot' | 'agents';
-  nodeId: string;
-  manual: boolean;
-};
 
 const ENDED_CHANNEL = (instance: string) => `vd.dialer.ended.${instance}`;
 /** People a claim holds before the reconcile gives them back (the claim's `next_attempt_at`). */
@@ -303,7 +291,7 @@ export class Dialer {
       const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
       if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
         const given = idleLong ? run.buffer.splice(0) : this.#takeOld(run, now);
-        this.#releaseClaims([run.id], { only: given.map((p) => p.id) }).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
+        this.#releaseClaims(run.id, given.map((p) => p.id)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
       }
       const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
       const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity';
@@ -361,7 +349,7 @@ export class Dialer {
     run.retired = true;
     if (this.#runs.get(run.id) === run) this.#runs.delete(run.id);
     const given = run.buffer.splice(0);
-    if (given.length) await this.#releaseClaims([run.id], { only: given.map((p) => p.id) }).catch(() => {});
+    if (given.length) await this.#releaseClaims(run.id, given.map((p) => p.id)).catch(() => {});
   }
 
   /** Claims up to `n` due people of the campaign's lists (never one on the do-not-call list). */
@@ -373,7 +361,7 @@ export class Dialer {
       const rows = await claimPeople(this.#s, run.tenantId, run.id, st.lists, n, CLAIM_HOLD);
       run.lastRefill = Date.now();
       if (run.retired) {
-        await this.#releaseClaims([run.id], { only: rows.map((r) => r.id) });
+        await this.#releaseClaims(run.id, rows.map((r) => r.id));
         return;
       }
       const at = Date.now();
@@ -503,27 +491,12 @@ export class Dialer {
     }
   }
 
-  /**
-   * Gives claimed people back to their lists, their claim's attempt undone. `only`: exactly these
-   * (taken back from a buffer). Otherwise every person the campaigns hold with no call up, not in
-   * `keep`, and past its hold — or all of them (`all`), when a new owner takes over a campaign
-   * before it claims anyone itself.
-   */
-  async #releaseClaims(campaigns: string[], opts: { only?: string[]; keep?: string[]; all?: boolean }): Promise<void> {
-    const db = this.#s.store.db;
-    if (opts.only) {
-      if (opts.only.length === 0) return;
-      await sql`
-        update people set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(attempts - 1, 0)
-        where id = any(${opts.only}::text[]) and claimed_by = any(${campaigns}::text[]) and status = 'calling'`.execute(db);
-      return;
-    }
+  /** Gives the claimed `people` back to their lists (their claim's attempt undone). */
+  async #releaseClaims(campaign: string, people: string[]): Promise<void> {
+    if (people.length === 0) return;
     await sql`
-      update people p set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(p.attempts - 1, 0)
-      where p.claimed_by = any(${campaigns}::text[]) and p.status = 'calling'
-        and (${opts.all === true} or p.next_attempt_at is null or p.next_attempt_at < now())
-        and not (p.id = any(${opts.keep ?? []}::text[]))
-        and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')`.execute(db);
+      update people set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(attempts - 1, 0)
+      where id = any(${people}::text[]) and claimed_by = ${campaign} and status = 'calling'`.execute(this.#s.store.db);
   }
 
   // ---- launching ----
@@ -717,7 +690,7 @@ export class Dialer {
     const callId = newId('call');
     const nodeId = this.#s.nodes.pick(callId);
     if (!nodeId) {
-      if (personId) await this.#releaseClaims([c.id], { only: [personId] }).catch(() => {});
+      if (personId) await this.#releaseClaims(c.id, [personId]).catch(() => {});
       this.stats.denied(tenantId);
       throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
     }
@@ -748,100 +721,4 @@ export class Dialer {
       .executeTakeFirstOrThrow();
     return { person: { ...row, next_attempt_at: undefined }, held_until: row.next_attempt_at?.toISOString() ?? null };
   }
-}
-
-/** Claims up to `n` due people of `lists` for the campaign, holding them for `hold`. */
-async function claimPeople(s: Services, tenantId: string, campaignId: string, lists: string[], n: number, hold: string) {
-  const rows = await sql<{ id: string; phone_number: string }>`
-    update people p set status = 'calling', claimed_by = ${campaignId}, attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
-    from (
-      select q.id from people q
-      where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due')
-        and (q.next_attempt_at is null or q.next_attempt_at <= now())
-        and not exists (select 1 from dnc_numbers d where d.tenant_id = q.tenant_id and d.number = q.phone_number)
-      order by q.next_attempt_at nulls first, q.id
-      limit ${n}
-      for update skip locked
-    ) pick
-    where p.id = pick.id
-    returning p.id, p.phone_number`.execute(s.store.db);
-  return rows.rows;
-}
-
-/**
- * Inside `tx`: the journeys and call rows of a launch batch. A number found on the company's
- * do-not-call list now gets no call row and its person is done (`blocked`). A call of a campaign
- * no longer running (or of a company suspended) gets none either, nor does one to a person who
- * already has a call up (`dropped`; a unique index backs this up).
- */
-async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{ blocked: Set<string>; dropped: Map<string, 'not_running' | 'duplicate'> }> {
-  const blocked = new Set<string>();
-  const dropped = new Map<string, 'not_running' | 'duplicate'>();
-  const campaigns = [...new Set(batch.map((l) => l.campaignId))];
-  // `for share`: a pause or stop committing now is waited for, and seen.
-  const running = await sql<{ id: string }>`
-    select c.id from campaigns c join companies co on co.id = c.tenant_id
-    where c.id = any(${campaigns}::text[]) and c.state = 'running' and co.status = 'on' and not co.core_hold
-    for share of c`.execute(tx);
-  const live = new Set(running.rows.map((r) => r.id));
-  const onList = await sql<{ tenant_id: string; number: string }>`
-    select d.tenant_id, d.number from dnc_numbers d
-    join unnest(${batch.map((l) => l.tenantId)}::text[], ${batch.map((l) => l.to)}::text[]) as x(t, n) on d.tenant_id = x.t and d.number = x.n`.execute(tx);
-  const blockedNumbers = new Set(onList.rows.map((r) => `${r.tenant_id}|${r.number}`));
-  const ok: Launch[] = [];
-  const people = new Set<string>();
-  for (const l of batch) {
-    if (!live.has(l.campaignId)) dropped.set(l.callId, 'not_running');
-    else if (blockedNumbers.has(`${l.tenantId}|${l.to}`)) blocked.add(l.callId);
-    else if (l.personId && people.has(l.personId)) dropped.set(l.callId, 'duplicate');
-    else {
-      if (l.personId) people.add(l.personId);
-      ok.push(l);
-    }
-  }
-  const blockedPeople = batch.filter((l) => blocked.has(l.callId) && l.personId).map((l) => l.personId!);
-  if (blockedPeople.length) await tx.updateTable('people').set({ status: 'done', claimed_by: null, next_attempt_at: null }).where('id', 'in', blockedPeople).execute();
-  if (ok.length === 0) return { blocked, dropped };
-  const withPerson = ok.filter((l) => l.personId);
-  const journeys = new Map<string, string>();
-  if (withPerson.length) {
-    const rows = await tx
-      .insertInto('journeys')
-      .values(withPerson.map((l) => ({ id: newId('jny'), tenant_id: l.tenantId, campaign_id: l.campaignId, person_id: l.personId })))
-      .onConflict((oc) => oc.columns(['campaign_id', 'person_id']).where('person_id', 'is not', null).doUpdateSet({ campaign_id: (eb) => eb.ref('excluded.campaign_id') }))
-      .returning(['id', 'campaign_id', 'person_id'])
-      .execute();
-    for (const r of rows) journeys.set(`${r.campaign_id}|${r.person_id}`, r.id);
-  }
-  const bare = ok.filter((l) => !l.personId);
-  if (bare.length) {
-    const rows = bare.map((l) => ({ id: newId('jny'), tenant_id: l.tenantId, campaign_id: l.campaignId, person_id: null }));
-    await tx.insertInto('journeys').values(rows).execute();
-    bare.forEach((l, i) => journeys.set(`call|${l.callId}`, rows[i].id));
-  }
-  const inserted = await tx
-    .insertInto('calls')
-    .values(
-      ok.map((l) => ({
-        id: l.callId,
-        tenant_id: l.tenantId,
-        campaign_id: l.campaignId,
-        person_id: l.personId,
-        node_id: l.nodeId,
-        to_number: l.to,
-        from_number: l.from,
-        state: 'dialing' as const,
-        handler: l.handler === 'bot' ? ('bot' as const) : ('agent' as const),
-        journey_id: l.personId ? (journeys.get(`${l.campaignId}|${l.personId}`) ?? null) : (journeys.get(`call|${l.callId}`) ?? null),
-        direction: 'outbound',
-        launched_by: me,
-        manual: l.manual,
-      })),
-    )
-    .onConflict((oc) => oc.column('person_id').where('person_id', 'is not', null).where('state', '<>', 'ended').doNothing())
-    .returning('id')
-    .execute();
-  const written = new Set(inserted.map((r) => r.id));
-  for (const l of ok) if (!written.has(l.callId)) dropped.set(l.callId, 'duplicate');
-  return { blocked, dropped };
 }
