@@ -658,6 +658,10 @@ export class Dialer {
       to = toE164(input.to ?? '');
       if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
     }
+    if (to && (await this.#s.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to).executeTakeFirst())) {
+      this.stats.denied(tenantId);
+      throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
+    }
     const limits = planLimits(c.plan);
     const live = await sql<{ campaign: number; tenant: number }>`
       select count(*) filter (where campaign_id = ${c.id})::int as campaign, count(*)::int as tenant

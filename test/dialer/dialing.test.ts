@@ -239,14 +239,16 @@ t('per company pause: that company stops, the other keeps dialing', async () => 
 });
 
 t('manual dial places one call; the do-not-call list is never called', async () => {
-  const m = await call(cp.url, 'POST', '/api/dialer/v1/calls', { session: a.owner, body: { campaign_id: campA, to: '(202) 555-0199' } });
+  // A campaign with room: it dials one call every 10 s by itself, and may have 20 up.
+  const slow = (await makeCampaign(cp, a.tenantId, a.owner, { people: 50, cps: 0.1, concurrent: 20, name: 'Slow' })).campaignId;
+  const m = await call(cp.url, 'POST', '/api/dialer/v1/calls', { session: a.owner, body: { campaign_id: slow, to: '(202) 555-0199' } });
   assert.is(m.status, 201, m.text);
   assert.is(m.body.to, '+12025550199');
   await until(() => originates().some((o) => o.call.call_id === m.body.call_id), 2000, 'the manual call at a node');
   // DNC: a number on the list is refused for manual dialing and never called by the campaign.
   const dnc = '+12025550188';
   await cp.services.store.db.insertInto('dnc_numbers').values({ tenant_id: a.tenantId, number: dnc, source: 'api' }).execute();
-  const refused = await call(cp.url, 'POST', '/api/dialer/v1/calls', { session: a.owner, body: { campaign_id: campA, to: dnc } });
+  const refused = await call(cp.url, 'POST', '/api/dialer/v1/calls', { session: a.owner, body: { campaign_id: slow, to: dnc } });
   assert.is(refused.status, 422);
   assert.match(refused.body.error.message, /do-not-call/);
   const small = await makeCampaign(cp, a.tenantId, a.owner, { people: 0, numbers: ['+12025550181', dnc, '+12025550182'], cps: 5, concurrent: 5, name: 'Small' });
