@@ -16,11 +16,8 @@
  * call launched by another instance is reported to it over the coordinator so it frees the slot.
  */
 import { sql } from 'kysely';
-import { MAX_CALL_SECONDS, type CallEventMessage } from '../shared/agent-protocol.ts';
-import { ApiError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
-import { toE164 } from '../shared/phone.ts';
 import { planLimits } from '../control-plane/companies/plans.ts';
 import type { Services } from '../control-plane/context.ts';
 import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
@@ -28,7 +25,8 @@ import { lastingSubscribe, type LastingSubscription } from '../control-plane/coo
 import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
-import { claimPeople, writeCalls, type Launch } from './launch-rows.ts';
+import { claimPeople, findLostCalls, releaseClaims, releaseExpiredClaims, writeCalls, type Launch } from './launch-rows.ts';
+import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace, type IdleReason } from './pacing.ts';
 import { mirrorSource, PauseReader } from './pause-reader.ts';
@@ -83,18 +81,10 @@ type LiveCall = { campaignId: string | null; tenantId: string };
 const ENDED_CHANNEL = (instance: string) => `vd.dialer.ended.${instance}`;
 /** People a claim holds before the reconcile gives them back (the claim's `next_attempt_at`). */
 const CLAIM_HOLD = '1 minute';
-/** A preview's person is held this long for the person at the screen. */
-const PREVIEW_HOLD = '10 minutes';
 /** Claimed people of a campaign idle this long (paused, no node) are given back. */
 const RELEASE_IDLE_BUFFER_MS = 5_000;
 /** A claimed person not called within this long goes back (well inside the claim's hold). */
 const BUFFER_MAX_AGE_MS = 30_000;
-/** A call still `dialing` (no word from its node) this long after its launch is ended as not placed. */
-const DIALING_LOST_AFTER = '60 seconds';
-/** Calls on a node silent this long are ended as lost. */
-const NODE_LOST_AFTER = '30 seconds';
-/** No call runs longer than this; a row still up after it is ended as lost. */
-const LONGEST_CALL = '6 hours';
 
 export class Dialer {
   readonly pause: PauseReader;
@@ -116,6 +106,7 @@ export class Dialer {
   readonly #companies = new Map<string, Company>();
   readonly #idleWrites = new Map<string, IdleReason | null>();
   readonly #tenantBuckets = new Map<string, PaceBucket>();
+  readonly #manual: ManualDialing;
   #timers: NodeJS.Timeout[] = [];
   #subs: LastingSubscription[] = [];
   #writingIdle = false;
@@ -144,6 +135,13 @@ export class Dialer {
       });
     this.events = new CallEvents({ store: services.store, coordinator: services.coordinator, log: this.#log, onEnded: (calls) => this.#ended(calls) }, opts);
     this.stats = new DialStats(services.store, this.#me, this.#log);
+    this.#manual = new ManualDialing({
+      services,
+      pause: this.pause,
+      stats: this.stats,
+      addLive: (callId, campaignId, tenantId) => this.#addLive(callId, campaignId, tenantId),
+      launch: (batch) => this.#launch(batch),
+    });
   }
 
   async start(): Promise<void> {
@@ -291,7 +289,7 @@ export class Dialer {
       const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
       if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
         const given = idleLong ? run.buffer.splice(0) : this.#takeOld(run, now);
-        this.#releaseClaims(run.id, given.map((p) => p.id)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
+        releaseClaims(this.#s.store, run.id, given.map((p) => p.id)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
       }
       const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
       const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity';
@@ -349,7 +347,7 @@ export class Dialer {
     run.retired = true;
     if (this.#runs.get(run.id) === run) this.#runs.delete(run.id);
     const given = run.buffer.splice(0);
-    if (given.length) await this.#releaseClaims(run.id, given.map((p) => p.id)).catch(() => {});
+    if (given.length) await releaseClaims(this.#s.store, run.id, given.map((p) => p.id)).catch(() => {});
   }
 
   /** Claims up to `n` due people of the campaign's lists (never one on the do-not-call list). */
@@ -361,7 +359,7 @@ export class Dialer {
       const rows = await claimPeople(this.#s, run.tenantId, run.id, st.lists, n, CLAIM_HOLD);
       run.lastRefill = Date.now();
       if (run.retired) {
-        await this.#releaseClaims(run.id, rows.map((r) => r.id));
+        await releaseClaims(this.#s.store, run.id, rows.map((r) => r.id));
         return;
       }
       const at = Date.now();
@@ -456,47 +454,13 @@ export class Dialer {
       const gone = await sql<{ id: string }>`select id from calls where id = any(${ids}::text[]) and state = 'ended'`.execute(this.#s.store.db);
       for (const r of gone.rows) this.#endLocal(r.id);
     }
-    await this.#endLostCalls();
-    // Claims past their hold with no call up, whichever campaign (running or not) holds them.
-    const keep = [...this.#runs.values()].flatMap((r) => r.buffer.map((p) => p.id));
-    await sql`
-      update people p set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(p.attempts - 1, 0)
-      where p.status = 'calling' and p.next_attempt_at < now()
-        and not (p.id = any(${keep}::text[]))
-        and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')`.execute(this.#s.store.db);
-  }
-
-  /**
-   * Calls whose end will never be reported: still `dialing` a minute after launch (the node never
-   * took it), on a node silent for 30 s, or up past the longest call. They are ended through the
-   * normal path (guarded by state, so several instances may find the same call).
-   */
-  async #endLostCalls(): Promise<void> {
-    const rows = await sql<{ id: string; node_id: string | null; state: string; talk: number }>`
-      select k.id, k.node_id, k.state, coalesce(extract(epoch from now() - k.answered_at), 0)::float8 as talk
-      from calls k left join media_nodes n on n.node_id = k.node_id
-      where k.state <> 'ended' and (
-        (k.state = 'dialing' and k.started_at < now() - ${DIALING_LOST_AFTER}::interval)
-        or (n.last_heartbeat_at is not null and n.last_heartbeat_at < now() - ${NODE_LOST_AFTER}::interval and k.started_at < now() - ${NODE_LOST_AFTER}::interval)
-        or k.started_at < now() - ${LONGEST_CALL}::interval)
-      limit 1000`.execute(this.#s.store.db);
-    if (rows.rows.length === 0) return;
-    this.#log.warn({ calls: rows.rows.length }, 'calls with no end reported are ended as lost');
-    for (const r of rows.rows) {
-      const talk = Math.min(Math.round(r.talk), MAX_CALL_SECONDS);
-      const event = (r.state === 'dialing'
-        ? { type: 'call.refused', call_id: r.id, reason: 'trunk_unavailable' }
-        : { type: 'call.ended', call_id: r.id, sip_status: 408, talk_seconds: r.state === 'answered' ? talk : 0, reason: 'node_lost' }) as unknown as CallEventMessage;
-      this.events.push({ node_id: r.node_id ?? '', epoch: 0, event });
+    const lost = await findLostCalls(this.#s.store);
+    if (lost.length) {
+      this.#log.warn({ calls: lost.length }, 'calls with no end reported are ended as lost');
+      for (const e of lost) this.events.push(e);
     }
-  }
-
-  /** Gives the claimed `people` back to their lists (their claim's attempt undone). */
-  async #releaseClaims(campaign: string, people: string[]): Promise<void> {
-    if (people.length === 0) return;
-    await sql`
-      update people set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(attempts - 1, 0)
-      where id = any(${people}::text[]) and claimed_by = ${campaign} and status = 'calling'`.execute(this.#s.store.db);
+    // Claims past their hold with no call up, whichever campaign (running or not) holds them.
+    await releaseExpiredClaims(this.#s.store, [...this.#runs.values()].flatMap((r) => r.buffer.map((p) => p.id)));
   }
 
   // ---- launching ----
@@ -611,118 +575,15 @@ export class Dialer {
     }
   }
 
-  // ---- manual dialing and preview ----
-
-  /** Refuses with 503 while the kill switch holds the company (or cannot be read). */
-  #checkPause(tenantId: string): void {
-    const p = this.pause.check(tenantId);
-    if (p.launch) return;
-    this.stats.denied(tenantId);
-    if (p.idle_reason === 'platform_paused') throw new ApiError('unavailable', 'platform_paused: dialing is paused by the platform; try again once it is resumed');
-    throw new ApiError('unavailable', 'platform_pause_unreadable: the dialing switch cannot be read right now, so nothing is dialed; try again shortly');
-  }
-
-  async #campaignFor(tenantId: string, campaignId: string) {
-    const row = await this.#s.store.db
-      .selectFrom('campaigns as c')
-      .innerJoin('companies as co', 'co.id', 'c.tenant_id')
-      .select(['c.id', 'c.state', 'c.mode', 'c.handler', 'c.caller_id', 'c.list_ids', 'c.max_concurrent_calls', 'co.status', 'co.core_hold', 'co.plan'])
-      .where('c.id', '=', campaignId)
-      .where('c.tenant_id', '=', tenantId)
-      .executeTakeFirst();
-    if (!row) throw new ApiError('not_found', `no campaign ${campaignId}`);
-    if (row.status !== 'on' || row.core_hold) throw new ApiError('conflict', 'tenant_paused: the company is suspended, so nothing is dialed');
-    if (row.state !== 'running') throw new ApiError('conflict', `the campaign is ${row.state}; calls are placed only for a running campaign`);
-    return row;
-  }
+  // ---- manual dialing and preview (dialer/manual.ts) ----
 
   /** `POST /api/dialer/v1/calls`: a person places one call now, for a running campaign. */
-  async manualDial(tenantId: string, input: { campaign_id: string; to?: string; person_id?: string }) {
-    this.#checkPause(tenantId);
-    const c = await this.#campaignFor(tenantId, input.campaign_id);
-    let to: string | null;
-    let personId: string | null = null;
-    if (input.person_id) {
-      const known = await this.#s.store.db
-        .selectFrom('people')
-        .select(['id', 'status'])
-        .where('id', '=', input.person_id)
-        .where('tenant_id', '=', tenantId)
-        .where('list_id', 'in', c.list_ids.length ? c.list_ids : [''])
-        .executeTakeFirst();
-      if (!known) throw new ApiError('unprocessable', `person_id: no person ${input.person_id} in the campaign's lists`);
-      if (known.status === 'done') throw new ApiError('conflict', 'this person has already been dealt with');
-      personId = known.id;
-      to = null;
-    } else {
-      to = toE164(input.to ?? '');
-      if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
-    }
-    if (to && (await this.#s.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to).executeTakeFirst())) {
-      this.stats.denied(tenantId);
-      throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
-    }
-    const limits = planLimits(c.plan);
-    const live = await sql<{ campaign: number; tenant: number }>`
-      select count(*) filter (where campaign_id = ${c.id})::int as campaign, count(*)::int as tenant
-      from calls where tenant_id = ${tenantId} and state <> 'ended'`.execute(this.#s.store.db);
-    const { campaign, tenant } = live.rows[0];
-    if (campaign >= Math.min(c.max_concurrent_calls, limits.concurrent_calls) || tenant >= limits.concurrent_calls) {
-      this.stats.denied(tenantId);
-      throw new ApiError('conflict', `concurrency_cap: ${campaign} calls are up for this campaign and ${tenant} for the company; wait for one to end`);
-    }
-    // The final check: a pause that arrived while the checks above ran.
-    this.#checkPause(tenantId);
-    if (this.#s.nodes.freeCapacity() <= 0) {
-      this.stats.denied(tenantId);
-      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
-    }
-    if (personId) {
-      // Claimed only when nobody calls them now: due, or held for this campaign's preview (a
-      // preview hold outlasts a dialer claim), and no call up.
-      const claimed = await sql<{ phone_number: string }>`
-        update people p set status = 'calling', claimed_by = ${c.id},
-          attempts = p.attempts + (case when p.status = 'calling' then 0 else 1 end),
-          next_attempt_at = now() + interval '1 minute'
-        where p.id = ${personId}
-          and (p.status in ('new', 'due') or (p.status = 'calling' and p.claimed_by = ${c.id} and p.next_attempt_at > now() + interval '1 minute'))
-          and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')
-        returning p.phone_number`.execute(this.#s.store.db);
-      if (!claimed.rows[0]) throw new ApiError('conflict', 'this person is being called already');
-      to = claimed.rows[0].phone_number;
-    }
-    const callId = newId('call');
-    const nodeId = this.#s.nodes.pick(callId);
-    if (!nodeId) {
-      if (personId) await this.#releaseClaims(c.id, [personId]).catch(() => {});
-      this.stats.denied(tenantId);
-      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
-    }
-    this.#addLive(callId, c.id, tenantId);
-    const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to: to!, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true };
-    const sent = await this.#launch([launch]);
-    if (sent.length === 0) {
-      const onList = await this.#s.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to!).executeTakeFirst();
-      if (onList) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
-      this.#checkPause(tenantId);
-      throw new ApiError('unavailable', 'the call could not be handed to a media node; try again');
-    }
-    const row = await this.#s.store.db.selectFrom('calls').select(['id', 'journey_id', 'node_id', 'state', 'to_number', 'from_number', 'campaign_id', 'person_id']).where('id', '=', callId).executeTakeFirstOrThrow();
-    return { call_id: row.id, campaign_id: row.campaign_id, person_id: row.person_id, journey_id: row.journey_id, node_id: row.node_id, to: row.to_number, from: row.from_number, state: row.state };
+  manualDial(tenantId: string, input: { campaign_id: string; to?: string; person_id?: string }) {
+    return this.#manual.dial(tenantId, input);
   }
 
   /** `POST /api/dialer/v1/campaigns/{id}/next`: the next person of a preview campaign, held for the caller. */
-  async previewNext(tenantId: string, campaignId: string) {
-    this.#checkPause(tenantId);
-    const c = await this.#campaignFor(tenantId, campaignId);
-    if (c.mode !== 'preview') throw new ApiError('conflict', 'this is a progressive campaign: the dialer calls its people itself');
-    const [p] = await claimPeople(this.#s, tenantId, c.id, c.list_ids, 1, PREVIEW_HOLD);
-    if (!p) return { person: null, held_until: null };
-    const row = await this.#s.store.db
-      .selectFrom('people')
-      .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'attempts', 'next_attempt_at'])
-      .where('id', '=', p.id)
-      .executeTakeFirstOrThrow();
-    return { person: { ...row, next_attempt_at: undefined }, held_until: row.next_attempt_at?.toISOString() ?? null };
+  previewNext(tenantId: string, campaignId: string) {
+    return this.#manual.next(tenantId, campaignId);
   }
 }

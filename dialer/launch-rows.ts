@@ -1,12 +1,22 @@
 /**
  * The dialer's rows for a launch: claiming due people (never one on the do-not-call list), and
  * writing a launch batch's journeys and call rows in one transaction with the last checks that
- * belong in the store (do-not-call list, campaign still running, one call up per person).
+ * belong in the store (do-not-call list, campaign still running, one call up per person); and the
+ * sweeps that find calls and claims nobody will finish.
  */
 import { sql } from 'kysely';
+import { MAX_CALL_SECONDS, type CallEventMessage } from '../shared/agent-protocol.ts';
 import { newId } from '../shared/ids.ts';
 import type { Services } from '../control-plane/context.ts';
-import type { Tx } from '../control-plane/db/store.ts';
+import type { Store, Tx } from '../control-plane/db/store.ts';
+import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
+
+/** A call still `dialing` (no word from its node) this long after its launch is ended as not placed. */
+const DIALING_LOST_AFTER = '60 seconds';
+/** Calls on a node silent this long are ended as lost. */
+const NODE_LOST_AFTER = '30 seconds';
+/** No call runs longer than this; a row still up after it is ended as lost. */
+const LONGEST_CALL = '6 hours';
 
 /** One call about to be launched. `run` is the pacing loop's campaign state (null for a manual call). */
 export type Launch = {
@@ -21,6 +31,14 @@ export type Launch = {
   nodeId: string;
   manual: boolean;
 };
+
+/** Gives the claimed `people` back to their lists (their claim's attempt undone). */
+export async function releaseClaims(store: Store, campaign: string, people: string[]): Promise<void> {
+  if (people.length === 0) return;
+  await sql`
+    update people set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(attempts - 1, 0)
+    where id = any(${people}::text[]) and claimed_by = ${campaign} and status = 'calling'`.execute(store.db);
+}
 
 /** Claims up to `n` due people of `lists` for the campaign, holding them for `hold`. */
 export async function claimPeople(s: Services, tenantId: string, campaignId: string, lists: string[], n: number, hold: string) {
@@ -116,4 +134,36 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
   const written = new Set(inserted.map((r) => r.id));
   for (const l of ok) if (!written.has(l.callId)) dropped.set(l.callId, 'duplicate');
   return { blocked, dropped };
+}
+
+/** Gives back claims past their hold with no call up, whichever campaign holds them (not `keep`). */
+export async function releaseExpiredClaims(store: Store, keep: string[]): Promise<void> {
+  await sql`
+    update people p set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(p.attempts - 1, 0)
+    where p.status = 'calling' and p.next_attempt_at < now()
+      and not (p.id = any(${keep}::text[]))
+      and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')`.execute(store.db);
+}
+
+/**
+ * Calls whose end will never be reported: still `dialing` a minute after launch (the node never
+ * took it), on a node silent for 30 s, or up past the longest call. Answers the events that end
+ * them through the normal path (guarded by state, so several instances may find the same call).
+ */
+export async function findLostCalls(store: Store): Promise<CallEvent[]> {
+  const rows = await sql<{ id: string; node_id: string | null; state: string; talk: number }>`
+    select k.id, k.node_id, k.state, coalesce(extract(epoch from now() - k.answered_at), 0)::float8 as talk
+    from calls k left join media_nodes n on n.node_id = k.node_id
+    where k.state <> 'ended' and (
+      (k.state = 'dialing' and k.started_at < now() - ${DIALING_LOST_AFTER}::interval)
+      or (n.last_heartbeat_at is not null and n.last_heartbeat_at < now() - ${NODE_LOST_AFTER}::interval and k.started_at < now() - ${NODE_LOST_AFTER}::interval)
+      or k.started_at < now() - ${LONGEST_CALL}::interval)
+    limit 1000`.execute(store.db);
+  return rows.rows.map((r) => {
+    const talk = Math.min(Math.round(r.talk), MAX_CALL_SECONDS);
+    const event = (r.state === 'dialing'
+      ? { type: 'call.refused', call_id: r.id, reason: 'trunk_unavailable' }
+      : { type: 'call.ended', call_id: r.id, sip_status: 408, talk_seconds: r.state === 'answered' ? talk : 0, reason: 'node_lost' }) as unknown as CallEventMessage;
+    return { node_id: r.node_id ?? '', epoch: 0, event };
+  });
 }

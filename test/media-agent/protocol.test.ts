@@ -3,7 +3,6 @@
  * trunk (time scaled ×0.01) against a control plane's `/agent/v1` endpoint (embedded: PGlite and
  * in-process coordination).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { WebSocket } from 'ws';
@@ -12,11 +11,11 @@ import type { CallEvent, NodeView } from '../../control-plane/telephony/agent-hu
 import type { CallEventMessage } from '../../shared/agent-protocol.ts';
 import { SimulatedTrunk, type SimulatedPlan } from '../../media-agent/simulated-trunk.ts';
 import { startTestServer } from '../support/server.ts';
+import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
 const TOKEN = 'agent-token-for-tests-0123456789';
 
-type Agent = { proc: ChildProcess; exit: Promise<number | null>; output: () => string };
+type Agent = AgentProcess;
 type Seen = { at: number; kind: 'online' | 'offline' | 'updated'; node: NodeView } | { at: number; kind: 'call'; call: CallEvent };
 
 const t = suite('media agent protocol');
@@ -28,29 +27,7 @@ let silent: { ws: WebSocket; helloAt: number } | null = null;
 let aRegisteredAt = 0;
 
 function spawnAgent(nodeId: string, env: Record<string, string> = {}): Agent {
-  const proc = spawn(process.execPath, ['media-agent/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      VD_AGENT_CONTROL_URL: wsUrl,
-      VD_AGENT_TOKEN: TOKEN,
-      VD_AGENT_NODE_ID: nodeId,
-      VD_AGENT_CAPACITY: '2',
-      VD_AGENT_REGION: 'test-1',
-      VD_AGENT_SEED: '7',
-      VD_AGENT_SIM_TIME_SCALE: '0.01',
-      VD_AGENT_SIM_OUTCOME: 'answer',
-      VD_AGENT_SIM_TALK_SECONDS: '30',
-      LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exit = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  const agent = { proc, exit, output: () => out };
+  const agent = spawnAgentProcess(wsUrl, TOKEN, nodeId, env);
   agents.push(agent);
   return agent;
 }

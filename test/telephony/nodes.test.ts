@@ -6,7 +6,6 @@
  * agent, an operator's drain surviving a new agent process on the other instance, and commands
  * forwarded to the instance that holds a node's socket.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
@@ -15,13 +14,13 @@ import type { NodeRow } from '../../control-plane/telephony/nodes.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
+import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
 const TOKEN = 'agent-token-for-node-tests-0123456789';
 
-type Agent = { proc: ChildProcess; exit: Promise<number | null>; output: () => string };
+type Agent = AgentProcess;
 
 const t = suite('media nodes');
 let a: RunningControlPlane;
@@ -37,29 +36,7 @@ const calls: Array<CallEvent & { at: number; on: 'a' | 'b' }> = [];
 let n = 0;
 
 function spawnAgent(cp: RunningControlPlane, nodeId: string, env: Record<string, string> = {}): Agent {
-  const proc = spawn(process.execPath, ['media-agent/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      VD_AGENT_CONTROL_URL: `${cp.url.replace('http', 'ws')}/agent/v1`,
-      VD_AGENT_TOKEN: TOKEN,
-      VD_AGENT_NODE_ID: nodeId,
-      VD_AGENT_CAPACITY: '3',
-      VD_AGENT_REGION: 'test-1',
-      VD_AGENT_SEED: '7',
-      VD_AGENT_SIM_TIME_SCALE: '0.01',
-      VD_AGENT_SIM_OUTCOME: 'answer',
-      VD_AGENT_SIM_TALK_SECONDS: '20',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exit = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  const agent = { proc, exit, output: () => out };
+  const agent = spawnAgentProcess(`${cp.url.replace('http', 'ws')}/agent/v1`, TOKEN, nodeId, { VD_AGENT_CAPACITY: '3', VD_AGENT_SIM_TALK_SECONDS: '20', LOG_LEVEL: 'warn', ...env });
   agents.push(agent);
   return agent;
 }

@@ -1,0 +1,151 @@
+/**
+ * Dialing by people at a screen: a manual call for a running campaign (`POST /api/dialer/v1/calls`)
+ * and a preview campaign's next person (`POST /api/dialer/v1/campaigns/{id}/next`). Both go
+ * through the dialer's launch path and its fail-closed kill-switch reader: while dialing is paused
+ * they answer 503 `unavailable` with a message that begins `platform_paused` (or
+ * `platform_pause_unreadable`).
+ */
+import { sql } from 'kysely';
+import { ApiError } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { toE164 } from '../shared/phone.ts';
+import { planLimits } from '../control-plane/companies/plans.ts';
+import type { Services } from '../control-plane/context.ts';
+import type { DialStats } from './dial-stats.ts';
+import { claimPeople, releaseClaims, type Launch } from './launch-rows.ts';
+import type { PauseReader } from './pause-reader.ts';
+
+/** A preview's person is held this long for the person at the screen. */
+const PREVIEW_HOLD = '10 minutes';
+
+/** What manual dialing needs of the dialer: its reader, counters and launch path. */
+export type LaunchPort = {
+  services: Services;
+  pause: PauseReader;
+  stats: DialStats;
+  /** Counts a call about to launch as live (its campaign's and company's caps see it). */
+  addLive(callId: string, campaignId: string, tenantId: string): void;
+  /** Writes the calls' rows and sends each that may still go; answers those sent. */
+  launch(batch: Launch[]): Promise<Launch[]>;
+};
+
+export class ManualDialing {
+  readonly #d: LaunchPort;
+
+  constructor(port: LaunchPort) {
+    this.#d = port;
+  }
+
+  /** Refuses with 503 while the kill switch holds the company (or cannot be read). */
+  #checkPause(tenantId: string): void {
+    const p = this.#d.pause.check(tenantId);
+    if (p.launch) return;
+    this.#d.stats.denied(tenantId);
+    if (p.idle_reason === 'platform_paused') throw new ApiError('unavailable', 'platform_paused: dialing is paused by the platform; try again once it is resumed');
+    throw new ApiError('unavailable', 'platform_pause_unreadable: the dialing switch cannot be read right now, so nothing is dialed; try again shortly');
+  }
+
+  async #campaignFor(tenantId: string, campaignId: string) {
+    const row = await this.#d.services.store.db
+      .selectFrom('campaigns as c')
+      .innerJoin('companies as co', 'co.id', 'c.tenant_id')
+      .select(['c.id', 'c.state', 'c.mode', 'c.handler', 'c.caller_id', 'c.list_ids', 'c.max_concurrent_calls', 'co.status', 'co.core_hold', 'co.plan'])
+      .where('c.id', '=', campaignId)
+      .where('c.tenant_id', '=', tenantId)
+      .executeTakeFirst();
+    if (!row) throw new ApiError('not_found', `no campaign ${campaignId}`);
+    if (row.status !== 'on' || row.core_hold) throw new ApiError('conflict', 'tenant_paused: the company is suspended, so nothing is dialed');
+    if (row.state !== 'running') throw new ApiError('conflict', `the campaign is ${row.state}; calls are placed only for a running campaign`);
+    return row;
+  }
+
+  /** `POST /api/dialer/v1/calls`: a person places one call now, for a running campaign. */
+  async dial(tenantId: string, input: { campaign_id: string; to?: string; person_id?: string }) {
+    this.#checkPause(tenantId);
+    const c = await this.#campaignFor(tenantId, input.campaign_id);
+    let to: string | null;
+    let personId: string | null = null;
+    if (input.person_id) {
+      const known = await this.#d.services.store.db
+        .selectFrom('people')
+        .select(['id', 'status'])
+        .where('id', '=', input.person_id)
+        .where('tenant_id', '=', tenantId)
+        .where('list_id', 'in', c.list_ids.length ? c.list_ids : [''])
+        .executeTakeFirst();
+      if (!known) throw new ApiError('unprocessable', `person_id: no person ${input.person_id} in the campaign's lists`);
+      if (known.status === 'done') throw new ApiError('conflict', 'this person has already been dealt with');
+      personId = known.id;
+      to = null;
+    } else {
+      to = toE164(input.to ?? '');
+      if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
+    }
+    if (to && (await this.#d.services.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to).executeTakeFirst())) {
+      this.#d.stats.denied(tenantId);
+      throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
+    }
+    const limits = planLimits(c.plan);
+    const live = await sql<{ campaign: number; tenant: number }>`
+      select count(*) filter (where campaign_id = ${c.id})::int as campaign, count(*)::int as tenant
+      from calls where tenant_id = ${tenantId} and state <> 'ended'`.execute(this.#d.services.store.db);
+    const { campaign, tenant } = live.rows[0];
+    if (campaign >= Math.min(c.max_concurrent_calls, limits.concurrent_calls) || tenant >= limits.concurrent_calls) {
+      this.#d.stats.denied(tenantId);
+      throw new ApiError('conflict', `concurrency_cap: ${campaign} calls are up for this campaign and ${tenant} for the company; wait for one to end`);
+    }
+    // The final check: a pause that arrived while the checks above ran.
+    this.#checkPause(tenantId);
+    if (this.#d.services.nodes.freeCapacity() <= 0) {
+      this.#d.stats.denied(tenantId);
+      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
+    }
+    if (personId) {
+      // Claimed only when nobody calls them now: due, or held for this campaign's preview (a
+      // preview hold outlasts a dialer claim), and no call up.
+      const claimed = await sql<{ phone_number: string }>`
+        update people p set status = 'calling', claimed_by = ${c.id},
+          attempts = p.attempts + (case when p.status = 'calling' then 0 else 1 end),
+          next_attempt_at = now() + interval '1 minute'
+        where p.id = ${personId}
+          and (p.status in ('new', 'due') or (p.status = 'calling' and p.claimed_by = ${c.id} and p.next_attempt_at > now() + interval '1 minute'))
+          and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')
+        returning p.phone_number`.execute(this.#d.services.store.db);
+      if (!claimed.rows[0]) throw new ApiError('conflict', 'this person is being called already');
+      to = claimed.rows[0].phone_number;
+    }
+    const callId = newId('call');
+    const nodeId = this.#d.services.nodes.pick(callId);
+    if (!nodeId) {
+      if (personId) await releaseClaims(this.#d.services.store, c.id, [personId]).catch(() => {});
+      this.#d.stats.denied(tenantId);
+      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
+    }
+    this.#d.addLive(callId, c.id, tenantId);
+    const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to: to!, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true };
+    const sent = await this.#d.launch([launch]);
+    if (sent.length === 0) {
+      const onList = await this.#d.services.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to!).executeTakeFirst();
+      if (onList) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
+      this.#checkPause(tenantId);
+      throw new ApiError('unavailable', 'the call could not be handed to a media node; try again');
+    }
+    const row = await this.#d.services.store.db.selectFrom('calls').select(['id', 'journey_id', 'node_id', 'state', 'to_number', 'from_number', 'campaign_id', 'person_id']).where('id', '=', callId).executeTakeFirstOrThrow();
+    return { call_id: row.id, campaign_id: row.campaign_id, person_id: row.person_id, journey_id: row.journey_id, node_id: row.node_id, to: row.to_number, from: row.from_number, state: row.state };
+  }
+
+  /** `POST /api/dialer/v1/campaigns/{id}/next`: the next person of a preview campaign, held for the caller. */
+  async next(tenantId: string, campaignId: string) {
+    this.#checkPause(tenantId);
+    const c = await this.#campaignFor(tenantId, campaignId);
+    if (c.mode !== 'preview') throw new ApiError('conflict', 'this is a progressive campaign: the dialer calls its people itself');
+    const [p] = await claimPeople(this.#d.services, tenantId, c.id, c.list_ids, 1, PREVIEW_HOLD);
+    if (!p) return { person: null, held_until: null };
+    const row = await this.#d.services.store.db
+      .selectFrom('people')
+      .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'attempts', 'next_attempt_at'])
+      .where('id', '=', p.id)
+      .executeTakeFirstOrThrow();
+    return { person: { ...row, next_attempt_at: undefined }, held_until: row.next_attempt_at?.toISOString() ?? null };
+  }
+}
