@@ -22,6 +22,9 @@ import { OUTBOX_CONSUMERS, OutboxWorker, type ConsumerHandler } from './runtime/
 import { ActorRuntime, type RuntimeOptions } from './runtime/runtime.ts';
 import { AgentHub } from './telephony/agent-hub.ts';
 import { MediaNodes } from './telephony/nodes.ts';
+import { systemClock, type Clock } from '../shared/clock.ts';
+import { OutboundClient, type LookupFn } from './integrations/outbound.ts';
+import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
 
 export type Services = {
   config: Config;
@@ -47,10 +50,22 @@ export type Services = {
   companySetup: Array<(tx: Tx, tenantId: string) => Promise<void>>;
   /** This instance's name in leases and logs. */
   instanceId: string;
+  /** Wall-clock time for schedules (webhook retries, secret grace); tests move it by hand. */
+  clock: Clock;
+  /** The one guarded client for customer addresses (webhooks, later recording imports). */
+  outbound: OutboundClient;
+  /** DNS used when a customer address is saved (the client checks again at connect time). */
+  lookup: LookupFn | undefined;
+  /** Webhook deliveries: the `webhooks` outbox consumer, sender and poller of this instance. */
+  webhooks: WebhookWorker;
   close(): Promise<void>;
 };
 
-export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coordinator' | 'columnSources'>> & { runtime?: RuntimeOptions };
+export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coordinator' | 'columnSources'>> & {
+  runtime?: RuntimeOptions;
+  /** Webhook timings, clock and spread, and the DNS the guarded client uses (tests simulate rebinding). */
+  webhooks?: WebhookWorkerOptions & { lookup?: LookupFn; answerLimitMs?: number };
+};
 
 /** Builds the services from the settings: PGlite or Postgres, in-process or Redis coordination. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
@@ -64,7 +79,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const nodes = new MediaNodes({ store, coordinator, hub: agentHub, log, instanceId, runtime: () => runtime });
   const actorDefs: ActorDefinition[] = [companyActor(() => services.suspendSteps), campaignActor(), nodes.actorDefinition()];
   const runtime = new ActorRuntime({ store, coordinator, log, instanceId }, actorDefs, overrides.runtime);
-  const consumers = new Map<string, ConsumerHandler>([['audit', auditConsumer]]);
+  const clock = overrides.webhooks?.clock ?? systemClock;
+  const lookup = overrides.webhooks?.lookup;
+  const outbound = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: overrides.webhooks?.answerLimitMs });
+  const webhooks = new WebhookWorker({ store, client: outbound, log, instanceId }, { ...overrides.webhooks, clock });
+  const consumers = new Map<string, ConsumerHandler>([
+    ['audit', auditConsumer],
+    ['webhooks', webhooks.consumer()],
+  ]);
   for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name)) throw new Error(`outbox consumer ${name} has no handler`);
   const outbox = new OutboxWorker(store, coordinator, log, consumers);
   const closeOwned = async () => {
@@ -85,10 +107,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     suspendSteps: suspendSteps({ store, apiKeys, coordinator, runtime }),
     companySetup: [(tx, tenantId) => runtime.create(tx, 'company', tenantId, { tenantId })],
     instanceId,
+    clock,
+    outbound,
+    lookup,
+    webhooks,
     async close() {
       await agentHub.close();
       await nodes.stop();
       await outbox.stop();
+      await webhooks.stop();
+      await outbound.close();
       await runtime.stop();
       await apiKeys.stop();
       await closeOwned();
@@ -98,6 +126,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await apiKeys.start();
     await runtime.start();
     await outbox.start();
+    webhooks.start();
     await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.
     void mirrorSwitch({ store, coordinator, logger: log });

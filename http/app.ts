@@ -13,6 +13,7 @@ import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestLog } from './middleware/request-log.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
+import { connectorRoutes } from './routes/connectors.ts';
 import { authRoutes } from './routes/auth.ts';
 import { complianceRoutes } from './routes/compliance.ts';
 import { coreRoutes } from './routes/core.ts';
@@ -44,6 +45,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES), authenticate, csrf, rateLimit, idempotency);
   api.route('/auth/v1', authRoutes);
   api.route('/integrations/v1/api-keys', apiKeyRoutes);
+  api.route('/integrations/v1/connectors', connectorRoutes);
   api.route('/integrations/v1/inbound', inboundRoutes);
   api.route('/core/v1/notices', noticeRoutes);
   api.route('/core/v1', coreRoutes);

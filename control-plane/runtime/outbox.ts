@@ -32,7 +32,7 @@ export type NewEvent = {
 };
 
 /** Every consumer of the outbox; each event is queued once for each that wants it. */
-export const OUTBOX_CONSUMERS: string[] = ['audit'];
+export const OUTBOX_CONSUMERS: string[] = ['audit', 'webhooks'];
 
 /**
  * Which events a consumer wants queued (default: all). The audit log only records events that
@@ -40,7 +40,14 @@ export const OUTBOX_CONSUMERS: string[] = ['audit'];
  */
 const CONSUMER_WANTS: Record<string, (e: NewEvent) => boolean> = {
   audit: (e) => typeof e.data.actor === 'object' && e.data.actor !== null,
+  webhooks: (e) => e.tenant_id !== null || PLATFORM_WIDE_EVENTS.has(e.subject),
 };
+
+/**
+ * Events without a company that every company's webhook connections may subscribe to. Other
+ * company-less events (media nodes, companies created) are the operators' business only.
+ */
+export const PLATFORM_WIDE_EVENTS: ReadonlySet<string> = new Set(['vd.platform.dialing_pause_changed']);
 
 /** Channel on which a commit that wrote events wakes the workers of every instance. */
 export const OUTBOX_CHANNEL = 'vd.outbox.written';
@@ -67,18 +74,27 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
   return rows.map((r, i) => ({ id: r.id, tenant_id: r.tenant_id, at: at.toISOString(), source: r.source, subject: r.subject, data: events[i].data }));
 }
 
-export type ConsumerHandler = (tx: Tx, events: Array<EventEnvelope & { seq: string }>) => Promise<void>;
+/** An event handed to a consumer: the envelope, its queue position and the campaign it is about. */
+export type ConsumedEvent = EventEnvelope & { seq: string; campaign_id: string | null };
+
+/**
+ * Handles a batch inside the claiming transaction; may return work to run once that transaction
+ * has committed (e.g. sending what it wrote).
+ */
+export type ConsumerHandler = (tx: Tx, events: ConsumedEvent[]) => Promise<void | (() => void)>;
 
 /**
  * Claims up to `limit` queued events of `consumer` (skipping rows other workers hold), hands them
  * to `handler` in seq order and removes them, all in one transaction. Returns how many it took.
  */
 export async function consumeBatch(store: Store, consumer: string, limit: number, handler: ConsumerHandler): Promise<number> {
-  return store.transaction(async (tx) => {
+  let afterCommit: void | (() => void) = undefined;
+  const n = await store.transaction(async (tx) => {
+    afterCommit = undefined;
     const claimed = await tx
       .selectFrom('outbox_pending as p')
       .innerJoin('outbox as o', 'o.seq', 'p.seq')
-      .select(['p.seq', 'o.id', 'o.tenant_id', 'o.at', 'o.source', 'o.subject', 'o.data'])
+      .select(['p.seq', 'o.id', 'o.tenant_id', 'o.at', 'o.source', 'o.subject', 'o.data', 'o.campaign_id'])
       .where('p.consumer', '=', consumer)
       .orderBy('p.seq')
       .limit(limit)
@@ -86,13 +102,24 @@ export async function consumeBatch(store: Store, consumer: string, limit: number
       .skipLocked()
       .execute();
     if (claimed.length === 0) return 0;
-    await handler(
+    afterCommit = await handler(
       tx,
-      claimed.map((r) => ({ seq: String(r.seq), id: r.id, tenant_id: r.tenant_id, at: r.at.toISOString(), source: r.source, subject: r.subject, data: r.data as Record<string, unknown> })),
+      claimed.map((r) => ({
+        seq: String(r.seq),
+        id: r.id,
+        tenant_id: r.tenant_id,
+        at: r.at.toISOString(),
+        source: r.source,
+        subject: r.subject,
+        data: r.data as Record<string, unknown>,
+        campaign_id: r.campaign_id,
+      })),
     );
     await tx.deleteFrom('outbox_pending').where('consumer', '=', consumer).where('seq', 'in', claimed.map((r) => r.seq)).execute();
     return claimed.length;
   });
+  (afterCommit as void | (() => void))?.();
+  return n;
 }
 
 /** Runs consumers: woken by commit notices and, as a fallback, every `pollMs`. */

@@ -7,6 +7,7 @@ import * as core from './20261121_0004_core.ts';
 import * as dialingPause from './20261121_0005_dialing_pause.ts';
 import * as dialer from './20261121_0006_dialer.ts';
 import * as mediaNodes from './20261121_0007_media_nodes.ts';
+import * as webhooks from './20261122_0008_webhooks.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '20261121_0005_dialing_pause': dialingPause,
   '20261121_0006_dialer': dialer,
   '20261121_0007_media_nodes': mediaNodes,
+  '20261122_0008_webhooks': webhooks,
 };

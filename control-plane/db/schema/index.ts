@@ -9,6 +9,7 @@ import type { DncNumbersTable } from './dnc.ts';
 import type { DialingPausesTable, PlatformSettingsTable } from './dialing.ts';
 import type { DialStatsTable, JourneysTable, UsageEventsTable } from './dialer.ts';
 import type { MediaNodesTable } from './media-nodes.ts';
+import type { ConnectorsTable, WebhookAttemptsTable, WebhookDeliveriesTable } from './connectors.ts';
 import type { IdempotencyRecordsTable } from './idempotency.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { CompanyUsersTable, OperatorsTable, RegisteredEmailsTable } from './users.ts';
@@ -17,6 +18,7 @@ export type { CompanyStatus, PlanName } from './companies.ts';
 export type { CampaignState } from './campaigns.ts';
 export type { PersonStatus } from './core.ts';
 export type { UsageKind } from './dialer.ts';
+export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
 
 export interface DB {
   companies: CompaniesTable;
@@ -41,4 +43,7 @@ export interface DB {
   usage_events: UsageEventsTable;
   dial_stats: DialStatsTable;
   media_nodes: MediaNodesTable;
+  connectors: ConnectorsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }

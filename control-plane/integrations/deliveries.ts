@@ -1,0 +1,356 @@
+/**
+ * Webhook deliveries in the store: made from outbox events (one per matching connection, body
+ * frozen and masked for that connection, unique per connection and event), claimed by a worker
+ * under a lease, and finished with the outcome of an attempt.
+ *
+ * Exactly one sender at a time: a worker claims due rows `FOR UPDATE SKIP LOCKED` and stamps them
+ * with its instance, a fresh token and `lease_until` (the store's clock). Nobody claims a row whose
+ * lease runs; a worker only sends what it claimed less than `staleMs` ago and an attempt is cut at
+ * 10 s, so its send has ended long before its lease does. An outcome is written only under the
+ * token it was claimed with, so a worker whose lease was taken over writes nothing.
+ *
+ * Schedule times (next_at, first_attempt_at, give_up_at, attempt times) come from the injected
+ * clock, so tests can move through hours of retries; leases use the store's own clock.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { compilePatterns } from '../../shared/event-patterns.ts';
+import { newId } from '../../shared/ids.ts';
+import { maskPhoneNumbers } from '../../shared/masking.ts';
+import type { Store, Tx } from '../db/store.ts';
+import type { DeliveryStatus } from '../db/schema/index.ts';
+import type { OutboundResult } from './outbound.ts';
+import { GIVE_UP_AFTER_MS, NEEDS_ATTENTION_AFTER, retryWait } from './retry-schedule.ts';
+
+/** What a sender needs of a connection to send: where, and the secrets to sign with. */
+export type Target = { url: string; secret: string; previous_secret: string | null; previous_secret_until: number | null };
+
+/** A delivery claimed by this instance, ready to send. */
+export type Claimed = {
+  id: string;
+  connector_id: string;
+  subject: string;
+  body: string;
+  attempts: number;
+  backoff_step: number;
+  first_attempt_at: number | null;
+  give_up_at: number | null;
+  event_at: number;
+  token: string;
+  target: Target;
+};
+
+/** An event as the webhooks consumer sees it. */
+export type SourceEvent = {
+  id: string;
+  tenant_id: string | null;
+  at: string;
+  source: string;
+  subject: string;
+  data: Record<string, unknown>;
+  campaign_id: string | null;
+};
+
+type ConnectorRow = {
+  id: string;
+  tenant_id: string;
+  state: string;
+  url: string | null;
+  events: string[] | null;
+  campaign_ids: string[] | null;
+  full_numbers: boolean;
+  secret: string | null;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
+};
+
+const leaseUntil = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 1000})`;
+
+function targetOf(c: Pick<ConnectorRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_until'>): Target {
+  return { url: c.url ?? '', secret: c.secret ?? '', previous_secret: c.previous_secret, previous_secret_until: c.previous_secret_until?.getTime() ?? null };
+}
+
+/** An operator who acted is named to operators only: customers see that an operator acted, not who. */
+function forCustomers(data: Record<string, unknown>): Record<string, unknown> {
+  const a = data.actor as { kind?: unknown } | null | undefined;
+  return a && typeof a === 'object' && a.kind === 'operator' ? { ...data, actor: { kind: 'operator' } } : data;
+}
+
+/** The campaign an event is about: the outbox column, else `data.campaign_id`. */
+function campaignOf(e: SourceEvent): string | null {
+  if (e.campaign_id) return e.campaign_id;
+  const c = e.data.campaign_id;
+  return typeof c === 'string' && c ? c : null;
+}
+
+export type MakeOptions = {
+  now: number;
+  /** Up to this many new deliveries of active connections are leased to `instance` at once (the fast path). */
+  leaseUpTo: number;
+  instance: string;
+  leaseMs: number;
+};
+
+/**
+ * Writes the deliveries of `events` inside `tx` and returns those leased to this instance. Events
+ * without a company (platform-wide ones) go to every matching connection. A campaign filter skips
+ * events that name no campaign. A re-run for the same event writes nothing (unique per connection).
+ */
+export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOptions): Promise<Claimed[]> {
+  const tenants = [...new Set(events.map((e) => e.tenant_id).filter((t): t is string => t !== null))];
+  const platformWide = events.some((e) => e.tenant_id === null);
+  if (tenants.length === 0 && !platformWide) return [];
+  let q = tx
+    .selectFrom('connectors')
+    .select(['id', 'tenant_id', 'state', 'url', 'events', 'campaign_ids', 'full_numbers', 'secret', 'previous_secret', 'previous_secret_until'])
+    .where('kind', '=', 'webhook');
+  if (!platformWide) q = q.where('tenant_id', 'in', tenants);
+  const connectors = (await q.execute()) as ConnectorRow[];
+  if (connectors.length === 0) return [];
+  const byTenant = new Map<string, Array<ConnectorRow & { match: (s: string) => boolean }>>();
+  for (const c of connectors) {
+    const list = byTenant.get(c.tenant_id) ?? [];
+    list.push({ ...c, match: compilePatterns(c.events ?? []) });
+    byTenant.set(c.tenant_id, list);
+  }
+  const all = [...byTenant.values()].flat();
+  const created = new Date(opts.now);
+  let leasable = opts.leaseUpTo;
+  const token = randomUUID();
+  const rows: Array<Record<string, unknown>> = [];
+  const leased: Claimed[] = [];
+  for (const e of events) {
+    const campaign = campaignOf(e);
+    const candidates = e.tenant_id === null ? all : (byTenant.get(e.tenant_id) ?? []);
+    const shown = forCustomers(e.data);
+    let masked: Record<string, unknown> | null = null;
+    for (const c of candidates) {
+      if (!c.match(e.subject)) continue;
+      if (c.campaign_ids && (campaign === null || !c.campaign_ids.includes(campaign))) continue;
+      const data = c.full_numbers ? shown : (masked ??= maskPhoneNumbers(shown));
+      const body = JSON.stringify({ id: e.id, tenant_id: e.tenant_id, at: e.at, source: e.source, subject: e.subject, data });
+      const id = newId('dlv');
+      const lease = c.state === 'active' && leasable > 0;
+      if (lease) leasable--;
+      rows.push({
+        id,
+        connector_id: c.id,
+        tenant_id: c.tenant_id,
+        event_id: e.id,
+        subject: e.subject,
+        body,
+        status: 'pending',
+        event_at: new Date(e.at),
+        created_at: created,
+        next_at: created,
+        ...(lease ? { lease_owner: opts.instance, lease_token: token, lease_until: leaseUntil(opts.leaseMs) } : {}),
+      });
+      if (lease) {
+        leased.push({ id, connector_id: c.id, subject: e.subject, body, attempts: 0, backoff_step: 0, first_attempt_at: null, give_up_at: null, event_at: Date.parse(e.at), token, target: targetOf(c) });
+      }
+    }
+  }
+  if (rows.length === 0) return [];
+  // Leased and unleased rows differ in columns: insert them as two statements.
+  const withLease = rows.filter((r) => r.lease_owner);
+  const without = rows.filter((r) => !r.lease_owner);
+  const kept = new Set<string>();
+  for (const part of [withLease, without]) {
+    if (part.length === 0) continue;
+    const ins = await tx
+      .insertInto('webhook_deliveries')
+      .values(part as never)
+      .onConflict((oc) => oc.columns(['connector_id', 'event_id']).doNothing())
+      .returning('id')
+      .execute();
+    for (const r of ins) kept.add(r.id);
+  }
+  return leased.filter((l) => kept.has(l.id));
+}
+
+/**
+ * Gives up retrying deliveries whose 24 h are over, and claims up to `limit` due deliveries of
+ * active connections for `instance`.
+ */
+export async function claimDue(store: Store, opts: { now: number; limit: number; instance: string; leaseMs: number }): Promise<Claimed[]> {
+  const now = new Date(opts.now);
+  await store.db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'given_up', given_up_at: now, next_at: null })
+    .where('status', '=', 'retrying')
+    .where('give_up_at', '<=', now)
+    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', sql<Date>`now()`)]))
+    .execute();
+  if (opts.limit <= 0) return [];
+  const token = randomUUID();
+  const claimed = await sql<{
+    id: string;
+    connector_id: string;
+    subject: string;
+    body: string;
+    attempts: number;
+    backoff_step: number;
+    first_attempt_at: Date | null;
+    give_up_at: Date | null;
+    event_at: Date;
+  }>`
+    with due as (
+      select d.id from webhook_deliveries d join connectors c on c.id = d.connector_id
+      where d.status in ('pending', 'retrying') and d.next_at <= ${now}
+        and (d.lease_until is null or d.lease_until < now()) and c.state = 'active'
+      order by d.next_at
+      limit ${opts.limit}
+      for update of d skip locked)
+    update webhook_deliveries d
+    set lease_owner = ${opts.instance}, lease_token = ${token}, lease_until = ${leaseUntil(opts.leaseMs)}
+    from due where d.id = due.id
+    returning d.id, d.connector_id, d.subject, d.body, d.attempts, d.backoff_step, d.first_attempt_at, d.give_up_at, d.event_at`.execute(store.db);
+  if (claimed.rows.length === 0) return [];
+  const ids = [...new Set(claimed.rows.map((r) => r.connector_id))];
+  const targets = await store.db
+    .selectFrom('connectors')
+    .select(['id', 'url', 'secret', 'previous_secret', 'previous_secret_until'])
+    .where('id', 'in', ids)
+    .execute();
+  const byId = new Map(targets.map((t) => [t.id, targetOf(t)]));
+  return claimed.rows
+    .filter((r) => byId.has(r.connector_id))
+    .map((r) => ({
+      id: r.id,
+      connector_id: r.connector_id,
+      subject: r.subject,
+      body: r.body,
+      attempts: r.attempts,
+      backoff_step: r.backoff_step,
+      first_attempt_at: r.first_attempt_at?.getTime() ?? null,
+      give_up_at: r.give_up_at?.getTime() ?? null,
+      event_at: r.event_at.getTime(),
+      token,
+      target: byId.get(r.connector_id)!,
+    }));
+}
+
+/** One attempt's outcome, as the sender hands it to `finishAttempts`. */
+export type Outcome = { item: Claimed; at: number; result: OutboundResult };
+
+/** Whether an attempt counts as delivered: a 2xx answer (the client cuts every attempt at 10 s). */
+export function delivered(r: OutboundResult): boolean {
+  return r.kind === 'answered' && r.status >= 200 && r.status < 300;
+}
+
+/** The delivery's next state after an attempt at `at` (pure; `random` spreads the wait). */
+export function nextState(item: Claimed, at: number, result: OutboundResult, random: () => number) {
+  const first = item.first_attempt_at ?? at;
+  const giveUp = item.give_up_at ?? first + GIVE_UP_AFTER_MS;
+  const base = { attempts: item.attempts + 1, first_attempt_at: first, give_up_at: giveUp, last_status: result.kind === 'answered' ? result.status : null, last_outcome: result.kind };
+  if (delivered(result)) return { ...base, status: 'delivered' as DeliveryStatus, next_at: null, delivered_at: at, given_up_at: null, backoff_step: item.backoff_step };
+  if (at >= giveUp) return { ...base, status: 'given_up' as DeliveryStatus, next_at: null, delivered_at: null, given_up_at: at, backoff_step: item.backoff_step + 1 };
+  const wait = retryWait(item.backoff_step, result.kind === 'answered' ? result.retryAfter : null, random);
+  // The 24 h mark is itself a wake-up: a retry that would fall after it is given up then instead.
+  return { ...base, status: 'retrying' as DeliveryStatus, next_at: Math.min(at + wait, giveUp), delivered_at: null, given_up_at: null, backoff_step: item.backoff_step + 1 };
+}
+
+const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+
+/**
+ * Writes the outcomes of attempts in one transaction: each delivery's new state (only under the
+ * token it was claimed with), its attempt row, and each connection's run of failures (50 in a
+ * row: Needs attention). Returns the connections that are now in Needs attention.
+ */
+export async function finishAttempts(store: Store, outcomes: Outcome[], random: () => number, keepBytes = 512): Promise<Set<string>> {
+  if (outcomes.length === 0) return new Set();
+  return store.transaction(async (tx) => {
+    const states = outcomes.map((o) => ({ o, s: nextState(o.item, o.at, o.result, random) }));
+    const values = states.map(({ o, s }) => ({
+      id: o.item.id,
+      token: o.item.token,
+      status: s.status,
+      attempts: s.attempts,
+      backoff_step: s.backoff_step,
+      next_at: iso(s.next_at),
+      first_attempt_at: iso(s.first_attempt_at),
+      give_up_at: iso(s.give_up_at),
+      delivered_at: iso(s.delivered_at),
+      given_up_at: iso(s.given_up_at),
+      last_status: s.last_status,
+      last_outcome: s.last_outcome,
+    }));
+    const updated = await sql<{ id: string }>`
+      update webhook_deliveries d set
+        status = v.status, attempts = v.attempts, backoff_step = v.backoff_step, next_at = v.next_at,
+        first_attempt_at = v.first_attempt_at, give_up_at = v.give_up_at, delivered_at = v.delivered_at,
+        given_up_at = v.given_up_at, last_status = v.last_status, last_outcome = v.last_outcome,
+        lease_owner = null, lease_token = null, lease_until = null
+      from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(id text, token text, status text, attempts int,
+        backoff_step int, next_at timestamptz, first_attempt_at timestamptz, give_up_at timestamptz,
+        delivered_at timestamptz, given_up_at timestamptz, last_status int, last_outcome text)
+      where d.id = v.id and d.lease_token = v.token
+      returning d.id`.execute(tx);
+    const written = new Set(updated.rows.map((r) => r.id));
+    const kept = states.filter(({ o }) => written.has(o.item.id));
+    if (kept.length === 0) return new Set();
+    await tx
+      .insertInto('webhook_attempts')
+      .values(
+        kept.map(({ o, s }) => ({
+          delivery_id: o.item.id,
+          n: s.attempts,
+          at: new Date(o.at),
+          duration_ms: Math.round(o.result.durationMs),
+          http_status: o.result.kind === 'answered' ? o.result.status : null,
+          outcome: o.result.kind,
+          body_start: o.result.kind === 'answered' ? o.result.bodyStart.slice(0, keepBytes) : null,
+          message: o.result.kind === 'answered' ? null : o.result.message.slice(0, 500),
+        })),
+      )
+      .onConflict((oc) => oc.columns(['delivery_id', 'n']).doNothing())
+      .execute();
+    // Each connection's run of failures, in the order the attempts ended.
+    const runs = new Map<string, { reset: boolean; trailing: number; fails: number }>();
+    for (const { o } of kept) {
+      const r = runs.get(o.item.connector_id) ?? { reset: false, trailing: 0, fails: 0 };
+      if (delivered(o.result)) {
+        r.reset = true;
+        r.trailing = 0;
+      } else {
+        r.trailing++;
+        r.fails++;
+      }
+      runs.set(o.item.connector_id, r);
+    }
+    const ids = [...runs.keys()].sort();
+    // Locked in id order: two instances finishing attempts of the same connections cannot deadlock.
+    await tx.selectFrom('connectors').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
+    const runValues = ids.map((id) => ({ id, ...runs.get(id)! }));
+    const now = new Date(Math.max(...kept.map(({ o }) => o.at)));
+    const flagged = await sql<{ id: string; state: string }>`
+      update connectors c set
+        consecutive_failures = case when v.reset then v.trailing else c.consecutive_failures + v.fails end,
+        state = case when c.state = 'active' and (case when v.reset then v.trailing else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
+          then 'needs_attention' else c.state end,
+        needs_attention_at = case when c.state = 'active' and (case when v.reset then v.trailing else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
+          then ${now} else c.needs_attention_at end
+      from jsonb_to_recordset(${JSON.stringify(runValues)}::jsonb) as v(id text, reset boolean, trailing int, fails int)
+      where c.id = v.id
+      returning c.id, c.state`.execute(tx);
+    return new Set(flagged.rows.filter((r) => r.state === 'needs_attention').map((r) => r.id));
+  });
+}
+
+/** Hands leases back (a stopping worker, or a connection that went to Needs attention). */
+export async function releaseLeases(store: Store, items: Array<{ id: string; token: string }>): Promise<void> {
+  if (items.length === 0) return;
+  await sql`
+    update webhook_deliveries d set lease_owner = null, lease_token = null, lease_until = null
+    from jsonb_to_recordset(${JSON.stringify(items.map((i) => ({ id: i.id, token: i.token })))}::jsonb) as v(id text, token text)
+    where d.id = v.id and d.lease_token = v.token`.execute(store.db);
+}
+
+/** Removes finished deliveries (and their attempts) older than `days`, a bounded batch at a time. */
+export async function pruneDeliveries(store: Store, now: number, days: number): Promise<number> {
+  const before = new Date(now - days * 86_400_000);
+  const r = await sql`
+    delete from webhook_deliveries where id in (
+      select id from webhook_deliveries where status in ('delivered', 'given_up') and created_at < ${before} limit 5000)`.execute(store.db);
+  return Number(r.numAffectedRows ?? 0);
+}

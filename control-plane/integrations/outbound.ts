@@ -1,0 +1,288 @@
+/**
+ * The one guarded HTTP client for addresses a customer gives us (webhooks now, recording imports
+ * later). A customer address is attacker-controlled input: without a guard it reaches our own
+ * loopback services, the private network and the cloud metadata endpoint (server-side request
+ * forgery). So every call passes three gates:
+ *
+ * 1. `checkTargetUrl`, syntax only: http(s), no user name or password, no numeric host in any
+ *    spelling (the WHATWG parser turns `2130706433`, `0x7f.1` or `[::ffff:127.0.0.1]` into IP
+ *    literals, so the parsed host is judged, never the raw text), no internal names.
+ * 2. Name resolution inside the socket's own `lookup`: the name is refused when ANY resolved
+ *    address is not public, and the checked addresses are the only ones the socket may use. A
+ *    save-time check alone would not do: DNS may answer differently at send time (rebinding).
+ * 3. After connecting, the socket's actual peer address is checked again before a byte is sent
+ *    (covers IP literals, which skip lookup, and anything the lookup could not see).
+ *
+ * Redirects are never followed, the whole attempt is bounded in time, and only the first bytes of
+ * an answer are read. `VD_ALLOW_PRIVATE_TARGETS` (tests and demos only) opens loopback, private
+ * and link-local addresses and numeric/internal hosts; scheme and credential rules still apply.
+ * Nothing here logs bodies or headers: they carry signatures.
+ */
+import { promises as dns, type LookupAddress, type LookupOptions } from 'node:dns';
+import { subscribe } from 'node:diagnostics_channel';
+import { isIP, isIPv4 } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Agent, buildConnector } from 'undici';
+
+export type LookupFn = (hostname: string) => Promise<Array<{ address: string; family: 4 | 6 }>>;
+
+export type OutboundOptions = {
+  /** VD_ALLOW_PRIVATE_TARGETS: loopback/private (and numeric hosts) allowed, for local test receivers. */
+  allowPrivate: boolean;
+  /** Injectable DNS (tests simulate DNS rebinding with it). */
+  lookup?: LookupFn;
+  /** Whole attempt: connect + headers + body. */
+  timeoutMs?: number;
+  /** Read at most this much of an answer body, then stop reading; the status is still reported. */
+  maxResponseBytes?: number;
+  /** First bytes of the answer kept for logs. */
+  keepBytes?: number;
+  /** Keep-alive pool size per origin. */
+  connectionsPerOrigin?: number;
+};
+
+export type OutboundResult =
+  | { kind: 'answered'; status: number; durationMs: number; bodyStart: string; retryAfter: string | null; remoteAddress: string | null }
+  | { kind: 'refused_address' | 'timeout' | 'connection_refused' | 'connection_failed' | 'error'; durationMs: number; message: string };
+
+type Checked = { ok: true; url: URL } | { ok: false; reason: string };
+
+const MAX_URL_LENGTH = 2048;
+/** Suffixes of names that only mean something inside a network (RFC 6761, RFC 8375, habit). */
+const INTERNAL_SUFFIXES = ['localhost', 'local', 'internal', 'intranet', 'lan', 'home.arpa', 'localdomain', 'corp', 'arpa'];
+
+/** A connection refused because of where it would go; `post` maps it to 'refused_address'. */
+export class RefusedAddressError extends Error {
+  readonly code = 'VD_REFUSED_ADDRESS';
+  constructor(what: string) {
+    super(`address not allowed: ${what}`);
+    this.name = 'RefusedAddressError';
+  }
+}
+
+/** Only public unicast. IPv6 must also be global unicast (2000::/3): ipaddr.js calls the
+ * deprecated IPv4-compatible `::7f00:1` 'unicast', which it is not. */
+export function isPublicAddress(ip: string): boolean {
+  if (!isIP(ip)) return false; // ipaddr.js alone would also take `127.1` or `0x7f.1`
+  try {
+    const addr = ipaddr.process(ip); // IPv4-mapped IPv6 becomes its IPv4
+    if (addr.range() !== 'unicast') return false;
+    return addr.kind() === 'ipv4' || (addr.toByteArray()[0] & 0xe0) === 0x20;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether allowPrivate may reach it: public, or loopback/private/linkLocal/uniqueLocal (IPv4-mapped judged as IPv4). */
+export function isAllowedAddress(ip: string, allowPrivate: boolean): boolean {
+  if (isPublicAddress(ip)) return true;
+  if (!allowPrivate || !isIP(ip)) return false;
+  try {
+    return ['loopback', 'private', 'linkLocal', 'uniqueLocal'].includes(ipaddr.process(ip).range());
+  } catch {
+    return false;
+  }
+}
+
+function isInternalName(host: string): boolean {
+  if (host === 'localhost' || !host.includes('.')) return true;
+  return INTERNAL_SUFFIXES.some((s) => host === s || host.endsWith(`.${s}`));
+}
+
+/** Syntax-level check, no DNS. The reason is fit for a 422 message. */
+export function checkTargetUrl(raw: string, opts: { allowPrivate: boolean }): Checked {
+  if (raw.length > MAX_URL_LENGTH) return { ok: false, reason: `address may be at most ${MAX_URL_LENGTH} characters` };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: 'address is not a valid URL' };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: 'address must use http or https' };
+  if (url.username || url.password) return { ok: false, reason: 'address may not contain a user name or password' };
+  url.hash = ''; // never sent anyway
+  if (opts.allowPrivate) return { ok: true, url };
+  // The parser already lower-cased the name and rewrote every IPv4 spelling as a dotted quad.
+  const host = url.hostname.replace(/\.+$/, '');
+  if (host.startsWith('[') || isIPv4(host)) return { ok: false, reason: 'numeric addresses are not allowed' };
+  if (isInternalName(host)) return { ok: false, reason: 'internal host names are not allowed' };
+  return { ok: true, url };
+}
+
+const defaultLookup: LookupFn = async (hostname) =>
+  (await dns.lookup(hostname, { all: true, verbatim: true })) as Array<{ address: string; family: 4 | 6 }>;
+
+/** Save-time check: the syntax, then the name's current addresses. A name that does not resolve
+ * is accepted here; it is checked again on every connection. */
+export async function checkTargetAddress(raw: string, opts: { allowPrivate: boolean; lookup?: LookupFn }): Promise<Checked> {
+  const checked = checkTargetUrl(raw, opts);
+  if (!checked.ok) return checked;
+  const host = checked.url.hostname.replace(/^\[|\]$/g, '');
+  let addresses: Array<{ address: string }>;
+  try {
+    addresses = isIP(host) ? [{ address: host }] : await (opts.lookup ?? defaultLookup)(host);
+  } catch {
+    return checked;
+  }
+  if (addresses.some((a) => !isAllowedAddress(a.address, opts.allowPrivate))) {
+    return { ok: false, reason: 'address resolves to a private or internal network address' };
+  }
+  return checked;
+}
+
+/**
+ * The peer address of each request, for logs. undici does not hand the socket to the caller, but
+ * its `sendHeaders` diagnostics message carries the request, whose `body` is the very Buffer
+ * passed in: a WeakMap keyed by that Buffer links the two. Empty bodies report null.
+ */
+const peerByBody = new WeakMap<Buffer, { address: string | null }>();
+subscribe('undici:client:sendHeaders', (message) => {
+  const { request, socket } = message as { request: { body?: unknown }; socket: { remoteAddress?: string } };
+  const slot = Buffer.isBuffer(request.body) ? peerByBody.get(request.body) : undefined;
+  if (slot) slot.address = socket.remoteAddress ?? null;
+});
+
+function errorCodes(err: unknown): string[] {
+  const e = err as { code?: unknown; errors?: unknown[]; cause?: unknown } | null;
+  if (!e || typeof e !== 'object') return [];
+  const own = typeof e.code === 'string' ? [e.code] : [];
+  const inner = [...(Array.isArray(e.errors) ? e.errors : []), ...(e.cause ? [e.cause] : [])];
+  return [...own, ...inner.flatMap(errorCodes)];
+}
+
+const TIMEOUT_CODES = ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'];
+const SOCKET_CODES = ['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ENOTFOUND', 'EAI_AGAIN'];
+
+export class OutboundClient {
+  readonly #allowPrivate: boolean;
+  readonly #timeoutMs: number;
+  readonly #maxResponseBytes: number;
+  readonly #keepBytes: number;
+  readonly #agent: Agent;
+
+  constructor(opts: OutboundOptions) {
+    this.#allowPrivate = opts.allowPrivate;
+    this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024;
+    this.#keepBytes = Math.min(opts.keepBytes ?? 512, this.#maxResponseBytes);
+    const lookup = opts.lookup ?? defaultLookup;
+    const allowed = (ip: string) => isAllowedAddress(ip, this.#allowPrivate);
+
+    // Gate 2: net/tls call this instead of dns.lookup, with `all: true` when autoSelectFamily is on.
+    const guardedLookup = (
+      hostname: string,
+      options: LookupOptions,
+      callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+    ): void => {
+      lookup(hostname).then(
+        (found) => {
+          const bad = found.find((a) => !allowed(a.address));
+          if (bad) return callback(new RefusedAddressError(`${hostname} resolves to ${bad.address}`), '');
+          const want = options.family === 4 || options.family === 6 ? options.family : 0;
+          const usable = found.filter((a) => want === 0 || a.family === want);
+          if (usable.length === 0) {
+            return callback(Object.assign(new Error(`${hostname} has no usable address`), { code: 'ENOTFOUND' }), '');
+          }
+          if (options.all) callback(null, usable);
+          else callback(null, usable[0].address, usable[0].family);
+        },
+        (err: Error) => callback(err, ''),
+      );
+    };
+    const base = buildConnector({ lookup: guardedLookup, timeout: this.#timeoutMs });
+
+    // Gate 3: IP literals skip lookup, so judge them before connecting; and judge every socket's
+    // actual peer before undici may write to it.
+    const connect: buildConnector.connector = (options, callback) => {
+      if (isIP(options.hostname) && !allowed(options.hostname)) {
+        return callback(new RefusedAddressError(options.hostname), null);
+      }
+      base(options, (...args) => {
+        if (args[0]) return callback(args[0], null);
+        const socket = args[1];
+        const peer = socket.remoteAddress;
+        if (!peer || !allowed(peer)) {
+          socket.destroy();
+          return callback(new RefusedAddressError(`connected to ${peer ?? 'an unknown address'}`), null);
+        }
+        callback(null, socket);
+      });
+    };
+    this.#agent = new Agent({ connect, pipelining: 1, connections: opts.connectionsPerOrigin ?? 64 });
+  }
+
+  /** POSTs the body. Never throws for network or HTTP outcomes; never follows a redirect. */
+  async post(url: string, body: string, headers: Record<string, string>): Promise<OutboundResult> {
+    const started = performance.now();
+    const ms = () => Math.round(performance.now() - started);
+    const checked = checkTargetUrl(url, { allowPrivate: this.#allowPrivate });
+    if (!checked.ok) return { kind: 'refused_address', durationMs: ms(), message: checked.reason };
+
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error('time limit reached')), this.#timeoutMs);
+    const payload = Buffer.from(body);
+    const peer = { address: null as string | null };
+    peerByBody.set(payload, peer);
+    try {
+      const res = await this.#agent.request({
+        origin: checked.url.origin,
+        path: checked.url.pathname + checked.url.search,
+        method: 'POST',
+        headers,
+        body: payload,
+        signal: abort.signal,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
+      });
+      // Read up to maxResponseBytes (so a short answer frees the connection for reuse), keep the
+      // first keepBytes, and drop the connection rather than read a larger answer to its end.
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
+      let readBytes = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        if (keptBytes < this.#keepBytes) {
+          const part = chunk.subarray(0, this.#keepBytes - keptBytes);
+          kept.push(part);
+          keptBytes += part.length;
+        }
+        readBytes += chunk.length;
+        if (readBytes >= this.#maxResponseBytes) break;
+      }
+      res.body.destroy();
+      const retryAfter = res.headers['retry-after'];
+      return {
+        kind: 'answered',
+        status: res.statusCode,
+        durationMs: ms(),
+        bodyStart: new TextDecoder().decode(Buffer.concat(kept)),
+        retryAfter: (Array.isArray(retryAfter) ? retryAfter[0] : retryAfter) ?? null,
+        remoteAddress: peer.address,
+      };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      const codes = errorCodes(err);
+      const durationMs = ms();
+      if (err instanceof RefusedAddressError || codes.includes('VD_REFUSED_ADDRESS')) {
+        return { kind: 'refused_address', durationMs, message };
+      }
+      if (abort.signal.aborted || codes.some((c) => TIMEOUT_CODES.includes(c))) {
+        return { kind: 'timeout', durationMs, message: `no complete answer within ${this.#timeoutMs} ms` };
+      }
+      if (codes.includes('ECONNREFUSED')) return { kind: 'connection_refused', durationMs, message };
+      if (codes.some((c) => SOCKET_CODES.includes(c) || /^E[A-Z]+$/.test(c))) {
+        return { kind: 'connection_failed', durationMs, message };
+      }
+      return { kind: 'error', durationMs, message };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#agent.close();
+  }
+}
+
+export function clientFromConfig(config: { VD_ALLOW_PRIVATE_TARGETS: boolean }, extra?: Partial<OutboundOptions>): OutboundClient {
+  return new OutboundClient({ ...extra, allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS });
+}

@@ -1,0 +1,262 @@
+/**
+ * The webhook worker of one instance: it turns outbox events into deliveries (the `webhooks`
+ * outbox consumer), sends what it holds through the guarded client, and writes outcomes back in
+ * batches.
+ *
+ * - Fast path: the consumer leases the deliveries it creates to this instance (up to the room it
+ *   has), and they are sent as soon as the creating transaction commits.
+ * - Everything else (retries, deliveries made while this instance was full, those of an instance
+ *   that died) is claimed by the poller, once a second and whenever the clock is moved.
+ * - Each connection has up to `perConnection` sends under way, one while its last attempt failed
+ *   (a failing receiver is probed, not flooded). A send's slot is held until its outcome is
+ *   written, so the 50th failure in a row is recorded before another attempt can start.
+ * - Nothing is sent from a claim older than `staleMs`; an attempt is cut at 10 s; the lease is
+ *   `leaseMs`. With the defaults (10 s, 10 s, 30 s) a send has ended long before anyone else may
+ *   claim the same delivery.
+ */
+import type { Clock } from '../../shared/clock.ts';
+import { systemClock } from '../../shared/clock.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { Store } from '../db/store.ts';
+import type { ConsumerHandler } from '../runtime/outbox.ts';
+import { claimDue, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type Outcome } from './deliveries.ts';
+import type { OutboundClient } from './outbound.ts';
+import { signatureHeader } from './signature.ts';
+
+export type WebhookWorkerOptions = {
+  clock?: Clock;
+  /** Spreads retry waits; [0, 1). */
+  random?: () => number;
+  leaseMs?: number;
+  staleMs?: number;
+  /** Sends under way on this instance, all connections together. */
+  maxInFlight?: number;
+  perConnection?: number;
+  pollMs?: number;
+  /** Finished deliveries are kept this many days in the log. */
+  retentionDays?: number;
+};
+
+type Held = Claimed & { claimedAt: number };
+type Lane = { queue: Held[]; inFlight: number };
+
+export class WebhookWorker {
+  readonly #store: Store;
+  readonly #client: OutboundClient;
+  readonly #log: Logger;
+  readonly #instance: string;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #leaseMs: number;
+  readonly #staleMs: number;
+  readonly #maxInFlight: number;
+  readonly #perConnection: number;
+  readonly #pollMs: number;
+  readonly #retentionDays: number;
+  readonly #lanes = new Map<string, Lane>();
+  /** Connections whose last attempt here failed: one send at a time until one succeeds. */
+  readonly #failing = new Set<string>();
+  #held = 0;
+  #inFlight = 0;
+  #outcomes: Outcome[] = [];
+  #flushing: Promise<void> | null = null;
+  #flushTimer: NodeJS.Timeout | null = null;
+  #polling = false;
+  #pollAgain = false;
+  #timer: NodeJS.Timeout | null = null;
+  #unclock: (() => void) | null = null;
+  #stopped = false;
+  #lastPrune = 0;
+
+  constructor(deps: { store: Store; client: OutboundClient; log: Logger; instanceId: string }, opts: WebhookWorkerOptions = {}) {
+    this.#store = deps.store;
+    this.#client = deps.client;
+    this.#log = deps.log.child({ part: 'webhooks' });
+    this.#instance = deps.instanceId;
+    this.#clock = opts.clock ?? systemClock;
+    this.#random = opts.random ?? Math.random;
+    this.#leaseMs = opts.leaseMs ?? 30_000;
+    this.#staleMs = opts.staleMs ?? 10_000;
+    this.#maxInFlight = opts.maxInFlight ?? 512;
+    this.#perConnection = opts.perConnection ?? 128;
+    this.#pollMs = opts.pollMs ?? 1000;
+    this.#retentionDays = opts.retentionDays ?? 30;
+  }
+
+  /** The outbox consumer `webhooks`: deliveries for the batch's events, leased here as room allows. */
+  consumer(): ConsumerHandler {
+    return async (tx, events) => {
+      const leased = await makeDeliveries(tx, events, { now: this.#clock.now(), leaseUpTo: this.#room(), instance: this.#instance, leaseMs: this.#leaseMs });
+      return leased.length ? () => this.#accept(leased) : undefined;
+    };
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.wake(), this.#pollMs);
+    this.#unclock = this.#clock.onAdvance?.(() => this.wake()) ?? null;
+    this.wake();
+  }
+
+  /** Looks for due deliveries now (after a Switch on, a Retry, or a move of the clock). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#polling) {
+      this.#pollAgain = true;
+      return;
+    }
+    this.#polling = true;
+    void this.#poll()
+      .catch((err) => {
+        if (!this.#stopped) this.#log.error({ err }, 'webhook poll failed; will retry');
+      })
+      .finally(() => {
+        this.#polling = false;
+        if (this.#pollAgain) {
+          this.#pollAgain = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Deliveries this instance holds (queued or being sent). */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Stops claiming, lets sends under way finish and be written, and hands queued leases back. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#unclock?.();
+    while (this.#polling) await new Promise((r) => setTimeout(r, 5));
+    const queued: Held[] = [];
+    for (const lane of this.#lanes.values()) queued.push(...lane.queue.splice(0));
+    this.#held -= queued.length;
+    await releaseLeases(this.#store, queued).catch((err) => this.#log.warn({ err }, 'could not hand webhook leases back; they expire'));
+    while (this.#inFlight > 0 || this.#outcomes.length > 0 || this.#flushing) {
+      if (this.#outcomes.length && !this.#flushing) this.#flush();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    if (this.#flushTimer) clearTimeout(this.#flushTimer);
+  }
+
+  #room(): number {
+    return this.#stopped ? 0 : Math.max(0, this.#maxInFlight * 2 - this.#held);
+  }
+
+  async #poll(): Promise<void> {
+    const now = this.#clock.now();
+    if (Date.now() - this.#lastPrune > 3_600_000) {
+      this.#lastPrune = Date.now();
+      await pruneDeliveries(this.#store, now, this.#retentionDays);
+    }
+    for (;;) {
+      const limit = Math.min(this.#room(), 500);
+      const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs });
+      this.#accept(got);
+      if (got.length < limit || limit === 0 || this.#stopped) return;
+    }
+  }
+
+  #accept(items: Claimed[]): void {
+    const at = performance.now();
+    for (const item of items) {
+      let lane = this.#lanes.get(item.connector_id);
+      if (!lane) this.#lanes.set(item.connector_id, (lane = { queue: [], inFlight: 0 }));
+      lane.queue.push({ ...item, claimedAt: at });
+      this.#held++;
+    }
+    this.#pump();
+  }
+
+  #pump(): void {
+    if (this.#stopped) return;
+    const stale: Held[] = [];
+    for (const [id, lane] of this.#lanes) {
+      const limit = this.#failing.has(id) ? 1 : this.#perConnection;
+      while (lane.queue.length && lane.inFlight < limit && this.#inFlight < this.#maxInFlight) {
+        const item = lane.queue.shift()!;
+        if (performance.now() - item.claimedAt > this.#staleMs) {
+          // Held too long to be sure of its lease: hand it back unsent.
+          stale.push(item);
+          this.#held--;
+          continue;
+        }
+        lane.inFlight++;
+        this.#inFlight++;
+        void this.#send(item);
+      }
+      if (lane.queue.length === 0 && lane.inFlight === 0) this.#lanes.delete(id);
+    }
+    if (stale.length) void releaseLeases(this.#store, stale).catch(() => {});
+  }
+
+  async #send(item: Held): Promise<void> {
+    const at = this.#clock.now();
+    const t = Math.floor(at / 1000);
+    const { secret, previous_secret, previous_secret_until } = item.target;
+    const secrets = previous_secret && previous_secret_until !== null && previous_secret_until > at ? [secret, previous_secret] : [secret];
+    const result = await this.#client.post(item.target.url, item.body, {
+      'content-type': 'application/json',
+      'user-agent': 'vd-webhooks/1',
+      'x-service-event': item.subject,
+      'x-service-delivery': item.id,
+      'x-service-signature': signatureHeader(item.body, t, secrets),
+    });
+    this.#outcomes.push({ item, at, result });
+    if (this.#outcomes.length >= 200) this.#flush();
+    else this.#flushTimer ??= setTimeout(() => this.#flush(), 2);
+  }
+
+  #flush(): void {
+    if (this.#flushTimer) {
+      clearTimeout(this.#flushTimer);
+      this.#flushTimer = null;
+    }
+    if (this.#flushing || this.#outcomes.length === 0) return;
+    const batch = this.#outcomes.splice(0, 500);
+    this.#flushing = this.#write(batch).finally(() => {
+      this.#flushing = null;
+      if (this.#outcomes.length) this.#flush();
+    });
+  }
+
+  async #write(batch: Outcome[]): Promise<void> {
+    let flagged: Set<string>;
+    for (let wait = 50; ; wait = Math.min(wait * 2, 2000)) {
+      try {
+        flagged = await finishAttempts(this.#store, batch, this.#random);
+        break;
+      } catch (err) {
+        // Past its lease an outcome can no longer be written (the token has moved on): drop it,
+        // and the delivery is sent again by whoever claims it (at least once).
+        const oldest = Math.min(...batch.map((o) => (o.item as Held).claimedAt));
+        if (performance.now() - oldest > this.#leaseMs) {
+          this.#log.error({ err, count: batch.length }, 'webhook outcomes could not be written before their leases ran out');
+          flagged = new Set();
+          break;
+        }
+        this.#log.warn({ err }, 'writing webhook outcomes failed; retrying');
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    const dropped: Held[] = [];
+    for (const o of batch) {
+      this.#inFlight--;
+      this.#held--;
+      if (delivered(o.result)) this.#failing.delete(o.item.connector_id);
+      else this.#failing.add(o.item.connector_id);
+      const lane = this.#lanes.get(o.item.connector_id);
+      if (lane) lane.inFlight--;
+    }
+    for (const id of flagged) {
+      const lane = this.#lanes.get(id);
+      if (!lane) continue;
+      dropped.push(...lane.queue.splice(0));
+      this.#log.warn({ connector_id: id }, 'webhook connection needs attention after 50 failures in a row; sending stopped');
+    }
+    this.#held -= dropped.length;
+    if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
+    this.#pump();
+  }
+}

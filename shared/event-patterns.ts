@@ -1,0 +1,101 @@
+/**
+ * Event-name patterns of webhook connections ("Events to send"). Names have the form
+ * `vd.group.event`, parts separated by dots. In a pattern `*` matches exactly one part and a
+ * trailing `>` matches one or more remaining parts (NATS semantics: `vd.>` matches
+ * `vd.call.ended` but not `vd`). A connection lists 1 to 100 patterns.
+ *
+ * Pure: checking gives a reason fit for a 422 message; matching assumes a checked pattern (an
+ * unchecked one never throws: a `>` that is not last is then compared as a literal part).
+ */
+
+export const MAX_PATTERNS = 100;
+const MAX_PATTERN_CHARS = 200;
+const LITERAL = /^[a-z0-9_]+$/;
+
+/** Checks one pattern (surrounding whitespace is ignored); reason says what is wrong. */
+export function checkPattern(p: string): { ok: true } | { ok: false; reason: string } {
+  const fail = (reason: string) => ({ ok: false as const, reason });
+  if (typeof p !== 'string') return fail('must be a string');
+  const s = p.trim();
+  if (s === '') return fail('is empty');
+  if (s.length > MAX_PATTERN_CHARS) return fail(`is longer than ${MAX_PATTERN_CHARS} characters`);
+  if (/\s/.test(s)) return fail('may not contain spaces or other whitespace');
+  if (s.startsWith('.')) return fail('may not start with a dot');
+  if (s.endsWith('.')) return fail('may not end with a dot');
+  const parts = s.split('.');
+  if (parts.includes('')) return fail('has an empty part (two dots in a row)');
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i];
+    if (part === '*') continue;
+    if (part === '>') {
+      if (i === parts.length - 1) continue;
+      return fail("'>' may only be the last part");
+    }
+    if (part.includes('>')) return fail(`'>' must be a whole part (the last one), not inside "${part}"`);
+    if (part.includes('*')) return fail(`'*' must be a whole part, not inside "${part}"`);
+    if (!LITERAL.test(part)) return fail(`part "${part}": parts may hold only a-z, 0-9 and _`);
+  }
+  if (parts.length < 2) {
+    return fail(`needs at least two parts, like vd.call.* (use vd.> for every event)`);
+  }
+  return { ok: true };
+}
+
+/**
+ * Checks a connection's list: 1 to 100 entries (counted as given, before de-duplication), each a
+ * valid pattern. Returns them trimmed and de-duplicated, first occurrence kept. Positions in
+ * reasons count from 0: `events[3] "vd.call.>x": …`.
+ */
+export function checkPatterns(list: unknown): { ok: true; patterns: string[] } | { ok: false; reason: string } {
+  if (!Array.isArray(list)) return { ok: false, reason: 'events must be a list of event name patterns' };
+  if (list.length === 0) return { ok: false, reason: 'events must hold at least one pattern (vd.> for every event)' };
+  if (list.length > MAX_PATTERNS) {
+    return { ok: false, reason: `events holds ${list.length} patterns; the limit is ${MAX_PATTERNS}` };
+  }
+  const seen = new Set<string>();
+  for (let i = 0; i < list.length; i++) {
+    const p: unknown = list[i];
+    if (typeof p !== 'string') return { ok: false, reason: `events[${i}] must be a string` };
+    const c = checkPattern(p);
+    if (!c.ok) return { ok: false, reason: `events[${i}] ${quote(p)}: ${c.reason}` };
+    seen.add(p.trim());
+  }
+  return { ok: true, patterns: [...seen] };
+}
+
+/** A pattern quoted for a message, cut short when long. */
+function quote(p: string): string {
+  return JSON.stringify(p.length > 60 ? `${p.slice(0, 60)}…` : p);
+}
+
+/** Whether `subject` (an event name) matches `pattern`. */
+export function matchesPattern(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>' && i === p.length - 1) return s.length > i;
+    if (i >= s.length) return false;
+    if (p[i] !== '*' && p[i] !== s[i]) return false;
+  }
+  return p.length === s.length;
+}
+
+/**
+ * A matcher for a list of patterns, true when any matches: one anchored regular expression built
+ * once (`*` → one part, a last `>` → one or more parts), so each event costs a single test.
+ */
+export function compilePatterns(patterns: string[]): (subject: string) => boolean {
+  if (patterns.length === 0) return () => false;
+  const alternatives = patterns.map((pattern) => {
+    const parts = pattern.split('.');
+    return parts
+      .map((part, i) => {
+        if (part === '*') return '[^.]*';
+        if (part === '>' && i === parts.length - 1) return '[\\s\\S]*';
+        return part.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
+      })
+      .join('\\.');
+  });
+  const re = new RegExp(`^(?:${alternatives.join('|')})$`);
+  return (subject) => re.test(subject);
+}
