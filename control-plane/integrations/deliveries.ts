@@ -306,14 +306,14 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
       .onConflict((oc) => oc.columns(['delivery_id', 'n']).doNothing())
       .execute();
     // Each connection's run of failures, in the order the attempts ended.
-    const runs = new Map<string, { reset: boolean; trailing: number; fails: number }>();
+    const runs = new Map<string, { reset: boolean; trail: number; fails: number }>();
     for (const { o } of kept) {
-      const r = runs.get(o.item.connector_id) ?? { reset: false, trailing: 0, fails: 0 };
+      const r = runs.get(o.item.connector_id) ?? { reset: false, trail: 0, fails: 0 };
       if (delivered(o.result)) {
         r.reset = true;
-        r.trailing = 0;
+        r.trail = 0;
       } else {
-        r.trailing++;
+        r.trail++;
         r.fails++;
       }
       runs.set(o.item.connector_id, r);
@@ -325,12 +325,12 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
     const now = new Date(Math.max(...kept.map(({ o }) => o.at)));
     const flagged = await sql<{ id: string; state: string }>`
       update connectors c set
-        consecutive_failures = case when v.reset then v.trailing else c.consecutive_failures + v.fails end,
-        state = case when c.state = 'active' and (case when v.reset then v.trailing else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
+        consecutive_failures = case when v.reset then v.trail else c.consecutive_failures + v.fails end,
+        state = case when c.state = 'active' and (case when v.reset then v.trail else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
           then 'needs_attention' else c.state end,
-        needs_attention_at = case when c.state = 'active' and (case when v.reset then v.trailing else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
+        needs_attention_at = case when c.state = 'active' and (case when v.reset then v.trail else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
           then ${now} else c.needs_attention_at end
-      from jsonb_to_recordset(${JSON.stringify(runValues)}::jsonb) as v(id text, reset boolean, trailing int, fails int)
+      from jsonb_to_recordset(${JSON.stringify(runValues)}::jsonb) as v(id text, reset boolean, trail int, fails int)
       where c.id = v.id
       returning c.id, c.state`.execute(tx);
     return new Set(flagged.rows.filter((r) => r.state === 'needs_attention').map((r) => r.id));

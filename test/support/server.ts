@@ -5,6 +5,7 @@
 import { loadConfig } from '../../shared/config.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
 import type { RuntimeOptions } from '../../control-plane/runtime/runtime.ts';
+import type { ServiceOverrides } from '../../control-plane/context.ts';
 import { TEST_REDIS_URL } from './db.ts';
 
 export type TestServerOptions = {
@@ -16,6 +17,8 @@ export type TestServerOptions = {
   env?: Record<string, string>;
   /** Actor runtime timings (lease TTL, renewal, adoption sweep), e.g. short leases for takeover tests. */
   runtime?: RuntimeOptions;
+  /** Webhook clock, spread, timings and DNS. */
+  webhooks?: ServiceOverrides['webhooks'];
 };
 
 /** Starts an instance; the first operator is owner@platform.test with the password below. */
@@ -34,7 +37,7 @@ export async function startTestServer(opts: TestServerOptions): Promise<RunningC
     VD_EMBEDDED_AGENT: '0',
     ...opts.env,
   });
-  return startControlPlane(config, opts.runtime ? { runtime: opts.runtime } : {});
+  return startControlPlane(config, { ...(opts.runtime ? { runtime: opts.runtime } : {}), ...(opts.webhooks ? { webhooks: opts.webhooks } : {}) });
 }
 
 export const OPERATOR_EMAIL = 'owner@platform.test';
