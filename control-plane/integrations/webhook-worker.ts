@@ -7,9 +7,11 @@
  *   has), and they are sent as soon as the creating transaction commits.
  * - Everything else (retries, deliveries made while this instance was full, those of an instance
  *   that died) is claimed by the poller, once a second and whenever the clock is moved.
- * - Each connection has up to `perConnection` sends under way, one while its last attempt failed
- *   (a failing receiver is probed, not flooded). A send's slot is held until its outcome is
- *   written, so the 50th failure in a row is recorded before another attempt can start.
+ * - Each connection has up to `perConnection` sends under way, halved for each failure in a row
+ *   seen here (128, 64, … 1 after seven): a failing receiver is probed, not flooded, while one
+ *   that fails now and then keeps most of its pace. A send's slot is held until its outcome is
+ *   written, so once a receiver is down to one send at a time the 50th failure in a row is
+ *   recorded before another attempt can start.
  * - Nothing is sent from a claim older than `staleMs`; an attempt is cut at 10 s; the lease is
  *   `leaseMs`. With the defaults (10 s, 10 s, 30 s) a send has ended long before anyone else may
  *   claim the same delivery.
@@ -54,8 +56,8 @@ export class WebhookWorker {
   readonly #pollMs: number;
   readonly #retentionDays: number;
   readonly #lanes = new Map<string, Lane>();
-  /** Connections whose last attempt here failed: one send at a time until one succeeds. */
-  readonly #failing = new Set<string>();
+  /** Failures in a row seen here, per connection (a success clears it). */
+  readonly #streak = new Map<string, number>();
   #held = 0;
   #inFlight = 0;
   #outcomes: Outcome[] = [];
@@ -67,6 +69,11 @@ export class WebhookWorker {
   #unclock: (() => void) | null = null;
   #stopped = false;
   #lastPrune = 0;
+  /**
+   * The last poll found more due than this instance had room for: it polls again as soon as
+   * room frees up, and new deliveries are not leased on the fast path meanwhile (older ones first).
+   */
+  #behind = false;
 
   constructor(deps: { store: Store; client: OutboundClient; log: Logger; instanceId: string }, opts: WebhookWorkerOptions = {}) {
     this.#store = deps.store;
@@ -86,7 +93,9 @@ export class WebhookWorker {
   /** The outbox consumer `webhooks`: deliveries for the batch's events, leased here as room allows. */
   consumer(): ConsumerHandler {
     return async (tx, events) => {
-      const leased = await makeDeliveries(tx, events, { now: this.#clock.now(), leaseUpTo: this.#room(), instance: this.#instance, leaseMs: this.#leaseMs });
+      const leaseUpTo = this.#behind ? 0 : this.#room();
+      const leased = await makeDeliveries(tx, events, { now: this.#clock.now(), leaseUpTo, instance: this.#instance, leaseMs: this.#leaseMs });
+      if (leaseUpTo === 0) this.#behind = true;
       return leased.length ? () => this.#accept(leased) : undefined;
     };
   }
@@ -154,7 +163,15 @@ export class WebhookWorker {
       const limit = Math.min(this.#room(), 500);
       const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs });
       this.#accept(got);
-      if (got.length < limit || limit === 0 || this.#stopped) return;
+      if (this.#stopped) return;
+      if (got.length < limit) {
+        this.#behind = false;
+        return;
+      }
+      if (this.#room() === 0) {
+        this.#behind = true;
+        return;
+      }
     }
   }
 
@@ -173,7 +190,7 @@ export class WebhookWorker {
     if (this.#stopped) return;
     const stale: Held[] = [];
     for (const [id, lane] of this.#lanes) {
-      const limit = this.#failing.has(id) ? 1 : this.#perConnection;
+      const limit = Math.max(1, this.#perConnection >> Math.min(this.#streak.get(id) ?? 0, 30));
       while (lane.queue.length && lane.inFlight < limit && this.#inFlight < this.#maxInFlight) {
         const item = lane.queue.shift()!;
         if (performance.now() - item.claimedAt > this.#staleMs) {
@@ -244,8 +261,8 @@ export class WebhookWorker {
     for (const o of batch) {
       this.#inFlight--;
       this.#held--;
-      if (delivered(o.result)) this.#failing.delete(o.item.connector_id);
-      else this.#failing.add(o.item.connector_id);
+      if (delivered(o.result)) this.#streak.delete(o.item.connector_id);
+      else this.#streak.set(o.item.connector_id, (this.#streak.get(o.item.connector_id) ?? 0) + 1);
       const lane = this.#lanes.get(o.item.connector_id);
       if (lane) lane.inFlight--;
     }
@@ -258,5 +275,6 @@ export class WebhookWorker {
     this.#held -= dropped.length;
     if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
     this.#pump();
+    if (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2) this.wake();
   }
 }

@@ -362,9 +362,12 @@ t('50 failures in a row: Needs attention, nothing more is sent; Switch on re-arm
   let up = false;
   rx.answer((r) => (r.path === '/na' ? { status: up ? 200 : 500 } : byPath(r)));
   const h = await hook({ url: `${rx.url}/na`, events: ['vd.na.*'] });
-  await send('vd.na.first');
-  await attempted(h.id, 1);
-  for (let i = 0; i < 59; i++) await send(`vd.na.e${i}`);
+  // Seven failures one after another bring the connection down to one send at a time.
+  for (let i = 0; i < 7; i++) {
+    await send(`vd.na.first${i}`);
+    await waitFor(async () => (await call(cp.url, 'GET', `${C}/${h.id}`, { session: owner })).body.failures_in_a_row === i + 1, 5000, `failure ${i + 1}`);
+  }
+  for (let i = 0; i < 53; i++) await send(`vd.na.e${i}`);
   const state = await waitFor(async () => {
     const r = await call(cp.url, 'GET', `${C}/${h.id}`, { session: owner });
     return r.body.state === 'needs_attention' ? r.body : null;
