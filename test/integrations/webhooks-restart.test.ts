@@ -51,10 +51,12 @@ test('1,000 pending, receiver failing half, an instance SIGKILLed and restarted:
   rx = await startReceiver();
   let failing = true;
   const answered200 = new Set<string>();
+  const failedOnce = new Set<string>();
   // Each answer takes a little while, so two sends of one message would overlap at the receiver.
   rx.answer((r, n) => {
     const status = failing && n % 2 === 1 ? 503 : 200;
     if (status === 200) answered200.add(JSON.parse(r.body).id);
+    else failedOnce.add(r.delivery);
     return { status, delayMs: 15 };
   });
   b = await startTestServer({ databaseUrl: dbUrl, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1', VD_INSTANCE_ID: 'in-process' } });
@@ -85,8 +87,7 @@ test('1,000 pending, receiver failing half, an instance SIGKILLed and restarted:
     Number((await store.db.selectFrom('webhook_deliveries').select((e) => e.fn.countAll<string>().as('n')).where('status', '=', status as never).executeTakeFirstOrThrow()).n);
   const tried = Date.now() + 60_000;
   while ((await count('pending')) > 0 && Date.now() < tried) await sleep(200);
-  const retrying = await count('retrying');
-  assert.ok(retrying > N / 4, `about half are waiting to be retried (${retrying})`);
+  assert.ok(failedOnce.size > N / 3, `about half the messages failed at least once (${failedOnce.size})`);
   const state = await store.db.selectFrom('connectors').select('state').where('id', '=', h.body.id).executeTakeFirstOrThrow();
   assert.is(state.state, 'active');
   failing = false;
