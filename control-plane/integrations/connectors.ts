@@ -117,7 +117,8 @@ export async function createConnector(deps: ConnectorDeps, tenantId: string, use
   const campaigns = await checkedCampaigns(deps, tenantId, input.campaign_ids);
   const secret = newSigningSecret();
   const id = newId('con');
-  const now = new Date(deps.clock.now());
+  // Wall time (not the schedule clock): a connection gets the events written from now on.
+  const now = new Date();
   await deps.store.db
     .insertInto('connectors')
     .values({

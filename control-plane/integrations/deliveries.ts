@@ -62,6 +62,7 @@ type ConnectorRow = {
   secret: string | null;
   previous_secret: string | null;
   previous_secret_until: Date | null;
+  created_at: Date;
 };
 
 const leaseUntil = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 1000})`;
@@ -102,7 +103,7 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   if (tenants.length === 0 && !platformWide) return [];
   let q = tx
     .selectFrom('connectors')
-    .select(['id', 'tenant_id', 'state', 'url', 'events', 'campaign_ids', 'full_numbers', 'secret', 'previous_secret', 'previous_secret_until'])
+    .select(['id', 'tenant_id', 'state', 'url', 'events', 'campaign_ids', 'full_numbers', 'secret', 'previous_secret', 'previous_secret_until', 'created_at'])
     .where('kind', '=', 'webhook');
   if (!platformWide) q = q.where('tenant_id', 'in', tenants);
   const connectors = (await q.execute()) as ConnectorRow[];
@@ -121,11 +122,13 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   const leased: Claimed[] = [];
   for (const e of events) {
     const campaign = campaignOf(e);
+    const at = Date.parse(e.at);
     const candidates = e.tenant_id === null ? all : (byTenant.get(e.tenant_id) ?? []);
     const shown = forCustomers(e.data);
     let masked: Record<string, unknown> | null = null;
     for (const c of candidates) {
-      if (!c.match(e.subject)) continue;
+      // A connection gets the events written after it was made, not a backlog from before.
+      if (at < c.created_at.getTime() || !c.match(e.subject)) continue;
       if (c.campaign_ids && (campaign === null || !c.campaign_ids.includes(campaign))) continue;
       const data = c.full_numbers ? shown : (masked ??= maskPhoneNumbers(shown));
       const body = JSON.stringify({ id: e.id, tenant_id: e.tenant_id, at: e.at, source: e.source, subject: e.subject, data });
