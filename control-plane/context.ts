@@ -64,7 +64,7 @@ export type Services = {
 export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coordinator' | 'columnSources'>> & {
   runtime?: RuntimeOptions;
   /** Webhook timings, clock and spread, and the DNS the guarded client uses (tests simulate rebinding). */
-  webhooks?: WebhookWorkerOptions & { lookup?: LookupFn; answerLimitMs?: number };
+  webhooks?: WebhookWorkerOptions & { lookup?: LookupFn };
 };
 
 /** Builds the services from the settings: PGlite or Postgres, in-process or Redis coordination. */
@@ -81,8 +81,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const runtime = new ActorRuntime({ store, coordinator, log, instanceId }, actorDefs, overrides.runtime);
   const clock = overrides.webhooks?.clock ?? systemClock;
   const lookup = overrides.webhooks?.lookup;
-  const outbound = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: overrides.webhooks?.answerLimitMs });
-  const webhooks = new WebhookWorker({ store, client: outbound, log, instanceId }, { ...overrides.webhooks, clock });
+  const maxInFlight = overrides.webhooks?.maxInFlight ?? 512;
+  // As many sockets per origin as sends may be under way: no attempt waits for a socket on its 10 s.
+  const outbound = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: overrides.webhooks?.answerLimitMs, connectionsPerOrigin: maxInFlight });
+  const webhooks = new WebhookWorker({ store, client: outbound, log, instanceId }, { ...overrides.webhooks, maxInFlight, clock });
   const consumers = new Map<string, ConsumerHandler>([
     ['audit', auditConsumer],
     ['webhooks', webhooks.consumer()],

@@ -44,8 +44,9 @@ function digitCount(value: string): number {
 /**
  * A deep copy of `data` with every phone number masked. Arrays and plain objects are copied;
  * the items of an array count as under the array's key (so `to: ["+1…", "+44…"]` is masked like
- * `to: "+1…"`), while an object's own keys decide for its values. Other values (numbers,
- * booleans, null, non-plain objects) are kept as they are. The input is not changed.
+ * `to: "+1…"`), while an object's own keys decide for its values. A whole number of 4 or more
+ * digits under a phone key is masked too (and becomes a string); other values (numbers, booleans,
+ * null, non-plain objects) are kept as they are. The input is not changed.
  */
 export function maskPhoneNumbers<T>(data: T): T {
   return copy(data, undefined, true) as T;
@@ -57,6 +58,10 @@ function copy(value: unknown, key: string | undefined, scan: boolean): unknown {
     if (!scan) return value;
     if (key !== undefined && PHONE_KEYS.has(key) && digitCount(value) >= 4) return maskNumber(value);
     return isPlainNumber(value) ? maskNumber(value) : value;
+  }
+  // A number kept as a JSON number under a phone key is still a phone number (it becomes a string).
+  if (typeof value === 'number' && scan && key !== undefined && PHONE_KEYS.has(key) && Number.isSafeInteger(value) && value >= 1000) {
+    return maskNumber(String(value));
   }
   if (Array.isArray(value)) return value.map((item) => copy(item, key, scan));
   if (value === null || typeof value !== 'object') return value;

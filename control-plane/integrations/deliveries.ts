@@ -63,9 +63,15 @@ type ConnectorRow = {
   previous_secret: string | null;
   previous_secret_until: Date | null;
   created_at: Date;
+  consecutive_failures: number;
 };
 
-const leaseUntil = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 1000})`;
+/**
+ * A lease's end, from the store's clock at the moment the statement runs (not the transaction's
+ * start): the worker stamps its own start before the statement, so its idea of the lease is never
+ * longer than the store's.
+ */
+const leaseUntil = (ms: number) => sql<Date>`clock_timestamp() + make_interval(secs => ${ms / 1000})`;
 
 function targetOf(c: Pick<ConnectorRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_until'>): Target {
   return { url: c.url ?? '', secret: c.secret ?? '', previous_secret: c.previous_secret, previous_secret_until: c.previous_secret_until?.getTime() ?? null };
@@ -88,9 +94,14 @@ export type MakeOptions = {
   now: number;
   /** Up to this many new deliveries of active connections are leased to `instance` at once (the fast path). */
   leaseUpTo: number;
+  /** How many more of a connection's deliveries this instance can take (given its failures in a row). */
+  laneRoom: (connectorId: string, failuresInARow: number) => number;
   instance: string;
   leaseMs: number;
 };
+
+/** Rows per insert statement (well under the protocol's 65,535 bind parameters). */
+const INSERT_CHUNK = 500;
 
 /**
  * Writes the deliveries of `events` inside `tx` and returns those leased to this instance. Events
@@ -103,7 +114,7 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   if (tenants.length === 0 && !platformWide) return [];
   let q = tx
     .selectFrom('connectors')
-    .select(['id', 'tenant_id', 'state', 'url', 'events', 'campaign_ids', 'full_numbers', 'secret', 'previous_secret', 'previous_secret_until', 'created_at'])
+    .select(['id', 'tenant_id', 'state', 'url', 'events', 'campaign_ids', 'full_numbers', 'secret', 'previous_secret', 'previous_secret_until', 'created_at', 'consecutive_failures'])
     .where('kind', '=', 'webhook');
   if (!platformWide) q = q.where('tenant_id', 'in', tenants);
   const connectors = (await q.execute()) as ConnectorRow[];
@@ -117,6 +128,7 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   const all = [...byTenant.values()].flat();
   const created = new Date(opts.now);
   let leasable = opts.leaseUpTo;
+  const laneLeft = new Map<string, number>();
   const token = randomUUID();
   const rows: Array<Record<string, unknown>> = [];
   const leased: Claimed[] = [];
@@ -131,10 +143,16 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
       if (at < c.created_at.getTime() || !c.match(e.subject)) continue;
       if (c.campaign_ids && (campaign === null || !c.campaign_ids.includes(campaign))) continue;
       const data = c.full_numbers ? shown : (masked ??= maskPhoneNumbers(shown));
-      const body = JSON.stringify({ id: e.id, tenant_id: e.tenant_id, at: e.at, source: e.source, subject: e.subject, data });
+      // A platform-wide event reaches each company under that company's id.
+      const body = JSON.stringify({ id: e.id, tenant_id: c.tenant_id, at: e.at, source: e.source, subject: e.subject, data });
       const id = newId('dlv');
-      const lease = c.state === 'active' && leasable > 0;
-      if (lease) leasable--;
+      let left = laneLeft.get(c.id);
+      if (left === undefined) laneLeft.set(c.id, (left = opts.laneRoom(c.id, c.consecutive_failures)));
+      const lease = c.state === 'active' && leasable > 0 && left > 0;
+      if (lease) {
+        leasable--;
+        laneLeft.set(c.id, left - 1);
+      }
       rows.push({
         id,
         connector_id: c.id,
@@ -159,30 +177,36 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   const without = rows.filter((r) => !r.lease_owner);
   const kept = new Set<string>();
   for (const part of [withLease, without]) {
-    if (part.length === 0) continue;
-    const ins = await tx
-      .insertInto('webhook_deliveries')
-      .values(part as never)
-      .onConflict((oc) => oc.columns(['connector_id', 'event_id']).doNothing())
-      .returning('id')
-      .execute();
-    for (const r of ins) kept.add(r.id);
+    for (let i = 0; i < part.length; i += INSERT_CHUNK) {
+      const ins = await tx
+        .insertInto('webhook_deliveries')
+        .values(part.slice(i, i + INSERT_CHUNK) as never)
+        .onConflict((oc) => oc.columns(['connector_id', 'event_id']).doNothing())
+        .returning('id')
+        .execute();
+      for (const r of ins) kept.add(r.id);
+    }
   }
   return leased.filter((l) => kept.has(l.id));
 }
 
 /**
  * Gives up retrying deliveries whose 24 h are over, and claims up to `limit` due deliveries of
- * active connections for `instance`.
+ * active connections for `instance`, oldest first, but at most a connection's pace (`perConnection`
+ * halved per failure in a row) from any one connection: a connection with a backlog, or a slow or
+ * failing one, cannot take every slot from the others.
  */
-export async function claimDue(store: Store, opts: { now: number; limit: number; instance: string; leaseMs: number }): Promise<Claimed[]> {
+export async function claimDue(
+  store: Store,
+  opts: { now: number; limit: number; instance: string; leaseMs: number; perConnection: number },
+): Promise<Claimed[]> {
   const now = new Date(opts.now);
   await store.db
     .updateTable('webhook_deliveries')
     .set({ status: 'given_up', given_up_at: now, next_at: null })
     .where('status', '=', 'retrying')
     .where('give_up_at', '<=', now)
-    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', sql<Date>`now()`)]))
+    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', sql<Date>`clock_timestamp()`)]))
     .execute();
   if (opts.limit <= 0) return [];
   const token = randomUUID();
@@ -197,11 +221,17 @@ export async function claimDue(store: Store, opts: { now: number; limit: number;
     give_up_at: Date | null;
     event_at: Date;
   }>`
-    with due as (
-      select d.id from webhook_deliveries d join connectors c on c.id = d.connector_id
+    with ranked as (
+      select d.id, d.next_at,
+        row_number() over (partition by d.connector_id order by d.next_at) as rn,
+        greatest(1, ${opts.perConnection}::int >> least(c.consecutive_failures, 30)) as cap
+      from webhook_deliveries d join connectors c on c.id = d.connector_id
       where d.status in ('pending', 'retrying') and d.next_at <= ${now}
-        and (d.lease_until is null or d.lease_until < now()) and c.state = 'active'
-      order by d.next_at
+        and (d.lease_until is null or d.lease_until < clock_timestamp()) and c.state = 'active'),
+    due as (
+      select d.id from webhook_deliveries d join ranked r on r.id = d.id
+      where r.rn <= r.cap
+      order by r.next_at
       limit ${opts.limit}
       for update of d skip locked)
     update webhook_deliveries d
@@ -323,7 +353,8 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
     }
     const ids = [...runs.keys()].sort();
     // Locked in id order: two instances finishing attempts of the same connections cannot deadlock.
-    await tx.selectFrom('connectors').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
+    // No key update: deliveries' foreign-key checks (key share) on the same connections go on.
+    await tx.selectFrom('connectors').select('id').where('id', 'in', ids).orderBy('id').forNoKeyUpdate().execute();
     const runValues = ids.map((id) => ({ id, ...runs.get(id)! }));
     const now = new Date(Math.max(...kept.map(({ o }) => o.at)));
     const flagged = await sql<{ id: string; state: string }>`
@@ -349,11 +380,16 @@ export async function releaseLeases(store: Store, items: Array<{ id: string; tok
     where d.id = v.id and d.lease_token = v.token`.execute(store.db);
 }
 
-/** Removes finished deliveries (and their attempts) older than `days`, a bounded batch at a time. */
+/** Removes finished deliveries (and their attempts) older than `days`, 5,000 at a time until none is left. */
 export async function pruneDeliveries(store: Store, now: number, days: number): Promise<number> {
   const before = new Date(now - days * 86_400_000);
-  const r = await sql`
-    delete from webhook_deliveries where id in (
-      select id from webhook_deliveries where status in ('delivered', 'given_up') and created_at < ${before} limit 5000)`.execute(store.db);
-  return Number(r.numAffectedRows ?? 0);
+  let total = 0;
+  for (;;) {
+    const r = await sql`
+      delete from webhook_deliveries where id in (
+        select id from webhook_deliveries where status in ('delivered', 'given_up') and created_at < ${before} limit 5000)`.execute(store.db);
+    const n = Number(r.numAffectedRows ?? 0);
+    total += n;
+    if (n < 5000) return total;
+  }
 }

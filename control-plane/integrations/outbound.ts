@@ -60,28 +60,40 @@ export class RefusedAddressError extends Error {
   }
 }
 
+/**
+ * The address as ipaddr.js should judge it: an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as
+ * its IPv4. Only that form is unwrapped: ipaddr.js would also unwrap the deprecated
+ * IPv4-compatible `::a.b.c.d`, which is no IPv4 address at all. Null when not an address.
+ */
+function parsed(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+  try {
+    const kind = isIP(ip); // ipaddr.js alone would also take `127.1` or `0x7f.1`
+    if (kind === 4) return ipaddr.IPv4.parse(ip);
+    if (kind !== 6) return null;
+    // Node's own reading of the text (ipaddr.js reads `::a.b.c.d` as `::ffff:a.b.c.d`).
+    const v6 = ipaddr.IPv6.parse(new URL(`http://[${ip}]/`).hostname.slice(1, -1));
+    const b = v6.toByteArray();
+    const mapped = b.slice(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff;
+    return mapped ? ipaddr.IPv4.parse(b.slice(12).join('.')) : v6;
+  } catch {
+    return null;
+  }
+}
+
 /** Only public unicast. IPv6 must also be global unicast (2000::/3): ipaddr.js calls the
  * deprecated IPv4-compatible `::7f00:1` 'unicast', which it is not. */
 export function isPublicAddress(ip: string): boolean {
-  if (!isIP(ip)) return false; // ipaddr.js alone would also take `127.1` or `0x7f.1`
-  try {
-    const addr = ipaddr.process(ip); // IPv4-mapped IPv6 becomes its IPv4
-    if (addr.range() !== 'unicast') return false;
-    return addr.kind() === 'ipv4' || (addr.toByteArray()[0] & 0xe0) === 0x20;
-  } catch {
-    return false;
-  }
+  const addr = parsed(ip);
+  if (!addr || addr.range() !== 'unicast') return false;
+  return addr.kind() === 'ipv4' || (addr.toByteArray()[0] & 0xe0) === 0x20;
 }
 
 /** Whether allowPrivate may reach it: public, or loopback/private/linkLocal/uniqueLocal (IPv4-mapped judged as IPv4). */
 export function isAllowedAddress(ip: string, allowPrivate: boolean): boolean {
   if (isPublicAddress(ip)) return true;
-  if (!allowPrivate || !isIP(ip)) return false;
-  try {
-    return ['loopback', 'private', 'linkLocal', 'uniqueLocal'].includes(ipaddr.process(ip).range());
-  } catch {
-    return false;
-  }
+  if (!allowPrivate) return false;
+  const addr = parsed(ip);
+  return addr !== null && ['loopback', 'private', 'linkLocal', 'uniqueLocal'].includes(addr.range());
 }
 
 function isInternalName(host: string): boolean {
@@ -177,7 +189,8 @@ export class OutboundClient {
       lookup(hostname).then(
         (found) => {
           const bad = found.find((a) => !allowed(a.address));
-          if (bad) return callback(new RefusedAddressError(`${hostname} resolves to ${bad.address}`), '');
+          // The address itself is not named: a customer must not learn the platform's internal addresses.
+          if (bad) return callback(new RefusedAddressError(`${hostname} resolves to an address that is not public`), '');
           const want = options.family === 4 || options.family === 6 ? options.family : 0;
           const usable = found.filter((a) => want === 0 || a.family === want);
           if (usable.length === 0) {

@@ -22,7 +22,7 @@ import type { Logger } from '../../shared/logger.ts';
 import type { Store } from '../db/store.ts';
 import type { ConsumerHandler } from '../runtime/outbox.ts';
 import { claimDue, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type Outcome } from './deliveries.ts';
-import type { OutboundClient } from './outbound.ts';
+import type { OutboundClient, OutboundResult } from './outbound.ts';
 import { signatureHeader } from './signature.ts';
 
 export type WebhookWorkerOptions = {
@@ -37,6 +37,8 @@ export type WebhookWorkerOptions = {
   pollMs?: number;
   /** Finished deliveries are kept this many days in the log. */
   retentionDays?: number;
+  /** The client's limit on one attempt (10 s); with `staleMs` it must end well inside the lease. */
+  answerLimitMs?: number;
 };
 
 type Held = Claimed & { claimedAt: number };
@@ -88,15 +90,27 @@ export class WebhookWorker {
     this.#perConnection = opts.perConnection ?? 128;
     this.#pollMs = opts.pollMs ?? 1000;
     this.#retentionDays = opts.retentionDays ?? 30;
+    const answer = opts.answerLimitMs ?? 10_000;
+    if (this.#staleMs + answer + 5000 > this.#leaseMs) {
+      throw new Error(`webhook lease ${this.#leaseMs} ms is too short for ${this.#staleMs} ms stale + ${answer} ms answer + 5 s of margin`);
+    }
   }
 
   /** The outbox consumer `webhooks`: deliveries for the batch's events, leased here as room allows. */
   consumer(): ConsumerHandler {
     return async (tx, events) => {
+      // Before the insert that starts the leases: the local view of a lease is never the longer.
+      const claimedAt = performance.now();
       const leaseUpTo = this.#behind ? 0 : this.#room();
-      const leased = await makeDeliveries(tx, events, { now: this.#clock.now(), leaseUpTo, instance: this.#instance, leaseMs: this.#leaseMs });
+      const leased = await makeDeliveries(tx, events, {
+        now: this.#clock.now(),
+        leaseUpTo,
+        laneRoom: (id, fails) => this.#laneRoom(id, fails),
+        instance: this.#instance,
+        leaseMs: this.#leaseMs,
+      });
       if (leaseUpTo === 0) this.#behind = true;
-      return leased.length ? () => this.#accept(leased) : undefined;
+      return leased.length ? () => this.#accept(leased, claimedAt) : undefined;
     };
   }
 
@@ -153,6 +167,17 @@ export class WebhookWorker {
     return this.#stopped ? 0 : Math.max(0, this.#maxInFlight * 2 - this.#held);
   }
 
+  /** A connection's pace here: `perConnection` halved per failure in a row (at least one). */
+  #limit(id: string, failuresInARow = 0): number {
+    return Math.max(1, this.#perConnection >> Math.min(Math.max(this.#streak.get(id) ?? 0, failuresInARow), 30));
+  }
+
+  /** How many more of a connection's deliveries the fast path may lease here: two rounds of its pace. */
+  #laneRoom(id: string, failuresInARow: number): number {
+    const lane = this.#lanes.get(id);
+    return Math.max(0, 2 * this.#limit(id, failuresInARow) - (lane ? lane.queue.length + lane.inFlight : 0));
+  }
+
   async #poll(): Promise<void> {
     const now = this.#clock.now();
     if (Date.now() - this.#lastPrune > 3_600_000) {
@@ -161,8 +186,9 @@ export class WebhookWorker {
     }
     for (;;) {
       const limit = Math.min(this.#room(), 500);
-      const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs });
-      this.#accept(got);
+      const claimedAt = performance.now();
+      const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs, perConnection: this.#perConnection });
+      this.#accept(got, claimedAt);
       if (this.#stopped) return;
       if (got.length < limit) {
         this.#behind = false;
@@ -175,8 +201,7 @@ export class WebhookWorker {
     }
   }
 
-  #accept(items: Claimed[]): void {
-    const at = performance.now();
+  #accept(items: Claimed[], at: number): void {
     for (const item of items) {
       let lane = this.#lanes.get(item.connector_id);
       if (!lane) this.#lanes.set(item.connector_id, (lane = { queue: [], inFlight: 0 }));
@@ -190,7 +215,7 @@ export class WebhookWorker {
     if (this.#stopped) return;
     const stale: Held[] = [];
     for (const [id, lane] of this.#lanes) {
-      const limit = Math.max(1, this.#perConnection >> Math.min(this.#streak.get(id) ?? 0, 30));
+      const limit = this.#limit(id);
       while (lane.queue.length && lane.inFlight < limit && this.#inFlight < this.#maxInFlight) {
         const item = lane.queue.shift()!;
         if (performance.now() - item.claimedAt > this.#staleMs) {
@@ -213,13 +238,17 @@ export class WebhookWorker {
     const t = Math.floor(at / 1000);
     const { secret, previous_secret, previous_secret_until } = item.target;
     const secrets = previous_secret && previous_secret_until !== null && previous_secret_until > at ? [secret, previous_secret] : [secret];
-    const result = await this.#client.post(item.target.url, item.body, {
-      'content-type': 'application/json',
-      'user-agent': 'vd-webhooks/1',
-      'x-service-event': item.subject,
-      'x-service-delivery': item.id,
-      'x-service-signature': signatureHeader(item.body, t, secrets),
-    });
+    const started = performance.now();
+    const result: OutboundResult = await this.#client
+      .post(item.target.url, item.body, {
+        'content-type': 'application/json',
+        'user-agent': 'vd-webhooks/1',
+        'x-service-event': item.subject,
+        'x-service-delivery': item.id,
+        'x-service-signature': signatureHeader(item.body, t, secrets),
+      })
+      // The client reports every network outcome; anything else is still an outcome, so the slot is freed.
+      .catch((err: Error) => ({ kind: 'error' as const, durationMs: performance.now() - started, message: String(err?.message ?? err) }));
     this.#outcomes.push({ item, at, result });
     if (this.#outcomes.length >= 200) this.#flush();
     else this.#flushTimer ??= setTimeout(() => this.#flush(), 2);
@@ -258,6 +287,7 @@ export class WebhookWorker {
       }
     }
     const dropped: Held[] = [];
+    let probeNext = false;
     for (const o of batch) {
       this.#inFlight--;
       this.#held--;
@@ -265,6 +295,8 @@ export class WebhookWorker {
       else this.#streak.set(o.item.connector_id, (this.#streak.get(o.item.connector_id) ?? 0) + 1);
       const lane = this.#lanes.get(o.item.connector_id);
       if (lane) lane.inFlight--;
+      // A connection held to a slow pace claims only that many at a time: look for its next one now.
+      if (!flagged.has(o.item.connector_id) && this.#limit(o.item.connector_id) < this.#perConnection && !lane?.queue.length) probeNext = true;
     }
     for (const id of flagged) {
       const lane = this.#lanes.get(id);
@@ -275,6 +307,6 @@ export class WebhookWorker {
     this.#held -= dropped.length;
     if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
     this.#pump();
-    if (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2) this.wake();
+    if (probeNext || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.wake();
   }
 }

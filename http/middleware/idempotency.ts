@@ -2,7 +2,8 @@
  * `Idempotency-Key` on POST: the first answer is stored for 24 hours and replayed for the same
  * key; while the first request still runs, the same key gets 409; the same key with another
  * method, path or body gets 422. Keys are scoped to the company (or the operator) that sent
- * them. Answers of 5xx and 429 are not stored, so a retry runs again.
+ * them. Answers of 5xx and 429 are not stored, so a retry runs again. A secret in an answer (an
+ * API key, a signing secret, a temporary password) is shown once: the stored copy has it blanked.
  */
 import { createHash } from 'node:crypto';
 import { createMiddleware } from 'hono/factory';
@@ -14,6 +15,23 @@ const KEEP_MS = 24 * 3600_000;
 /** How long a running request holds its key before another may take it over (its holder died). */
 const LOCK_MS = 60_000;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
+/** Top-level answer fields that carry a secret shown once; a replay gets this note instead. */
+const SECRET_FIELDS = ['key', 'signing_secret', 'temporary_password'];
+const NOT_REPLAYED = '(shown once, in the first answer only)';
+
+function withoutSecrets(body: string, contentType: string | null): string {
+  if (!contentType?.includes('json')) return body;
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return body;
+    const o = parsed as Record<string, unknown>;
+    if (!SECRET_FIELDS.some((f) => typeof o[f] === 'string')) return body;
+    for (const f of SECRET_FIELDS) if (typeof o[f] === 'string') o[f] = NOT_REPLAYED;
+    return JSON.stringify(o);
+  } catch {
+    return body;
+  }
+}
 
 export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   const key = c.req.header('idempotency-key');
@@ -62,7 +80,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     await store.db.deleteFrom('idempotency_records').where('scope', '=', scope).where('key', '=', key).where('request_hash', '=', requestHash).execute();
     return;
   }
-  const body = await c.res.clone().text();
+  const body = withoutSecrets(await c.res.clone().text(), c.res.headers.get('content-type'));
   await store.db
     .updateTable('idempotency_records')
     .set({ state: 'done', status, body, content_type: c.res.headers.get('content-type') })

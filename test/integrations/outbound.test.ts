@@ -320,6 +320,7 @@ test('isPublicAddress and isAllowedAddress', () => {
     ['93.184.216.34', true],
     ['2001:4860:4860::8888', true],
     ['::ffff:8.8.8.8', true],
+    ['::8.8.8.8', false], // IPv4-compatible, not IPv4-mapped: no public address
     ['::ffff:10.0.0.1', false],
     ['::ffff:127.0.0.1', false],
     ['2001:db8::1', false],

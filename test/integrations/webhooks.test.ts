@@ -425,6 +425,48 @@ t('the Test action sends a signed vd.test.ping and says whether the address answ
   assert.match(g.body.message, /refused/);
 });
 
+t('a wide fan-out (40 connections × 200 events in one batch) is written and delivered whole', async () => {
+  const hooks: Array<{ id: string }> = [];
+  for (let i = 0; i < 40; i++) hooks.push(await hook({ url: `${rx.url}/fan`, events: ['vd.fan.*'] }));
+  await cp.services.store.transaction((tx) =>
+    emit(tx, Array.from({ length: 200 }, (_, i) => ({ subject: 'vd.fan.out', tenant_id: co.tenantId, data: { i } }))),
+  );
+  cp.services.outbox.wake();
+  const delivered = async () =>
+    Number(
+      (
+        await cp.services.store.db
+          .selectFrom('webhook_deliveries')
+          .select((e) => e.fn.countAll<string>().as('n'))
+          .where('connector_id', 'in', hooks.map((h) => h.id))
+          .where('status', '=', 'delivered')
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  await waitFor(async () => (await delivered()) >= 8000, 60_000, '8,000 deliveries');
+  assert.is(await delivered(), 8000);
+  assert.is(new Set(rx.on('/fan').map((r) => r.delivery)).size, 8000);
+  for (const h of hooks) assert.is((await call(cp.url, 'DELETE', `${C}/${h.id}`, { session: owner })).status, 204);
+});
+
+t('a connection with a backlog on a receiver that hangs does not hold up another connection', async () => {
+  const slow = await hook({ url: `${rx.url}/hang/backlog`, events: ['vd.jam.*'] });
+  const quick = await hook({ url: `${rx.url}/quick`, events: ['vd.quick.*'] });
+  await cp.services.store.transaction((tx) =>
+    emit(tx, Array.from({ length: 1500 }, (_, i) => ({ subject: 'vd.jam.tick', tenant_id: co.tenantId, data: { i } }))),
+  );
+  cp.services.outbox.wake();
+  await waitFor(async () => rx.on('/hang/backlog').length >= 100, 5000, 'the slow connection busy');
+  const started = Date.now();
+  await send('vd.quick.one');
+  await waitFor(async () => rx.on('/quick').length >= 1, 3000, 'the other connection’s message');
+  const took = Date.now() - started;
+  assert.ok(took < 3000, `delivered in ${took} ms`);
+  assert.ok(rx.on('/hang/backlog').length <= 128, `the hanging receiver gets at most a connection's pace (${rx.on('/hang/backlog').length})`);
+  assert.is((await call(cp.url, 'DELETE', `${C}/${slow.id}`, { session: owner })).status, 204);
+  assert.ok(quick.id);
+});
+
 t('/ops/queues: deliveries pending, retrying, given up; the outbox backlog and every consumer lag', async () => {
   const op = await signIn(cp.url, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   const r = await call(cp.url, 'GET', '/api/platform/ops/queues', { session: op });

@@ -64,6 +64,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await sql`create index webhook_deliveries_due on webhook_deliveries (next_at) where status in ('pending','retrying')`.execute(db);
   await db.schema.createIndex('webhook_deliveries_log').on('webhook_deliveries').columns(['connector_id', 'id']).execute();
+  await db.schema.createIndex('webhook_deliveries_age').on('webhook_deliveries').columns(['status', 'created_at']).execute();
 
   await db.schema
     .createTable('webhook_attempts')
