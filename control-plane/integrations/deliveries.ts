@@ -192,13 +192,21 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
 
 /**
  * Gives up retrying deliveries whose 24 h are over, and claims up to `limit` due deliveries of
- * active connections for `instance`, oldest first, but at most a connection's pace (`perConnection`
- * halved per failure in a row) from any one connection: a connection with a backlog, or a slow or
- * failing one, cannot take every slot from the others.
+ * active connections for `instance`, oldest first, but no more of one connection than this
+ * instance has room for in its lane (two rounds of its pace: `perConnection` halved per failure in
+ * a row): a connection with a backlog, or a slow or failing one, cannot take every slot.
  */
 export async function claimDue(
   store: Store,
-  opts: { now: number; limit: number; instance: string; leaseMs: number; perConnection: number },
+  opts: {
+    now: number;
+    limit: number;
+    instance: string;
+    leaseMs: number;
+    perConnection: number;
+    /** Room left in the connections this instance already holds deliveries of (others: two rounds of their pace). */
+    lanes: Array<{ id: string; room: number }>;
+  },
 ): Promise<Claimed[]> {
   const now = new Date(opts.now);
   await store.db
@@ -224,8 +232,9 @@ export async function claimDue(
     with ranked as (
       select d.id, d.next_at,
         row_number() over (partition by d.connector_id order by d.next_at) as rn,
-        greatest(1, ${opts.perConnection}::int >> least(c.consecutive_failures, 30)) as cap
+        coalesce(l.room, 2 * greatest(1, ${opts.perConnection}::int >> least(c.consecutive_failures, 30))) as cap
       from webhook_deliveries d join connectors c on c.id = d.connector_id
+        left join jsonb_to_recordset(${JSON.stringify(opts.lanes)}::jsonb) as l(id text, room int) on l.id = d.connector_id
       where d.status in ('pending', 'retrying') and d.next_at <= ${now}
         and (d.lease_until is null or d.lease_until < clock_timestamp()) and c.state = 'active'),
     due as (

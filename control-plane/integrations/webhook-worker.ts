@@ -76,6 +76,7 @@ export class WebhookWorker {
    * room frees up, and new deliveries are not leased on the fast path meanwhile (older ones first).
    */
   #behind = false;
+  #soon: NodeJS.Timeout | null = null;
 
   constructor(deps: { store: Store; client: OutboundClient; log: Logger; instanceId: string }, opts: WebhookWorkerOptions = {}) {
     this.#store = deps.store;
@@ -161,6 +162,7 @@ export class WebhookWorker {
       await new Promise((r) => setTimeout(r, 10));
     }
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
+    if (this.#soon) clearTimeout(this.#soon);
   }
 
   #room(): number {
@@ -187,7 +189,8 @@ export class WebhookWorker {
     for (;;) {
       const limit = Math.min(this.#room(), 500);
       const claimedAt = performance.now();
-      const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs, perConnection: this.#perConnection });
+      const lanes = [...this.#lanes.keys()].map((id) => ({ id, room: this.#laneRoom(id, 0) }));
+      const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs, perConnection: this.#perConnection, lanes });
       this.#accept(got, claimedAt);
       if (this.#stopped) return;
       if (got.length < limit) {
@@ -295,8 +298,8 @@ export class WebhookWorker {
       else this.#streak.set(o.item.connector_id, (this.#streak.get(o.item.connector_id) ?? 0) + 1);
       const lane = this.#lanes.get(o.item.connector_id);
       if (lane) lane.inFlight--;
-      // A connection held to a slow pace claims only that many at a time: look for its next one now.
-      if (!flagged.has(o.item.connector_id) && this.#limit(o.item.connector_id) < this.#perConnection && !lane?.queue.length) probeNext = true;
+      // A lane takes only so many at a time: once it has nothing queued, look for its next ones.
+      if (!flagged.has(o.item.connector_id) && !lane?.queue.length) probeNext = true;
     }
     for (const id of flagged) {
       const lane = this.#lanes.get(id);
@@ -307,6 +310,15 @@ export class WebhookWorker {
     this.#held -= dropped.length;
     if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
     this.#pump();
-    if (probeNext || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.wake();
+    if (probeNext || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.#wakeSoon();
+  }
+
+  /** A poll within 10 ms (many outcomes in a row ask for one poll). */
+  #wakeSoon(): void {
+    if (this.#soon || this.#stopped) return;
+    this.#soon = setTimeout(() => {
+      this.#soon = null;
+      this.wake();
+    }, 10);
   }
 }
