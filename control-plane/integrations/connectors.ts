@@ -11,7 +11,8 @@ import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Store } from '../db/store.ts';
 import { checkTargetAddress, type LookupFn, type OutboundClient, type OutboundResult } from './outbound.ts';
-import { newSigningSecret, signatureHeader } from './signature.ts';
+import { messageHeaders, newSigningSecret } from './signature.ts';
+import { delivered } from './deliveries.ts';
 import { ANSWER_LIMIT_MS } from './retry-schedule.ts';
 
 export type ConnectorDeps = { store: Store; clock: Clock; client: OutboundClient; allowPrivate: boolean; lookup?: LookupFn };
@@ -240,14 +241,8 @@ export async function testConnector(deps: ConnectorDeps, tenantId: string, id: s
     subject: 'vd.test.ping',
     data: { connector_id: id, message: 'This is a test message from your outbound calling platform.' },
   });
-  const secrets = c.previous_secret && c.previous_secret_until && c.previous_secret_until.getTime() > now ? [c.secret, c.previous_secret] : [c.secret];
-  const result = await deps.client.post(c.url, body, {
-    'content-type': 'application/json',
-    'user-agent': 'vd-webhooks/1',
-    'x-service-event': 'vd.test.ping',
-    'x-service-delivery': newId('dlv'),
-    'x-service-signature': signatureHeader(body, Math.floor(now / 1000), secrets),
-  });
-  const ok = result.kind === 'answered' && result.status >= 200 && result.status < 300;
+  const keys = { secret: c.secret, previous_secret: c.previous_secret, previous_secret_until: c.previous_secret_until?.getTime() ?? null };
+  const result = await deps.client.post(c.url, body, messageHeaders(body, 'vd.test.ping', newId('dlv'), now, keys));
+  const ok = delivered(result);
   return { ok, status: result.kind === 'answered' ? result.status : null, message: describeOutcome(result), event_id: eventId };
 }

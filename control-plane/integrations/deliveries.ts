@@ -21,9 +21,10 @@ import type { Store, Tx } from '../db/store.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
 import type { OutboundResult } from './outbound.ts';
 import { GIVE_UP_AFTER_MS, NEEDS_ATTENTION_AFTER, retryWait } from './retry-schedule.ts';
+import type { SigningKeys } from './signature.ts';
 
 /** What a sender needs of a connection to send: where, and the secrets to sign with. */
-export type Target = { url: string; secret: string; previous_secret: string | null; previous_secret_until: number | null };
+export type Target = SigningKeys & { url: string };
 
 /** A delivery claimed by this instance, ready to send. */
 export type Claimed = {

@@ -23,7 +23,7 @@ import type { Store } from '../db/store.ts';
 import type { ConsumerHandler } from '../runtime/outbox.ts';
 import { claimDue, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type Outcome } from './deliveries.ts';
 import type { OutboundClient, OutboundResult } from './outbound.ts';
-import { signatureHeader } from './signature.ts';
+import { messageHeaders } from './signature.ts';
 
 export type WebhookWorkerOptions = {
   clock?: Clock;
@@ -238,18 +238,9 @@ export class WebhookWorker {
 
   async #send(item: Held): Promise<void> {
     const at = this.#clock.now();
-    const t = Math.floor(at / 1000);
-    const { secret, previous_secret, previous_secret_until } = item.target;
-    const secrets = previous_secret && previous_secret_until !== null && previous_secret_until > at ? [secret, previous_secret] : [secret];
     const started = performance.now();
     const result: OutboundResult = await this.#client
-      .post(item.target.url, item.body, {
-        'content-type': 'application/json',
-        'user-agent': 'vd-webhooks/1',
-        'x-service-event': item.subject,
-        'x-service-delivery': item.id,
-        'x-service-signature': signatureHeader(item.body, t, secrets),
-      })
+      .post(item.target.url, item.body, messageHeaders(item.body, item.subject, item.id, at, item.target))
       // The client reports every network outcome; anything else is still an outcome, so the slot is freed.
       .catch((err: Error) => ({ kind: 'error' as const, durationMs: performance.now() - started, message: String(err?.message ?? err) }));
     this.#outcomes.push({ item, at, result });
