@@ -35,6 +35,14 @@ type Transfer = { id: string; stage: 'requested' | 'bridged' | 'completed'; at: 
 
 const PREVIOUS_STAGE = { requested: null, bridged: 'requested', completed: 'bridged' } as const;
 
+/**
+ * End reasons that make an answered call a dropped one: the callee picked up and the call then
+ * ended from our side without a normal end. `abandoned`: no bot or person took it within 2 s (the
+ * agent says so); `node_lost`: its media node went silent or no longer carries it; `trunk_lost`:
+ * the node lost its SIP trunk under it; `failed`: the agent failed it after the answer.
+ */
+export const DROPPED_REASONS: ReadonlySet<string> = new Set(['abandoned', 'node_lost', 'trunk_lost', 'failed']);
+
 export class CallEvents {
   readonly #store: Store;
   readonly #coordinator: Coordinator;
@@ -224,14 +232,15 @@ export class CallEvents {
     const done: EndedCall[] = [];
     if (ended.size) {
       const list = [...ended.values()].map((e) => ({ ...e, talk: Math.round(e.talk), ai: Math.ceil(e.ai) }));
-      const rows = await sql<CallRow & { was: string; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }>`
+      const rows = await sql<CallRow & { was: string; was_transfer: string | null; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }>`
         update calls c set state = 'ended', ended_at = x.at, talk_seconds = x.talk, ai_seconds = x.ai, end_reason = x.reason, sip_status = x.sip,
-          transfer_state = case when c.transfer_state = 'bridged' then 'completed' else c.transfer_state end
+          transfer_state = case when c.transfer_state = 'bridged' then 'completed' else c.transfer_state end,
+          dropped = c.answered_at is not null and x.reason = any(${[...DROPPED_REASONS]}::text[])
         from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz, talk integer, ai integer, reason text, sip integer, refused boolean),
-          (select id, state from calls where id = any(${list.map((e) => e.id)}::text[])) o
+          (select id, state, transfer_state from calls where id = any(${list.map((e) => e.id)}::text[])) o
         where c.id = x.id and o.id = c.id and c.state <> 'ended'
         returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at, c.handler,
-          c.launched_by, c.node_id, o.state as was, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(tx);
+          c.launched_by, c.node_id, o.state as was, o.transfer_state as was_transfer, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(tx);
       const people: Array<{ id: string; outcome: 'reached' | 'not_placed' | 'not_reached'; journey_id: string | null; campaign_id: string | null }> = [];
       for (const r of rows.rows) {
         const wasPlaced = r.was !== 'dialing';
@@ -240,6 +249,16 @@ export class CallEvents {
         if (!wasPlaced) continue;
         count(r.campaign_id, 'ended');
         const endedAt = new Date(r.at);
+        if (r.was_transfer === 'bridged') {
+          // The hand-over ends with the call, whether or not the agent said `completed` first.
+          events.push({
+            subject: 'vd.journey.transfer_completed',
+            tenant_id: r.tenant_id,
+            about: r.id,
+            campaign_id: r.campaign_id,
+            data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, person_id: r.person_id, at: endedAt.toISOString() },
+          });
+        }
         events.push(
           callEvent('vd.call.ended', r, {
             reason: r.reason,
@@ -273,14 +292,12 @@ export class CallEvents {
           returning p.id as person_id, p.status, p.tenant_id, x.journey_id, x.campaign_id, x.outcome`.execute(tx);
         const finished = rows2.rows.filter((r) => r.status === 'done' && r.journey_id);
         if (finished.length) {
-          const closed = await tx
-            .updateTable('journeys')
-            .set({ closed_at: new Date() })
-            .where('id', 'in', finished.map((r) => r.journey_id!))
-            .where('closed_at', 'is', null)
-            .returning('id')
-            .execute();
-          const closedIds = new Set(closed.map((c) => c.id));
+          const closed = await sql<{ id: string }>`
+            update journeys j set closed_at = now()
+            from (select id from journeys where id = any(${finished.map((r) => r.journey_id!)}::text[]) order by id for update) k
+            where j.id = k.id and j.closed_at is null
+            returning j.id`.execute(tx);
+          const closedIds = new Set(closed.rows.map((c) => c.id));
           for (const r of finished) {
             if (!closedIds.has(r.journey_id!)) continue;
             events.push({
@@ -312,11 +329,15 @@ export class CallEvents {
       }
     }
     if (counters.size) {
-      const list = [...counters].map(([id, c]) => ({ id, ...c }));
+      // Last of the rows this transaction locks, in id order (docs/decisions.md, lock order).
+      const list = [...counters].map(([id, c]) => ({ id, ...c })).sort((a, b) => (a.id < b.id ? -1 : 1));
       await sql`
-        update campaigns c set placed = c.placed + x.placed, answered = c.answered + x.answered, ended = c.ended + x.ended
+        insert into campaign_counts as n (campaign_id, placed, answered, ended)
+        select x.id, x.placed, x.answered, x.ended
         from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, placed integer, answered integer, ended integer)
-        where c.id = x.id`.execute(tx);
+        join campaigns c on c.id = x.id
+        order by x.id
+        on conflict (campaign_id) do update set placed = n.placed + excluded.placed, answered = n.answered + excluded.answered, ended = n.ended + excluded.ended`.execute(tx);
     }
     if (events.length) {
       await emit(tx, events);

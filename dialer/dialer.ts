@@ -25,7 +25,7 @@ import { lastingSubscribe, type LastingSubscription } from '../control-plane/coo
 import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
-import { claimPeople, findLostCalls, releaseClaims, releaseExpiredClaims, writeCalls, type Launch } from './launch-rows.ts';
+import { claimPeople, findLostCalls, NUMBER_BUSY_RETRY, releaseClaims, releaseExpiredClaims, writeCalls, type DropReason, type Launch } from './launch-rows.ts';
 import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace, type IdleReason } from './pacing.ts';
@@ -289,7 +289,7 @@ export class Dialer {
       const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
       if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
         const given = idleLong ? run.buffer.splice(0) : this.#takeOld(run, now);
-        releaseClaims(this.#s.store, run.id, given.map((p) => p.id)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
+        releaseClaims(this.#s.store.db, run.id, run.epoch, given.map((p) => p.id)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
       }
       const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
       const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity';
@@ -329,8 +329,11 @@ export class Dialer {
     const list = [...this.#idleWrites].map(([id, r]) => ({ id, r }));
     this.#idleWrites.clear();
     try {
-      await sql`update campaigns c set idle_reason = x.r from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, r text)
-        where c.id = x.id and c.state = 'running'`.execute(this.#s.store.db);
+      // Campaign rows in id order (the lock order of launches: docs/decisions.md).
+      await sql`update campaigns c set idle_reason = x.r
+        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, r text),
+          (select id from campaigns where id = any(${list.map((l) => l.id)}::text[]) order by id for no key update) k
+        where c.id = x.id and k.id = c.id and c.state = 'running'`.execute(this.#s.store.db);
       for (const { id, r } of list) {
         const run = this.#runs.get(id);
         if (run) run.written = r as IdleReason | null;
@@ -347,7 +350,7 @@ export class Dialer {
     run.retired = true;
     if (this.#runs.get(run.id) === run) this.#runs.delete(run.id);
     const given = run.buffer.splice(0);
-    if (given.length) await releaseClaims(this.#s.store, run.id, given.map((p) => p.id)).catch(() => {});
+    if (given.length) await releaseClaims(this.#s.store.db, run.id, run.epoch, given.map((p) => p.id)).catch(() => {});
   }
 
   /** Claims up to `n` due people of the campaign's lists (never one on the do-not-call list). */
@@ -356,10 +359,10 @@ export class Dialer {
     if (!st || n <= 0) return;
     run.refilling = true;
     try {
-      const rows = await claimPeople(this.#s, run.tenantId, run.id, st.lists, n, CLAIM_HOLD);
+      const rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD);
       run.lastRefill = Date.now();
       if (run.retired) {
-        await releaseClaims(this.#s.store, run.id, rows.map((r) => r.id));
+        await releaseClaims(this.#s.store.db, run.id, run.epoch, rows.map((r) => r.id));
         return;
       }
       const at = Date.now();
@@ -494,12 +497,15 @@ export class Dialer {
     for (const [instance, ids] of remote) this.#s.coordinator.publish(ENDED_CHANNEL(instance), JSON.stringify(ids)).catch(() => {});
   }
 
-  /** Writes the batch's call rows in one transaction, then sends each originate that may still go. */
-  async #launch(batch: Launch[]): Promise<Launch[]> {
+  /**
+   * Writes the batch's call rows in one transaction, then sends each originate that may still go.
+   * Answers those sent, and why each of the others got no row (a manual dial says so).
+   */
+  async #launch(batch: Launch[]): Promise<{ sent: Launch[]; dropped: Map<string, DropReason> }> {
     this.#launching++;
     try {
       let blocked: Set<string>;
-      let dropped: Map<string, 'not_running' | 'duplicate'>;
+      let dropped: Map<string, DropReason>;
       try {
         ({ blocked, dropped } = await this.#s.store.transaction((tx) => writeCalls(tx, batch, this.#me)));
       } catch (err) {
@@ -508,10 +514,11 @@ export class Dialer {
           this.#endLocal(l.callId);
           if (l.run && !l.run.retired && l.personId) l.run.buffer.unshift({ id: l.personId, phone: l.to, claimedAt: Date.now() });
         }
-        return [];
+        return { sent: [], dropped: new Map() };
       }
       const sent: Launch[] = [];
       const cancelled: Launch[] = [];
+      const busy: Launch[] = [];
       for (const l of batch) {
         if (blocked.has(l.callId)) {
           this.#endLocal(l.callId);
@@ -522,6 +529,20 @@ export class Dialer {
         if (why === 'duplicate') {
           // Someone else is calling this person already: no row was written; leave the person be.
           this.#endLocal(l.callId);
+          continue;
+        }
+        if (why === 'over_cap') {
+          // Another instance's calls filled the company's cap: the person waits in the buffer.
+          if (l.run && !l.run.retired && l.personId) {
+            this.#endLocal(l.callId);
+            l.run.buffer.unshift({ id: l.personId, phone: l.to, claimedAt: Date.now() });
+          } else cancelled.push(l);
+          continue;
+        }
+        if (why === 'number_busy') {
+          // The number rings for another person of the company: this one is looked at again later.
+          this.#endLocal(l.callId);
+          if (l.personId) busy.push(l);
           continue;
         }
         if (why === 'not_running') {
@@ -540,7 +561,12 @@ export class Dialer {
         this.#onLaunch?.(l.callId, l.tenantId, performance.now());
       }
       if (cancelled.length) await this.#cancel(cancelled);
-      return sent;
+      for (const l of busy) {
+        await releaseClaims(this.#s.store.db, l.campaignId, l.run?.epoch ?? null, [l.personId!], NUMBER_BUSY_RETRY).catch((err) =>
+          this.#log.warn({ err }, 'a claimed person could not be given back; the reconcile will'),
+        );
+      }
+      return { sent, dropped };
     } finally {
       this.#launching--;
       if (this.#launching === 0) for (const w of this.#launchesDone.splice(0)) w();
@@ -552,22 +578,24 @@ export class Dialer {
       this.#endLocal(l.callId);
       this.stats.denied(l.tenantId);
     }
-    const ids = cancelled.map((l) => l.callId);
-    const people = cancelled.flatMap((l) => (l.personId && !l.manual ? [l.personId] : []));
+    const ids = cancelled.map((l) => l.callId).sort();
+    // Each claim is given back only by the owner (campaign and epoch) that made it.
+    const claims = new Map<string, { campaign: string; epoch: number | null; people: string[] }>();
+    for (const l of cancelled) {
+      if (!l.personId || l.manual) continue;
+      const epoch = l.run?.epoch ?? null;
+      const key = `${l.campaignId}|${epoch}`;
+      let c = claims.get(key);
+      if (!c) claims.set(key, (c = { campaign: l.campaignId, epoch, people: [] }));
+      c.people.push(l.personId);
+    }
     try {
       await this.#s.store.transaction(async (tx) => {
         // Calls, then people, each locked in id order: the call event writer does the same.
-        await sql`select id from calls where id = any(${ids}::text[]) order by id for update`.execute(tx);
-        await tx.updateTable('calls').set({ state: 'ended', ended_at: new Date(), end_reason: 'not_launched' }).where('id', 'in', ids).where('state', '=', 'dialing').execute();
-        if (people.length) await sql`select id from people where id = any(${people}::text[]) order by id for update`.execute(tx);
-        if (people.length) {
-          await tx
-            .updateTable('people')
-            .set((eb) => ({ status: 'due', claimed_by: null, next_attempt_at: null, attempts: sql`greatest(${eb.ref('attempts')} - 1, 0)` }))
-            .where('id', 'in', people)
-            .where('status', '=', 'calling')
-            .execute();
-        }
+        await sql`update calls c set state = 'ended', ended_at = now(), end_reason = 'not_launched'
+          from (select id from calls where id = any(${ids}::text[]) order by id for update) k
+          where c.id = k.id and c.state = 'dialing'`.execute(tx);
+        for (const c of claims.values()) await releaseClaims(tx, c.campaign, c.epoch, c.people);
       });
     } catch (err) {
       // The rows stay 'dialing' and the people 'calling'; the reconcile of calls never placed is left to an operator.

@@ -1,12 +1,20 @@
 /**
- * The dialer's rows for a launch: claiming due people (never one on the do-not-call list), and
- * writing a launch batch's journeys and call rows in one transaction with the last checks that
- * belong in the store (do-not-call list, campaign still running, one call up per person); and the
- * sweeps that find calls and claims nobody will finish.
+ * The dialer's rows for a launch: claiming due people (never one on the do-not-call list, never a
+ * number already ringing for the company), and writing a launch batch's journeys and call rows in
+ * one transaction with the last checks that belong in the store (do-not-call list, campaign still
+ * running, the company's concurrency cap counted exactly across instances, one call up per person
+ * and per number); and the sweeps that find calls and claims nobody will finish.
+ *
+ * Lock order (every transaction of the dialer and of the call event writer keeps it, each kind of
+ * row taken in id order): companies, campaigns, calls, people, journeys, campaign_counts. A
+ * transaction that needs a later kind never waits for an earlier one while holding it, so two of
+ * them cannot deadlock. See docs/decisions.md (Dialing: lock order).
  */
 import { sql } from 'kysely';
 import { MAX_CALL_SECONDS, type CallEventMessage } from '../shared/agent-protocol.ts';
 import { newId } from '../shared/ids.ts';
+import { planLimits } from '../control-plane/companies/plans.ts';
+import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { Services } from '../control-plane/context.ts';
 import type { Store, Tx } from '../control-plane/db/store.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
@@ -21,7 +29,7 @@ const LONGEST_CALL = '6 hours';
 /** One call about to be launched. `run` is the pacing loop's campaign state (null for a manual call). */
 export type Launch = {
   callId: string;
-  run: { retired: boolean; buffer: Array<{ id: string; phone: string; claimedAt: number }> } | null;
+  run: { retired: boolean; epoch: number; buffer: Array<{ id: string; phone: string; claimedAt: number }> } | null;
   tenantId: string;
   campaignId: string;
   personId: string | null;
@@ -32,83 +40,119 @@ export type Launch = {
   manual: boolean;
 };
 
-/** Gives the claimed `people` back to their lists (their claim's attempt undone). */
-export async function releaseClaims(store: Store, campaign: string, people: string[]): Promise<void> {
+/** A person whose number was ringing for another person of the company is looked at again after this. */
+export const NUMBER_BUSY_RETRY = '30 seconds';
+
+/**
+ * Gives the claimed `people` back to their lists (their claim's attempt undone), only where the
+ * claim is still the one this owner made: the campaign's, at `epoch` (null: a manual or preview
+ * hold). A former owner's late give-back thus never undoes a claim of the campaign's new owner.
+ * `after` leaves them due only after that long (a number that is busy for now).
+ */
+export async function releaseClaims(db: Store['db'] | Tx, campaign: string, epoch: number | null, people: string[], after?: string): Promise<void> {
   if (people.length === 0) return;
   await sql`
-    update people set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(attempts - 1, 0)
-    where id = any(${people}::text[]) and claimed_by = ${campaign} and status = 'calling'`.execute(store.db);
+    update people p set status = 'due', claimed_by = null, claim_epoch = null, attempts = greatest(p.attempts - 1, 0),
+      next_attempt_at = ${after ? sql`now() + ${after}::interval` : null}
+    from (select id from people where id = any(${people}::text[]) order by id for update) k
+    where p.id = k.id and p.claimed_by = ${campaign} and p.claim_epoch is not distinct from ${epoch === null ? null : String(epoch)}::bigint
+      and p.status = 'calling'`.execute(db);
 }
 
-/** Claims up to `n` due people of `lists` for the campaign, holding them for `hold`. */
-export async function claimPeople(s: Services, tenantId: string, campaignId: string, lists: string[], n: number, hold: string) {
+/**
+ * Claims up to `n` due people of `lists` for the campaign, holding them for `hold`, stamped with
+ * the owner's `epoch` (null for a manual or preview hold). A number already ringing for the
+ * company is not claimed, and of several due people with one number only one is.
+ */
+export async function claimPeople(s: Services, tenantId: string, campaignId: string, epoch: number | null, lists: string[], n: number, hold: string) {
   const rows = await sql<{ id: string; phone_number: string }>`
-    update people p set status = 'calling', claimed_by = ${campaignId}, attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
+    update people p set status = 'calling', claimed_by = ${campaignId}, claim_epoch = ${epoch === null ? null : String(epoch)}::bigint,
+      attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
     from (
       select q.id from people q
       where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due')
         and (q.next_attempt_at is null or q.next_attempt_at <= now())
         and not exists (select 1 from dnc_numbers d where d.tenant_id = q.tenant_id and d.number = q.phone_number)
+        and not exists (select 1 from calls k where k.tenant_id = q.tenant_id and k.to_number = q.phone_number and k.state <> 'ended')
       order by q.next_attempt_at nulls first, q.id
       limit ${n}
       for update skip locked
     ) pick
     where p.id = pick.id
     returning p.id, p.phone_number`.execute(s.store.db);
-  return rows.rows;
+  // Two people of the campaign's lists with one number: the first is called, the other waits.
+  const seen = new Set<string>();
+  const twins: string[] = [];
+  const out = rows.rows.filter((r) => {
+    if (!seen.has(r.phone_number)) return seen.add(r.phone_number), true;
+    twins.push(r.id);
+    return false;
+  });
+  if (twins.length) await releaseClaims(s.store.db, campaignId, epoch, twins, NUMBER_BUSY_RETRY);
+  return out;
 }
+
+/** Why a launch got no call row: its campaign stopped, its person or number is up already, or the company is at its cap. */
+export type DropReason = 'not_running' | 'duplicate' | 'number_busy' | 'over_cap';
 
 /**
  * Inside `tx`: the journeys and call rows of a launch batch. A number found on the company's
  * do-not-call list now gets no call row and its person is done (`blocked`). A call of a campaign
- * no longer running (or of a company suspended) gets none either, nor does one to a person who
- * already has a call up (`dropped`; a unique index backs this up).
+ * no longer running (or of a company suspended) gets none either, nor does one to a person or a
+ * number that already has a call up, nor one past the company's concurrent-call cap (`dropped`).
+ *
+ * The company rows are locked first (`for no key update`, in id order): every launch of a
+ * company, from any instance, counts the company's calls up under that lock, so the plan's cap
+ * is exact across instances. Campaigns come next (`for share`: a pause or stop committing now is
+ * waited for, and seen), then the new calls, people and journeys.
  */
-export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{ blocked: Set<string>; dropped: Map<string, 'not_running' | 'duplicate'> }> {
+export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{ blocked: Set<string>; dropped: Map<string, DropReason> }> {
   const blocked = new Set<string>();
-  const dropped = new Map<string, 'not_running' | 'duplicate'>();
-  const campaigns = [...new Set(batch.map((l) => l.campaignId))];
-  // `for share`: a pause or stop committing now is waited for, and seen.
+  const dropped = new Map<string, DropReason>();
+  const tenants = [...new Set(batch.map((l) => l.tenantId))].sort();
+  const campaigns = [...new Set(batch.map((l) => l.campaignId))].sort();
+  const companies = await sql<{ id: string; on: boolean; plan: PlanName }>`
+    select id, (status = 'on' and not core_hold) as on, plan from companies where id = any(${tenants}::text[]) order by id for no key update`.execute(tx);
   const running = await sql<{ id: string }>`
-    select c.id from campaigns c join companies co on co.id = c.tenant_id
-    where c.id = any(${campaigns}::text[]) and c.state = 'running' and co.status = 'on' and not co.core_hold
-    for share of c`.execute(tx);
+    select id from campaigns where id = any(${campaigns}::text[]) and state = 'running' order by id for share`.execute(tx);
+  const upNow = await sql<{ tenant_id: string; n: number }>`
+    select tenant_id, count(*)::int as n from calls where tenant_id = any(${tenants}::text[]) and state <> 'ended' group by tenant_id`.execute(tx);
+  const room = new Map<string, number>();
+  const up = new Map(upNow.rows.map((r) => [r.tenant_id, r.n]));
+  for (const c of companies.rows) if (c.on) room.set(c.id, planLimits(c.plan).concurrent_calls - (up.get(c.id) ?? 0));
   const live = new Set(running.rows.map((r) => r.id));
+  const tenantsOf = batch.map((l) => l.tenantId);
+  const numbersOf = batch.map((l) => l.to);
   const onList = await sql<{ tenant_id: string; number: string }>`
     select d.tenant_id, d.number from dnc_numbers d
-    join unnest(${batch.map((l) => l.tenantId)}::text[], ${batch.map((l) => l.to)}::text[]) as x(t, n) on d.tenant_id = x.t and d.number = x.n`.execute(tx);
+    join unnest(${tenantsOf}::text[], ${numbersOf}::text[]) as x(t, n) on d.tenant_id = x.t and d.number = x.n`.execute(tx);
   const blockedNumbers = new Set(onList.rows.map((r) => `${r.tenant_id}|${r.number}`));
+  const ringing = await sql<{ tenant_id: string; to_number: string; person_id: string | null }>`
+    select k.tenant_id, k.to_number, k.person_id from calls k
+    join unnest(${tenantsOf}::text[], ${numbersOf}::text[]) as x(t, n) on k.tenant_id = x.t and k.to_number = x.n
+    where k.state <> 'ended'`.execute(tx);
+  const busyNumbers = new Map(ringing.rows.map((r) => [`${r.tenant_id}|${r.to_number}`, r.person_id]));
   const ok: Launch[] = [];
   const people = new Set<string>();
   for (const l of batch) {
-    if (!live.has(l.campaignId)) dropped.set(l.callId, 'not_running');
-    else if (blockedNumbers.has(`${l.tenantId}|${l.to}`)) blocked.add(l.callId);
+    const number = `${l.tenantId}|${l.to}`;
+    const left = room.get(l.tenantId);
+    if (!live.has(l.campaignId) || left === undefined) dropped.set(l.callId, 'not_running');
+    else if (blockedNumbers.has(number)) blocked.add(l.callId);
     else if (l.personId && people.has(l.personId)) dropped.set(l.callId, 'duplicate');
+    else if (busyNumbers.has(number)) dropped.set(l.callId, l.personId && busyNumbers.get(number) === l.personId ? 'duplicate' : 'number_busy');
+    else if (left <= 0) dropped.set(l.callId, 'over_cap');
     else {
+      room.set(l.tenantId, left - 1);
       if (l.personId) people.add(l.personId);
+      busyNumbers.set(number, l.personId);
       ok.push(l);
     }
   }
-  const blockedPeople = batch.filter((l) => blocked.has(l.callId) && l.personId).map((l) => l.personId!);
-  if (blockedPeople.length) await tx.updateTable('people').set({ status: 'done', claimed_by: null, next_attempt_at: null }).where('id', 'in', blockedPeople).execute();
-  if (ok.length === 0) return { blocked, dropped };
-  const withPerson = ok.filter((l) => l.personId);
-  const journeys = new Map<string, string>();
-  if (withPerson.length) {
-    const rows = await tx
-      .insertInto('journeys')
-      .values(withPerson.map((l) => ({ id: newId('jny'), tenant_id: l.tenantId, campaign_id: l.campaignId, person_id: l.personId })))
-      .onConflict((oc) => oc.columns(['campaign_id', 'person_id']).where('person_id', 'is not', null).doUpdateSet({ campaign_id: (eb) => eb.ref('excluded.campaign_id') }))
-      .returning(['id', 'campaign_id', 'person_id'])
-      .execute();
-    for (const r of rows) journeys.set(`${r.campaign_id}|${r.person_id}`, r.id);
-  }
-  const bare = ok.filter((l) => !l.personId);
-  if (bare.length) {
-    const rows = bare.map((l) => ({ id: newId('jny'), tenant_id: l.tenantId, campaign_id: l.campaignId, person_id: null }));
-    await tx.insertInto('journeys').values(rows).execute();
-    bare.forEach((l, i) => journeys.set(`call|${l.callId}`, rows[i].id));
-  }
+  if (ok.length === 0) return { blocked, dropped: await doneWithBlocked(tx, batch, blocked, dropped) };
+  // Journey ids are chosen before the call rows are written; a person's journey in a campaign is
+  // found again (the upsert) after them, in (campaign, person) order.
+  const journeyOf = new Map(ok.map((l) => [l.callId, newId('jny')]));
   const inserted = await tx
     .insertInto('calls')
     .values(
@@ -122,27 +166,61 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
         from_number: l.from,
         state: 'dialing' as const,
         handler: l.handler === 'bot' ? ('bot' as const) : ('agent' as const),
-        journey_id: l.personId ? (journeys.get(`${l.campaignId}|${l.personId}`) ?? null) : (journeys.get(`call|${l.callId}`) ?? null),
+        journey_id: journeyOf.get(l.callId)!,
         direction: 'outbound',
         launched_by: me,
         manual: l.manual,
       })),
     )
-    .onConflict((oc) => oc.column('person_id').where('person_id', 'is not', null).where('state', '<>', 'ended').doNothing())
+    // A call up for the person or the number committed by another instance since the look above.
+    .onConflict((oc) => oc.doNothing())
     .returning('id')
     .execute();
   const written = new Set(inserted.map((r) => r.id));
   for (const l of ok) if (!written.has(l.callId)) dropped.set(l.callId, 'duplicate');
+  await doneWithBlocked(tx, batch, blocked, dropped);
+  const made = ok.filter((l) => written.has(l.callId)).sort((a, b) => (a.campaignId + '|' + (a.personId ?? '') < b.campaignId + '|' + (b.personId ?? '') ? -1 : 1));
+  if (made.length === 0) return { blocked, dropped };
+  const rows = await tx
+    .insertInto('journeys')
+    .values(made.map((l) => ({ id: journeyOf.get(l.callId)!, tenant_id: l.tenantId, campaign_id: l.campaignId, person_id: l.personId })))
+    .onConflict((oc) => oc.columns(['campaign_id', 'person_id']).where('person_id', 'is not', null).doUpdateSet({ campaign_id: (eb) => eb.ref('excluded.campaign_id') }))
+    .returning(['id', 'campaign_id', 'person_id'])
+    .execute();
+  // A person met before keeps the journey they have in the campaign.
+  const kept = new Map(rows.map((r) => [`${r.campaign_id}|${r.person_id}`, r.id]));
+  const moved = made.filter((l) => l.personId && kept.get(`${l.campaignId}|${l.personId}`) !== journeyOf.get(l.callId));
+  if (moved.length) {
+    const list = moved.map((l) => ({ id: l.callId, j: kept.get(`${l.campaignId}|${l.personId}`)! }));
+    await sql`update calls c set journey_id = x.j from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, j text) where c.id = x.id`.execute(tx);
+  }
   return { blocked, dropped };
+}
+
+/** The people of numbers found on the do-not-call list are done (after the call rows: lock order). */
+async function doneWithBlocked(tx: Tx, batch: Launch[], blocked: Set<string>, dropped: Map<string, DropReason>): Promise<Map<string, DropReason>> {
+  const people = batch.filter((l) => blocked.has(l.callId) && l.personId).map((l) => l.personId!).sort();
+  if (people.length) {
+    await sql`
+      update people p set status = 'done', claimed_by = null, claim_epoch = null, next_attempt_at = null
+      from (select id from people where id = any(${people}::text[]) order by id for update) k where p.id = k.id`.execute(tx);
+  }
+  return dropped;
 }
 
 /** Gives back claims past their hold with no call up, whichever campaign holds them (not `keep`). */
 export async function releaseExpiredClaims(store: Store, keep: string[]): Promise<void> {
   await sql`
-    update people p set status = 'due', claimed_by = null, next_attempt_at = null, attempts = greatest(p.attempts - 1, 0)
-    where p.status = 'calling' and p.next_attempt_at < now()
-      and not (p.id = any(${keep}::text[]))
-      and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')`.execute(store.db);
+    update people p set status = 'due', claimed_by = null, claim_epoch = null, next_attempt_at = null, attempts = greatest(p.attempts - 1, 0)
+    from (
+      select q.id from people q
+      where q.status = 'calling' and q.next_attempt_at < now()
+        and not (q.id = any(${keep}::text[]))
+        and not exists (select 1 from calls k where k.person_id = q.id and k.state <> 'ended')
+      order by q.id
+      for update skip locked
+    ) x
+    where p.id = x.id and p.status = 'calling' and p.next_attempt_at < now()`.execute(store.db);
 }
 
 /**

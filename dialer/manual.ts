@@ -12,7 +12,7 @@ import { toE164 } from '../shared/phone.ts';
 import { planLimits } from '../control-plane/companies/plans.ts';
 import type { Services } from '../control-plane/context.ts';
 import type { DialStats } from './dial-stats.ts';
-import { claimPeople, releaseClaims, type Launch } from './launch-rows.ts';
+import { claimPeople, releaseClaims, type DropReason, type Launch } from './launch-rows.ts';
 import type { PauseReader } from './pause-reader.ts';
 
 /** A preview's person is held this long for the person at the screen. */
@@ -25,8 +25,8 @@ export type LaunchPort = {
   stats: DialStats;
   /** Counts a call about to launch as live (its campaign's and company's caps see it). */
   addLive(callId: string, campaignId: string, tenantId: string): void;
-  /** Writes the calls' rows and sends each that may still go; answers those sent. */
-  launch(batch: Launch[]): Promise<Launch[]>;
+  /** Writes the calls' rows and sends each that may still go; answers those sent and why others got no row. */
+  launch(batch: Launch[]): Promise<{ sent: Launch[]; dropped: Map<string, DropReason> }>;
 };
 
 export class ManualDialing {
@@ -104,7 +104,7 @@ export class ManualDialing {
       // Claimed only when nobody calls them now: due, or held for this campaign's preview (a
       // preview hold outlasts a dialer claim), and no call up.
       const claimed = await sql<{ phone_number: string }>`
-        update people p set status = 'calling', claimed_by = ${c.id},
+        update people p set status = 'calling', claimed_by = ${c.id}, claim_epoch = null,
           attempts = p.attempts + (case when p.status = 'calling' then 0 else 1 end),
           next_attempt_at = now() + interval '1 minute'
         where p.id = ${personId}
@@ -117,14 +117,17 @@ export class ManualDialing {
     const callId = newId('call');
     const nodeId = this.#d.services.nodes.pick(callId);
     if (!nodeId) {
-      if (personId) await releaseClaims(this.#d.services.store, c.id, [personId]).catch(() => {});
+      if (personId) await releaseClaims(this.#d.services.store.db, c.id, null, [personId]).catch(() => {});
       this.#d.stats.denied(tenantId);
       throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
     }
     this.#d.addLive(callId, c.id, tenantId);
     const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to: to!, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true };
-    const sent = await this.#d.launch([launch]);
+    const { sent, dropped } = await this.#d.launch([launch]);
     if (sent.length === 0) {
+      const why = dropped.get(callId);
+      if (why === 'over_cap') throw new ApiError('conflict', `concurrency_cap: the company has ${limits.concurrent_calls} calls up, its plan's most; wait for one to end`);
+      if (why === 'number_busy' || why === 'duplicate') throw new ApiError('conflict', 'this number is being called already');
       const onList = await this.#d.services.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to!).executeTakeFirst();
       if (onList) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
       this.#checkPause(tenantId);
@@ -139,7 +142,7 @@ export class ManualDialing {
     this.#checkPause(tenantId);
     const c = await this.#campaignFor(tenantId, campaignId);
     if (c.mode !== 'preview') throw new ApiError('conflict', 'this is a progressive campaign: the dialer calls its people itself');
-    const [p] = await claimPeople(this.#d.services, tenantId, c.id, c.list_ids, 1, PREVIEW_HOLD);
+    const [p] = await claimPeople(this.#d.services, tenantId, c.id, null, c.list_ids, 1, PREVIEW_HOLD);
     if (!p) return { person: null, held_until: null };
     const row = await this.#d.services.store.db
       .selectFrom('people')

@@ -79,6 +79,7 @@ export async function createCampaign({ store, runtime }: CampaignDeps, tenantId:
       caller_id: callerId,
     })
     .execute();
+    await tx.insertInto('campaign_counts').values({ campaign_id: id }).execute();
     await runtime.create(tx, 'campaign', id, { campaignId: id, tenantId });
   });
   return findCampaign(store, tenantId, id);
@@ -87,9 +88,10 @@ export async function createCampaign({ store, runtime }: CampaignDeps, tenantId:
 function campaignQuery(store: Store, tenantId: string) {
   return store.db
     .selectFrom('campaigns as c')
+    .leftJoin('campaign_counts as n', 'n.campaign_id', 'c.id')
     .select([
       'c.id', 'c.name', 'c.state', 'c.idle_reason', 'c.list_ids', 'c.mode', 'c.handler', 'c.max_concurrent_calls',
-      'c.calls_per_second', 'c.caller_id', 'c.placed', 'c.answered', 'c.ended', 'c.created_at',
+      'c.calls_per_second', 'c.caller_id', 'n.placed', 'n.answered', 'n.ended', 'c.created_at',
     ])
     .select(sql<string>`(select count(*) from calls k where k.campaign_id = c.id and k.tenant_id = c.tenant_id and k.state <> 'ended')`.as('live'))
     .where('c.tenant_id', '=', tenantId);
@@ -109,7 +111,7 @@ function view(r: CampaignRow): CampaignView {
     max_concurrent_calls: r.max_concurrent_calls,
     calls_per_second: Number(r.calls_per_second),
     caller_id: r.caller_id,
-    counters: { placed: r.placed, answered: r.answered, ended: r.ended, live: Number(r.live) },
+    counters: { placed: r.placed ?? 0, answered: r.answered ?? 0, ended: r.ended ?? 0, live: Number(r.live) },
     created_at: r.created_at.toISOString(),
   };
 }

@@ -89,7 +89,12 @@ async function learnTenants(): Promise<void> {
 }
 
 async function campaign(id: string) {
-  return cp.services.store.db.selectFrom('campaigns').select(['state', 'idle_reason', 'placed', 'answered', 'ended']).where('id', '=', id).executeTakeFirstOrThrow();
+  return cp.services.store.db
+    .selectFrom('campaigns as c')
+    .innerJoin('campaign_counts as n', 'n.campaign_id', 'c.id')
+    .select(['c.state', 'c.idle_reason', 'n.placed', 'n.answered', 'n.ended'])
+    .where('c.id', '=', id)
+    .executeTakeFirstOrThrow();
 }
 
 async function pauseGlobal(paused: boolean): Promise<number> {

@@ -359,7 +359,7 @@ t('counters: live counts the campaign\'s calls not yet ended', async () => {
     { id: `call_a_${cmp}`, tenant_id: co.tenantId, campaign_id: cmp, to_number: '+12025550101', from_number: '+12025550100', state: 'answered' },
     { id: `call_b_${cmp}`, tenant_id: co.tenantId, campaign_id: cmp, to_number: '+12025550102', from_number: '+12025550100', state: 'ended' },
   ]).execute();
-  await db.updateTable('campaigns').set({ placed: 2, answered: 2, ended: 1 }).where('id', '=', cmp).execute();
+  await db.updateTable('campaign_counts').set({ placed: 2, answered: 2, ended: 1 }).where('campaign_id', '=', cmp).execute();
   const r = await call(base, 'GET', `${V1}/campaigns/${cmp}`, { session: co.owner });
   assert.equal(r.body.counters, { placed: 2, answered: 2, ended: 1, live: 1 });
 });

@@ -8,6 +8,7 @@ import * as dialingPause from './20261121_0005_dialing_pause.ts';
 import * as dialer from './20261121_0006_dialer.ts';
 import * as mediaNodes from './20261121_0007_media_nodes.ts';
 import * as webhooks from './20261122_0008_webhooks.ts';
+import * as dialerLocks from './20261123_0009_dialer_locks.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '20261121_0006_dialer': dialer,
   '20261121_0007_media_nodes': mediaNodes,
   '20261122_0008_webhooks': webhooks,
+  '20261123_0009_dialer_locks': dialerLocks,
 };

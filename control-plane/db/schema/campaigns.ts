@@ -1,4 +1,4 @@
-/** Campaign rows: what the company set up, its state, and the counters the dialer keeps. */
+/** Campaign rows: what the company set up and its state; the dialer's counters beside them. */
 import type { ColumnType } from 'kysely';
 
 export type CampaignState = 'draft' | 'running' | 'paused' | 'stopped' | 'completed';
@@ -16,9 +16,14 @@ export interface CampaignsTable {
   /** `numeric`: read back as a decimal string. */
   calls_per_second: ColumnType<string, number | string | undefined, number | string>;
   caller_id: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** A campaign's call counters, kept by the call event writers in a row of their own. */
+export interface CampaignCountsTable {
+  campaign_id: string;
   placed: ColumnType<number, number | undefined, number>;
   answered: ColumnType<number, number | undefined, number>;
   ended: ColumnType<number, number | undefined, number>;
-  created_at: ColumnType<Date, Date | undefined, never>;
-  updated_at: ColumnType<Date, Date | undefined, Date>;
 }

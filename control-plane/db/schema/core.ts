@@ -30,5 +30,7 @@ export interface PeopleTable {
   next_attempt_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** The campaign whose dialer holds the person (status 'calling'); null otherwise. */
   claimed_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The epoch of the campaign owner that made the claim (null for a manual or preview hold). */
+  claim_epoch: ColumnType<string | null, number | string | null | undefined, number | string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
 }

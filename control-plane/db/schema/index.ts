@@ -1,7 +1,7 @@
 /** The database type: every table, one file each, joined here. */
 import type { ApiKeysTable } from './api-keys.ts';
 import type { CallsTable } from './calls.ts';
-import type { CampaignsTable } from './campaigns.ts';
+import type { CampaignCountsTable, CampaignsTable } from './campaigns.ts';
 import type { CompaniesTable } from './companies.ts';
 import type { ListsTable, PeopleTable } from './core.ts';
 import type { ActorsTable, AuditLogTable, OutboxPendingTable, OutboxTable } from './runtime.ts';
@@ -34,6 +34,7 @@ export interface DB {
   outbox_pending: OutboxPendingTable;
   audit_log: AuditLogTable;
   campaigns: CampaignsTable;
+  campaign_counts: CampaignCountsTable;
   calls: CallsTable;
   lists: ListsTable;
   people: PeopleTable;
