@@ -40,8 +40,11 @@ export type Launch = {
   manual: boolean;
 };
 
-/** A person whose number was ringing for another person of the company is looked at again after this. */
-export const NUMBER_BUSY_RETRY = '30 seconds';
+/**
+ * A person whose number is taken by another person's claim or call is looked at again after
+ * this; a claim never picks a number while a call to it is up, so this only spaces out retries.
+ */
+export const NUMBER_BUSY_RETRY = '5 seconds';
 
 /**
  * Gives the claimed `people` back to their lists (their claim's attempt undone), only where the

@@ -48,7 +48,7 @@ export const heartbeatMessage = z.object({
 });
 
 /** How a call ended, as the agent saw it. */
-export const endReason = z.enum(['completed', 'busy', 'no_answer', 'failed', 'canceled', 'hangup']);
+export const endReason = z.enum(['completed', 'busy', 'no_answer', 'failed', 'canceled', 'hangup', 'abandoned']);
 export type EndReason = z.infer<typeof endReason>;
 
 const callEventFields = {

@@ -1,0 +1,214 @@
+/**
+ * Dialing rules that span instances and the store, on real Postgres and Redis with real agents
+ * over WebSocket: a company's concurrent-call cap is exact with two instances launching for it;
+ * one number in two lists of one campaign never rings twice at once; a former owner's late
+ * give-back never undoes the new owner's claim; a bridged hand-over that ends without the agent's
+ * `completed` still gets `vd.journey.transfer_completed`; answered calls lost from our side are
+ * counted as dropped (and show in the operator's company list).
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sql } from 'kysely';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { newId } from '../../shared/ids.ts';
+import { claimPeople, releaseClaims, releaseExpiredClaims } from '../../dialer/launch-rows.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { makeCompany, makeOperator } from '../support/fixtures.ts';
+import { call } from '../support/http.ts';
+import { deleteRedisPrefix } from '../support/processes.ts';
+import { startTestServer } from '../support/server.ts';
+import { makeCampaign, startAgent, until, type TestAgent } from './support.ts';
+
+const t = suite('dialing rules across instances and in the store');
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let prefix = '';
+let a: RunningControlPlane;
+let b: RunningControlPlane;
+let agents: TestAgent[] = [];
+
+t.before(async () => {
+  db = await createTestDatabase();
+  prefix = testRedisPrefix();
+  a = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
+  b = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
+});
+
+t.after(async () => {
+  await stopAgents();
+  await b?.close();
+  await a?.close();
+  await deleteRedisPrefix(prefix).catch(() => {});
+  await db?.drop();
+});
+
+async function stopAgents(): Promise<void> {
+  for (const x of agents) {
+    await x.client.close();
+    await x.trunk.close();
+  }
+  agents = [];
+}
+
+t('the plan cap is exact with two instances launching for one company at once (500, never 501)', async () => {
+  // Calls that stay up (talk 10,000 simulated s × 0.01 = 100 s): an enterprise company fills its
+  // cap of 500 from two campaigns, one owned by each instance, each allowed 500 at once and 50 a
+  // second. Each instance alone sees the other's calls only through a 1 s re-read.
+  agents.push(startAgent(a, 'node_cap_a', 700, { talkSeconds: 10_000 }));
+  agents.push(startAgent(b, 'node_cap_b', 700, { talkSeconds: 10_000 }));
+  await until(() => a.services.nodes.freeCapacity() >= 700 && b.services.nodes.freeCapacity() >= 700, 10_000, 'agents registered');
+  const co = await makeCompany(a);
+  await a.services.store.db.updateTable('companies').set({ plan: 'enterprise' }).where('id', '=', co.tenantId).execute();
+  const x = await makeCampaign(a, co.tenantId, co.owner, { people: 600, cps: 50, concurrent: 500, start: false, name: 'Cap A' });
+  const y = await makeCampaign(b, co.tenantId, co.owner, { people: 600, cps: 50, concurrent: 500, start: false, name: 'Cap B' });
+  const sx = await call(a.url, 'POST', `/api/core/v1/campaigns/${x.campaignId}/start`, { session: co.owner });
+  const sy = await call(b.url, 'POST', `/api/core/v1/campaigns/${y.campaignId}/start`, { session: co.owner });
+  assert.is(sx.status, 200, sx.text);
+  assert.is(sy.status, 200, sy.text);
+  await until(() => a.services.runtime.stateOf('campaign', x.campaignId) === 'running' && b.services.runtime.stateOf('campaign', y.campaignId) === 'running', 5000, 'each campaign running on its own instance');
+  const live = async () =>
+    Number((await sql<{ n: number }>`select count(*)::int as n from calls where tenant_id = ${co.tenantId} and state <> 'ended'`.execute(a.services.store.db)).rows[0].n);
+  let most = 0;
+  const started = Date.now();
+  // Both instances launch about 50 a second each: the cap is reached in about 5 s, then both
+  // keep trying for 4 s more.
+  while (Date.now() - started < 9000) {
+    most = Math.max(most, await live());
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  most = Math.max(most, await live());
+  const byInstance = await sql<{ launched_by: string; n: number }>`
+    select launched_by, count(*)::int as n from calls where tenant_id = ${co.tenantId} and state <> 'ended' group by launched_by`.execute(a.services.store.db);
+  assert.is(most, 500, `calls up at once: ${most}`);
+  assert.is(byInstance.rows.length, 2, 'both instances launched calls for the company');
+  const originated = agents.reduce((n, g) => n + g.trunk.calls.length, 0);
+  assert.is(originated, 500, 'no originate beyond the cap reached a node');
+  for (const id of [x.campaignId, y.campaignId]) {
+    await call(a.url, 'POST', `/api/core/v1/campaigns/${id}/stop`, { session: co.owner });
+  }
+  await stopAgents();
+});
+
+t('one number in two lists of one campaign never rings twice at once; both people are called in turn', async () => {
+  agents.push(startAgent(a, 'node_twins', 50, { talkSeconds: 100 }));
+  await until(() => a.services.nodes.freeCapacity() >= 50, 10_000, 'agent registered');
+  const co = await makeCompany(a);
+  const numbers = Array.from({ length: 6 }, (_, i) => `+1415555${String(1200 + i)}`);
+  const first = await makeCampaign(a, co.tenantId, co.owner, { people: 6, numbers, start: false, name: 'Twins 1' });
+  const second = await makeCampaign(a, co.tenantId, co.owner, { people: 6, numbers, start: false, name: 'Twins 2' });
+  // One campaign over both lists.
+  const c = await call(a.url, 'POST', '/api/core/v1/campaigns', {
+    session: co.owner,
+    body: { name: 'Both lists', list_ids: [first.listId, second.listId], mode: 'progressive', handler: 'agents', max_concurrent_calls: 20, calls_per_second: 10, caller_id: '+12025550100' },
+  });
+  assert.is(c.status, 201, c.text);
+  const s = await call(a.url, 'POST', `/api/core/v1/campaigns/${c.body.id}/start`, { session: co.owner });
+  assert.is(s.status, 200, s.text);
+  const people = () =>
+    a.services.store.db.selectFrom('people').select(['id', 'status', 'phone_number']).where('list_id', 'in', [first.listId, second.listId]).execute();
+  await until(async () => (await people()).every((p) => p.status === 'done'), 30_000, 'all twelve people called');
+  const trunk = agents[0].trunk;
+  const calls = trunk.calls.filter((o) => numbers.includes(o.call.to));
+  assert.is(calls.length, 12, 'each of the twelve people called once');
+  const rows = await a.services.store.db.selectFrom('calls').select(['id', 'to_number', 'started_at', 'ended_at']).where('campaign_id', '=', c.body.id).execute();
+  for (const n of numbers) {
+    const spans = rows.filter((r) => r.to_number === n).sort((p, q) => p.started_at.getTime() - q.started_at.getTime());
+    assert.is(spans.length, 2, `two calls to ${n}`);
+    assert.ok(spans[0].ended_at && spans[0].ended_at.getTime() <= spans[1].started_at.getTime(), `the calls to ${n} did not overlap`);
+  }
+  await stopAgents();
+});
+
+t("a former owner's late give-back leaves the new owner's claim alone", async () => {
+  const co = await makeCompany(a);
+  const { campaignId, listId } = await makeCampaign(a, co.tenantId, co.owner, { people: 1, start: false, name: 'Epochs' });
+  const [claimed] = await claimPeople(a.services, co.tenantId, campaignId, 7, [listId], 1, '1 minute');
+  assert.ok(claimed, 'the old owner (epoch 7) claims the person');
+  // The old owner stalls past the claim's hold; the sweep gives the person back; the new owner
+  // (epoch 8) claims them.
+  await a.services.store.db.updateTable('people').set({ next_attempt_at: new Date(Date.now() - 1000) }).where('id', '=', claimed.id).execute();
+  await releaseExpiredClaims(a.services.store, []);
+  const [again] = await claimPeople(b.services, co.tenantId, campaignId, 8, [listId], 1, '1 minute');
+  assert.is(again?.id, claimed.id, 'the new owner claims the same person');
+  // The old owner wakes and gives back what it thinks it holds.
+  await releaseClaims(a.services.store.db, campaignId, 7, [claimed.id]);
+  const p = await a.services.store.db.selectFrom('people').select(['status', 'claimed_by', 'claim_epoch']).where('id', '=', claimed.id).executeTakeFirstOrThrow();
+  assert.equal({ ...p, claim_epoch: String(p.claim_epoch) }, { status: 'calling', claimed_by: campaignId, claim_epoch: '8' });
+  // The new owner's own give-back works.
+  await releaseClaims(b.services.store.db, campaignId, 8, [claimed.id]);
+  const q = await a.services.store.db.selectFrom('people').select(['status', 'claimed_by']).where('id', '=', claimed.id).executeTakeFirstOrThrow();
+  assert.equal(q, { status: 'due', claimed_by: null });
+});
+
+/** A call row as the dialer writes it, already answered. */
+async function answeredCall(tenantId: string, campaignId: string | null): Promise<string> {
+  const id = newId('call');
+  await a.services.store.db
+    .insertInto('calls')
+    .values({ id, tenant_id: tenantId, campaign_id: campaignId, to_number: `+1646555${String(Math.floor(Math.random() * 9000) + 1000)}`, from_number: '+12025550100', state: 'answered', handler: 'bot', answered_at: new Date(), launched_by: a.services.instanceId, node_id: 'node_rules' })
+    .execute();
+  return id;
+}
+
+const ev = (event: Record<string, unknown>) => ({ node_id: 'node_rules', epoch: 1, event: { at: new Date().toISOString(), ...event } as never });
+
+async function subjectsAbout(callId: string): Promise<string[]> {
+  const rows = await a.services.store.db.selectFrom('outbox').select(['subject']).where('about', '=', callId).orderBy('seq').execute();
+  return rows.map((r) => r.subject);
+}
+
+t('a bridged hand-over that ends without `completed` gets vd.journey.transfer_completed, once', async () => {
+  const co = await makeCompany(a);
+  const { campaignId } = await makeCampaign(a, co.tenantId, co.owner, { people: 1, start: false, name: 'Transfers' });
+  const bare = await answeredCall(co.tenantId, campaignId);
+  const told = await answeredCall(co.tenantId, campaignId);
+  for (const [id, withCompleted] of [[bare, false], [told, true]] as const) {
+    a.dialer.events.push(ev({ type: 'call.transfer', call_id: id, stage: 'requested' }));
+    a.dialer.events.push(ev({ type: 'call.transfer', call_id: id, stage: 'bridged' }));
+    await a.dialer.events.drain();
+    if (withCompleted) a.dialer.events.push(ev({ type: 'call.transfer', call_id: id, stage: 'completed' }));
+    a.dialer.events.push(ev({ type: 'call.ended', call_id: id, sip_status: 200, talk_seconds: 40, bot_seconds: 10, transferred: true, reason: 'completed' }));
+    // The agent re-sends after a reconnect: nothing more is written.
+    a.dialer.events.push(ev({ type: 'call.ended', call_id: id, sip_status: 200, talk_seconds: 40, bot_seconds: 10, transferred: true, reason: 'completed' }));
+    await a.dialer.events.drain();
+  }
+  for (const id of [bare, told]) {
+    const subjects = await subjectsAbout(id);
+    assert.equal(subjects.filter((s) => s.startsWith('vd.journey.transfer_')), ['vd.journey.transfer_requested', 'vd.journey.transfer_bridged', 'vd.journey.transfer_completed'], id);
+    assert.is(subjects.filter((s) => s === 'vd.call.ended').length, 1);
+    const row = await a.services.store.db.selectFrom('calls').select(['transfer_state']).where('id', '=', id).executeTakeFirstOrThrow();
+    assert.is(row.transfer_state, 'completed');
+  }
+});
+
+t('answered calls lost from our side are dropped; normal ends and unanswered losses are not; the company list counts them', async () => {
+  const co = await makeCompany(a, `Dropped Calls ${Date.now()}`);
+  const cases: Array<{ reason: string; answered: boolean; dropped: boolean }> = [
+    { reason: 'abandoned', answered: true, dropped: true },
+    { reason: 'node_lost', answered: true, dropped: true },
+    { reason: 'trunk_lost', answered: true, dropped: true },
+    { reason: 'failed', answered: true, dropped: true },
+    { reason: 'completed', answered: true, dropped: false },
+    { reason: 'hangup', answered: true, dropped: false },
+    { reason: 'node_lost', answered: false, dropped: false },
+  ];
+  const ids: string[] = [];
+  for (const c of cases) {
+    const id = await answeredCall(co.tenantId, null);
+    if (!c.answered) await a.services.store.db.updateTable('calls').set({ state: 'ringing', answered_at: null }).where('id', '=', id).execute();
+    ids.push(id);
+    a.dialer.events.push(ev({ type: 'call.ended', call_id: id, sip_status: c.reason === 'completed' || c.reason === 'hangup' ? 200 : 408, talk_seconds: c.answered ? 12 : 0, reason: c.reason }));
+  }
+  await a.dialer.events.drain();
+  const rows = await a.services.store.db.selectFrom('calls').select(['id', 'dropped', 'end_reason']).where('id', 'in', ids).execute();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  cases.forEach((c, i) => assert.is(byId.get(ids[i])!.dropped, c.dropped, `${c.reason}, answered ${c.answered}`));
+  const op = await makeOperator(a, ['platform_owner']);
+  const list = await call(a.url, 'GET', '/api/platform/tenants?q=Dropped%20Calls', { session: op });
+  assert.is(list.status, 200, list.text);
+  const row = (list.body.items as Array<{ id: string; dropped_calls_30d: number }>).find((r) => r.id === co.tenantId);
+  assert.ok(row, 'the company is listed');
+  assert.is(row.dropped_calls_30d, 4);
+});
+
+t.run();
