@@ -277,7 +277,6 @@ export class CallEvents {
       }
       if (people.length) {
         people.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
-        await sql`select id from people where id = any(${people.map((x) => x.id)}::text[]) order by id for update`.execute(tx);
         const rows2 = await sql<{ person_id: string; status: string; tenant_id: string; journey_id: string | null; campaign_id: string | null; outcome: string }>`
           update people p set
             status = case when x.outcome = 'reached' then 'done'
@@ -286,9 +285,10 @@ export class CallEvents {
             attempts = case when x.outcome = 'not_placed' then greatest(p.attempts - 1, 0) else p.attempts end,
             next_attempt_at = case when x.outcome = 'not_reached' and p.attempts < ${this.#maxAttempts}
                                    then now() + ${`${this.#retryDelayMs} milliseconds`}::interval else null end,
-            claimed_by = null
-          from jsonb_to_recordset(${JSON.stringify(people)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text)
-          where p.id = x.id
+            claimed_by = null, claim_epoch = null
+          from jsonb_to_recordset(${JSON.stringify(people)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text),
+            (select id from people where id = any(${people.map((x) => x.id)}::text[]) order by id for update) k
+          where p.id = x.id and k.id = p.id
           returning p.id as person_id, p.status, p.tenant_id, x.journey_id, x.campaign_id, x.outcome`.execute(tx);
         const finished = rows2.rows.filter((r) => r.status === 'done' && r.journey_id);
         if (finished.length) {
@@ -312,19 +312,23 @@ export class CallEvents {
       }
     }
     if (usage.length) {
-      const inserted = await tx
-        .insertInto('usage_events')
-        .values(usage)
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning(['id', 'tenant_id', 'kind', 'quantity', 'unit', 'call_id', 'campaign_id', 'occurred_at'])
-        .execute();
-      for (const u of inserted) {
+      const items = [...new Map(usage.map((u) => [u.id, u])).values()];
+      // Arrays, not a VALUES list (see `emit`); an item already counted is not counted again.
+      const inserted = await sql<{ id: string }>`
+        insert into usage_events (id, tenant_id, kind, quantity, unit, call_id, campaign_id, occurred_at)
+        select * from unnest(${items.map((u) => u.id)}::text[], ${items.map((u) => u.tenant_id)}::text[], ${items.map((u) => u.kind)}::text[],
+          ${items.map((u) => String(u.quantity))}::numeric[], ${items.map((u) => u.unit)}::text[], ${items.map((u) => u.call_id)}::text[],
+          ${items.map((u) => u.campaign_id)}::text[], ${items.map((u) => u.occurred_at.toISOString())}::timestamptz[])
+        on conflict (id) do nothing
+        returning id`.execute(tx);
+      const counted = new Set(inserted.rows.map((r) => r.id));
+      for (const u of items.filter((x) => counted.has(x.id))) {
         events.push({
           subject: 'vd.usage.recorded',
           tenant_id: u.tenant_id,
           about: u.call_id,
           campaign_id: u.campaign_id,
-          data: { usage_id: u.id, kind: u.kind, quantity: Number(u.quantity), unit: u.unit, call_id: u.call_id, campaign_id: u.campaign_id, at: u.occurred_at.toISOString() },
+          data: { usage_id: u.id, kind: u.kind, quantity: u.quantity, unit: u.unit, call_id: u.call_id, campaign_id: u.campaign_id, at: u.occurred_at.toISOString() },
         });
       }
     }

@@ -384,7 +384,7 @@ export class Dialer {
         select count(*)::int as n from people p
         where p.tenant_id = ${run.tenantId} and p.list_id = any(${st.lists}::text[]) and p.status in ('new', 'due', 'calling')
           and not exists (select 1 from dnc_numbers d where d.tenant_id = p.tenant_id and d.number = p.phone_number)`.execute(this.#s.store.db);
-      const live = await sql<{ n: number }>`select count(*)::int as n from calls where campaign_id = ${run.id} and state <> 'ended'`.execute(this.#s.store.db);
+      const live = await sql<{ n: number }>`select count(*)::int as n from calls where campaign_id = ${run.id} and live`.execute(this.#s.store.db);
       if (left.rows[0].n === 0 && live.rows[0].n === 0 && !run.retired) {
         const r = await this.#s.runtime.send('campaign', run.id, { type: 'COMPLETE', at: Date.now() });
         if (r.ok) this.#log.info({ campaign_id: run.id }, 'campaign completed: nobody left to call');
@@ -419,13 +419,13 @@ export class Dialer {
       }>`
         select c.id, c.tenant_id, c.list_ids, c.calls_per_second, c.max_concurrent_calls, c.caller_id, c.handler, c.mode,
           co.status, co.core_hold, co.plan,
-          (select count(*) from calls k where k.campaign_id = c.id and k.state <> 'ended' and k.launched_by is distinct from ${this.#me})::int as foreign_live
+          (select count(*) from calls k where k.campaign_id = c.id and k.live and k.launched_by is distinct from ${this.#me})::int as foreign_live
         from campaigns c join companies co on co.id = c.tenant_id
         where c.id = any(${ids}::text[])`.execute(this.#s.store.db);
       const tenants = [...new Set(rows.rows.map((r) => r.tenant_id))];
       const remote = await sql<{ tenant_id: string; n: number }>`
         select tenant_id, count(*)::int as n from calls
-        where tenant_id = any(${tenants}::text[]) and state <> 'ended' and launched_by is distinct from ${this.#me}
+        where tenant_id = any(${tenants}::text[]) and live and launched_by is distinct from ${this.#me}
         group by tenant_id`.execute(this.#s.store.db);
       const remoteBy = new Map(remote.rows.map((r) => [r.tenant_id, r.n]));
       for (const r of rows.rows) {

@@ -76,7 +76,7 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
       where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due')
         and (q.next_attempt_at is null or q.next_attempt_at <= now())
         and not exists (select 1 from dnc_numbers d where d.tenant_id = q.tenant_id and d.number = q.phone_number)
-        and not exists (select 1 from calls k where k.tenant_id = q.tenant_id and k.to_number = q.phone_number and k.state <> 'ended')
+        and not exists (select 1 from calls k where k.tenant_id = q.tenant_id and k.to_number = q.phone_number and k.live)
       order by q.next_attempt_at nulls first, q.id
       limit ${n}
       for update skip locked
@@ -119,7 +119,7 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
   const running = await sql<{ id: string }>`
     select id from campaigns where id = any(${campaigns}::text[]) and state = 'running' order by id for share`.execute(tx);
   const upNow = await sql<{ tenant_id: string; n: number }>`
-    select tenant_id, count(*)::int as n from calls where tenant_id = any(${tenants}::text[]) and state <> 'ended' group by tenant_id`.execute(tx);
+    select tenant_id, count(*)::int as n from calls where tenant_id = any(${tenants}::text[]) and live group by tenant_id`.execute(tx);
   const room = new Map<string, number>();
   const up = new Map(upNow.rows.map((r) => [r.tenant_id, r.n]));
   for (const c of companies.rows) if (c.on) room.set(c.id, planLimits(c.plan).concurrent_calls - (up.get(c.id) ?? 0));
@@ -133,7 +133,7 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
   const ringing = await sql<{ tenant_id: string; to_number: string; person_id: string | null }>`
     select k.tenant_id, k.to_number, k.person_id from calls k
     join unnest(${tenantsOf}::text[], ${numbersOf}::text[]) as x(t, n) on k.tenant_id = x.t and k.to_number = x.n
-    where k.state <> 'ended'`.execute(tx);
+    where k.live`.execute(tx);
   const busyNumbers = new Map(ringing.rows.map((r) => [`${r.tenant_id}|${r.to_number}`, r.person_id]));
   const ok: Launch[] = [];
   const people = new Set<string>();
@@ -219,7 +219,7 @@ export async function releaseExpiredClaims(store: Store, keep: string[]): Promis
       select q.id from people q
       where q.status = 'calling' and q.next_attempt_at < now()
         and not (q.id = any(${keep}::text[]))
-        and not exists (select 1 from calls k where k.person_id = q.id and k.state <> 'ended')
+        and not exists (select 1 from calls k where k.person_id = q.id and k.live)
       order by q.id
       for update skip locked
     ) x
@@ -235,7 +235,7 @@ export async function findLostCalls(store: Store): Promise<CallEvent[]> {
   const rows = await sql<{ id: string; node_id: string | null; state: string; talk: number }>`
     select k.id, k.node_id, k.state, coalesce(extract(epoch from now() - k.answered_at), 0)::float8 as talk
     from calls k left join media_nodes n on n.node_id = k.node_id
-    where k.state <> 'ended' and (
+    where k.live and (
       (k.state = 'dialing' and k.started_at < now() - ${DIALING_LOST_AFTER}::interval)
       or (n.last_heartbeat_at is not null and n.last_heartbeat_at < now() - ${NODE_LOST_AFTER}::interval and k.started_at < now() - ${NODE_LOST_AFTER}::interval)
       or k.started_at < now() - ${LONGEST_CALL}::interval)

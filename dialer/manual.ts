@@ -88,7 +88,7 @@ export class ManualDialing {
     const limits = planLimits(c.plan);
     const live = await sql<{ campaign: number; tenant: number }>`
       select count(*) filter (where campaign_id = ${c.id})::int as campaign, count(*)::int as tenant
-      from calls where tenant_id = ${tenantId} and state <> 'ended'`.execute(this.#d.services.store.db);
+      from calls where tenant_id = ${tenantId} and live`.execute(this.#d.services.store.db);
     const { campaign, tenant } = live.rows[0];
     if (campaign >= Math.min(c.max_concurrent_calls, limits.concurrent_calls) || tenant >= limits.concurrent_calls) {
       this.#d.stats.denied(tenantId);
@@ -109,7 +109,7 @@ export class ManualDialing {
           next_attempt_at = now() + interval '1 minute'
         where p.id = ${personId}
           and (p.status in ('new', 'due') or (p.status = 'calling' and p.claimed_by = ${c.id} and p.next_attempt_at > now() + interval '1 minute'))
-          and not exists (select 1 from calls k where k.person_id = p.id and k.state <> 'ended')
+          and not exists (select 1 from calls k where k.person_id = p.id and k.live)
         returning p.phone_number`.execute(this.#d.services.store.db);
       if (!claimed.rows[0]) throw new ApiError('conflict', 'this person is being called already');
       to = claimed.rows[0].phone_number;

@@ -17,7 +17,7 @@ export async function liveNow(store: Store): Promise<{ at: string; totals: Omit<
       count(*) filter (where k.state = 'answered' and k.handler = 'bot' and k.transfer_state is null)::int as ai_sessions,
       count(*) filter (where k.state = 'answered' and (k.handler = 'agent' or k.transfer_state in ('bridged', 'completed')))::int as with_agents
     from calls k join companies co on co.id = k.tenant_id
-    where k.state <> 'ended'
+    where k.live
     group by k.tenant_id, co.name
     order by calls desc, k.tenant_id`.execute(store.db);
   const totals = { calls: 0, ringing: 0, answered: 0, ai_sessions: 0, with_agents: 0 };

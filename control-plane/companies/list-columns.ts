@@ -6,14 +6,10 @@
  * asked (the screen shows a dash), never 0: a zero must mean "none", not "unknown".
  */
 import { sql } from 'kysely';
-import type { CallState } from '../db/schema/calls.ts';
 import type { Store } from '../db/store.ts';
 
 /** How long the sources get before their columns are given up as null. */
 export const COLUMN_TIME_LIMIT_MS = 1500;
-
-/** Call states in which a call is up. */
-const LIVE_CALL_STATES: readonly CallState[] = ['dialing', 'ringing', 'answered'];
 
 /** The list columns of one company; `null` where the source did not answer. */
 export type ListColumns = {
@@ -117,7 +113,7 @@ export function storeColumnSources(store: Store): ColumnSources {
   const countCalls = async (ids: readonly string[], filter: { since?: Date; live?: boolean; dropped?: boolean }) => {
     let q = db.selectFrom('calls').select(['tenant_id', sql<string>`count(*)`.as('n')]).where('tenant_id', 'in', ids);
     if (filter.since) q = q.where('started_at', '>=', filter.since);
-    if (filter.live) q = q.where('state', 'in', LIVE_CALL_STATES);
+    if (filter.live) q = q.where('live', '=', true);
     if (filter.dropped) q = q.where('dropped', '=', true);
     return byTenant(await q.groupBy('tenant_id').execute(), Number);
   };

@@ -93,7 +93,7 @@ function campaignQuery(store: Store, tenantId: string) {
       'c.id', 'c.name', 'c.state', 'c.idle_reason', 'c.list_ids', 'c.mode', 'c.handler', 'c.max_concurrent_calls',
       'c.calls_per_second', 'c.caller_id', 'n.placed', 'n.answered', 'n.ended', 'c.created_at',
     ])
-    .select(sql<string>`(select count(*) from calls k where k.campaign_id = c.id and k.tenant_id = c.tenant_id and k.state <> 'ended')`.as('live'))
+    .select(sql<string>`(select count(*) from calls k where k.campaign_id = c.id and k.tenant_id = c.tenant_id and k.live)`.as('live'))
     .where('c.tenant_id', '=', tenantId);
 }
 

@@ -47,10 +47,13 @@ async function company(name: string, opts: { plan?: 'trial' | 'standard' | 'ente
   return { id: made.tenant.id, slug, ownerEmail: made.owner.email };
 }
 
+/** Each call its own number: a company has one call up per number. */
+let numberSeq = 0;
+
 async function insertCall(tenantId: string, fields: { state?: 'dialing' | 'ringing' | 'answered' | 'ended'; started_at?: Date; ai_seconds?: number; talk_seconds?: number; dropped?: boolean } = {}) {
   await cp.services.store.db
     .insertInto('calls')
-    .values({ id: newId('call'), tenant_id: tenantId, to_number: '+15555550100', from_number: '+15555550199', state: fields.state ?? 'ended', started_at: fields.started_at ?? new Date(), ai_seconds: fields.ai_seconds ?? 0, talk_seconds: fields.talk_seconds ?? 0, dropped: fields.dropped ?? false })
+    .values({ id: newId('call'), tenant_id: tenantId, to_number: `+1555555${String(1000 + (++numberSeq % 9000))}`, from_number: '+15555550199', state: fields.state ?? 'ended', started_at: fields.started_at ?? new Date(), ai_seconds: fields.ai_seconds ?? 0, talk_seconds: fields.talk_seconds ?? 0, dropped: fields.dropped ?? false })
     .execute();
 }
 

@@ -6,7 +6,11 @@
  * - a claim records the epoch of the campaign owner that made it (`people.claim_epoch`), so a
  *   stale owner's late give-back cannot undo a claim of the new owner;
  * - one call up per number and company (`calls_number_live`), whoever launches it: the same number
- *   in two lists of one campaign, or in two campaigns, is never rung twice at once.
+ *   in two lists of one campaign, or in two campaigns, is never rung twice at once;
+ * - calls up are indexed on `live` (a stored column generated from `state`), not on `state`, and
+ *   the table leaves room in its pages: a call's placed and answered updates then change no
+ *   indexed column and are HOT (no index entry written), which at 2,000 calls a second is most
+ *   of the calls table's index work. `calls_tenant_state` is gone (`calls_live` serves it).
  */
 import { sql, type Kysely } from 'kysely';
 
@@ -23,12 +27,24 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema.alterTable('people').addColumn('claim_epoch', 'bigint').execute();
 
-  // A call ended as not launched never rang; every other row still up holds its number.
-  await sql`create unique index calls_number_live on calls (tenant_id, to_number) where state <> 'ended'`.execute(db);
+  await sql`alter table calls add column live boolean generated always as (state <> 'ended') stored`.execute(db);
+  await sql`alter table calls set (fillfactor = 80)`.execute(db);
+  for (const name of ['calls_tenant_state', 'calls_campaign_live', 'calls_live', 'calls_person_live']) await sql`drop index if exists ${sql.ref(name)}`.execute(db);
+  await sql`create index calls_live on calls (tenant_id) where live`.execute(db);
+  await sql`create index calls_campaign_live on calls (campaign_id) where live`.execute(db);
+  // One call up per person, and per number of a company, whoever launches it.
+  await sql`create unique index calls_person_live on calls (person_id) where person_id is not null and live`.execute(db);
+  await sql`create unique index calls_number_live on calls (tenant_id, to_number) where live`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await sql`drop index if exists calls_number_live`.execute(db);
+  for (const name of ['calls_number_live', 'calls_person_live', 'calls_campaign_live', 'calls_live']) await sql`drop index if exists ${sql.ref(name)}`.execute(db);
+  await sql`alter table calls drop column live`.execute(db);
+  await sql`alter table calls reset (fillfactor)`.execute(db);
+  await sql`create index calls_tenant_state on calls (tenant_id, state)`.execute(db);
+  await sql`create index calls_campaign_live on calls (campaign_id, state)`.execute(db);
+  await sql`create index calls_live on calls (tenant_id) where state <> 'ended'`.execute(db);
+  await sql`create unique index calls_person_live on calls (person_id) where person_id is not null and state <> 'ended'`.execute(db);
   await db.schema.alterTable('people').dropColumn('claim_epoch').execute();
   await db.schema
     .alterTable('campaigns')

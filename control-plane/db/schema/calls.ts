@@ -13,6 +13,8 @@ export interface CallsTable {
   to_number: string;
   from_number: string;
   state: CallState;
+  /** `state <> 'ended'`, stored (generated): what the indexes of calls up are on. */
+  live: ColumnType<boolean, never, never>;
   /** Who handled the answered call: an AI bot session or a human agent. */
   handler: 'bot' | 'agent' | null;
   started_at: ColumnType<Date, Date | undefined, Date>;
