@@ -10,7 +10,10 @@
  *
  * Prints JSON lines: `dialer.launch_rate` (calls a second reaching the nodes over the measured
  * window, and the share of the offered rate), `dialer.call_events` (agent call events written a
- * second and the backlog: whether the store keeps up with the launches) and `dialer.tick_cpu` (µs
+ * second, calls fully recorded a second, and the backlog: whether the store keeps up with the
+ * launches), `dialer.per_second` (each second: launches, events written, backlog, calls
+ * recorded), `dialer.store` (rows the store wrote a second in the same run, commits, and the
+ * deadlocks Postgres detected in the bench's database) and `dialer.tick_cpu` (µs
  * of CPU per tick, and per tick per running campaign, for the pacing loop alone), and the
  * process's CPU per launched call.
  *
@@ -35,15 +38,24 @@ try {
   const tick0 = { ...d.tickCpu };
   const written0 = d.events.written;
   const backlog0 = d.events.backlog;
+  const store0 = await bench.storeStats();
   const perSecond: number[] = [];
+  const series: Array<{ s: number; launched: number; events_written: number; backlog: number; calls_recorded: number }> = [];
+  let written = d.events.written;
+  let ended = store0.calls_ended;
   for (let s = 0; s < SECONDS; s++) {
     const before = bench.launches.length;
     await new Promise((r) => setTimeout(r, 1000));
+    const st = await bench.storeStats();
     perSecond.push(bench.launches.length - before);
+    series.push({ s: s + 1, launched: bench.launches.length - before, events_written: d.events.written - written, backlog: d.events.backlog, calls_recorded: st.calls_ended - ended });
+    written = d.events.written;
+    ended = st.calls_ended;
   }
   const elapsed = (Date.now() - t0) / 1000;
   const launched = bench.launches.length - n0;
   const cpu = process.cpuUsage(cpu0);
+  const store1 = await bench.storeStats();
   const ticks = d.tickCpu.ticks - tick0.ticks;
   const tickMicros = d.tickCpu.micros - tick0.micros;
   const campaignTicks = d.tickCpu.campaignTicks - tick0.campaignTicks;
@@ -62,12 +74,23 @@ try {
     seconds: SECONDS,
   }));
   // Each call brings about three agent events (placed, answered, ended): the store must keep up.
+  // A call is fully recorded once its row has ended (its events, usage and outbox rows commit
+  // with that end).
   console.log(JSON.stringify({
     bench: 'dialer.call_events',
     written_per_s: Math.round((d.events.written - written0) / elapsed),
-    calls_recorded_per_s_approx: Math.round((d.events.written - written0) / elapsed / 3),
+    calls_recorded_per_s: Math.round((store1.calls_ended - store0.calls_ended) / elapsed),
     backlog_at_start: backlog0,
     backlog_at_end: d.events.backlog,
+  }));
+  console.log(JSON.stringify({ bench: 'dialer.per_second', series }));
+  // What the store took in the same run: rows written a second (all tables), commits a second,
+  // and the deadlocks Postgres detected (must be 0).
+  console.log(JSON.stringify({
+    bench: 'dialer.store',
+    rows_written_per_s: Math.round((store1.rows - store0.rows) / elapsed),
+    commits_per_s: Math.round((store1.commits - store0.commits) / elapsed),
+    deadlocks: store1.deadlocks,
   }));
   console.log(JSON.stringify({
     bench: 'dialer.tick_cpu',

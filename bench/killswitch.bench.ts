@@ -71,6 +71,8 @@ async function measure(mode: 'notices' | 'notices_lost'): Promise<void> {
         max_ms: r2(Math.max(...reactions)),
         trials_with_a_launch_after_the_answer: after,
         goal_p99_ms: mode === 'notices' ? 100 : 1100,
+        // Deadlocks Postgres detected in the bench's database over the whole run (must be 0).
+        deadlocks: (await bench.storeStats()).deadlocks,
       }),
     );
   } finally {

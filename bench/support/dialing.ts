@@ -22,8 +22,13 @@ const AREAS = ['212', '213', '312', '415', '617', '646', '702', '713', '818', '9
 
 export type Launch = { node: string; callId: string; at: number };
 
+/** What the store did, from Postgres's own statistics for the bench's database. */
+export type StoreStats = { deadlocks: number; rows: number; commits: number; calls_ended: number };
+
 export type Bench = {
   cp: RunningControlPlane;
+  /** Deadlocks Postgres detected, row writes (inserted + updated + deleted), commits, calls ended. */
+  storeStats(): Promise<StoreStats>;
   /** Every originate the agents received, in arrival order (wall-clock ms). */
   launches: Launch[];
   campaigns: string[];
@@ -92,10 +97,20 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
     }
   }
   process.stderr.write('campaigns made\n');
+  const { sql } = await import('kysely');
   return {
     cp,
     launches,
     campaigns,
+    async storeStats() {
+      // Table statistics reach the shared view at the backends' next report (about every second).
+      const r = await sql<StoreStats>`
+        select (select deadlocks from pg_stat_database where datname = current_database())::int as deadlocks,
+          (select xact_commit from pg_stat_database where datname = current_database())::float8 as commits,
+          (select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) from pg_stat_user_tables)::float8 as rows,
+          (select count(*) from calls where not live)::int as calls_ended`.execute(cp.services.store.db);
+      return r.rows[0];
+    },
     async startAll() {
       const tenants = await cp.services.store.db.selectFrom('campaigns').select(['id', 'tenant_id']).where('id', 'in', campaigns).execute();
       await Promise.all(tenants.map((t) => commandCampaign(cp.services, t.tenant_id, t.id, 'start', system)));
