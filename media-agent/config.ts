@@ -18,7 +18,7 @@ const schema = z
     /** Simulated trunk: real time = simulated time × this (0.01 makes a 60 s call last 0.6 s). */
     VD_AGENT_SIM_TIME_SCALE: z.coerce.number().positive().max(100).default(1),
     /** Simulated trunk: force every call's outcome (tests and demos). */
-    VD_AGENT_SIM_OUTCOME: z.enum(['random', 'answer', 'busy', 'no_answer', 'failed']).default('random'),
+    VD_AGENT_SIM_OUTCOME: z.enum(['random', 'answer', 'busy', 'no_answer', 'failed', 'abandoned']).default('random'),
     /** Simulated trunk: force the talk time of answered calls (simulated seconds). */
     VD_AGENT_SIM_TALK_SECONDS: z.coerce.number().positive().optional(),
     VD_AGENT_DRACHTIO_HOST: z.string().min(1).default('127.0.0.1'),

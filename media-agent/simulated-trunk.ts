@@ -9,7 +9,7 @@
  */
 import type { Trunk, TrunkCall, TrunkEvent } from './trunk.ts';
 
-export type SimulatedOutcome = 'random' | 'answer' | 'busy' | 'no_answer' | 'failed';
+export type SimulatedOutcome = 'random' | 'answer' | 'busy' | 'no_answer' | 'failed' | 'abandoned';
 
 export type SimulatedTrunkOptions = {
   seed: number;
@@ -58,6 +58,8 @@ type Live = {
 export type SimulatedPlan =
   | { outcome: 'answer'; ring_s: number; talk_s: number; bot_s?: number; transferred?: boolean; bridge_s?: number }
   | { outcome: 'busy' | 'failed'; ring_s: number }
+  /** Answered, and no bot or person took the call within 2 s: the agent ends it as abandoned. */
+  | { outcome: 'abandoned'; ring_s: number }
   | { outcome: 'no_answer' };
 
 export class SimulatedTrunk implements Trunk {
@@ -85,6 +87,7 @@ export class SimulatedTrunk implements Trunk {
     const ring = 2 + rnd() * 18; // 2–20 s of ringing
     if (outcome === 'no_answer') return { outcome };
     if (outcome === 'busy' || outcome === 'failed') return { outcome, ring_s: Math.min(ring, 3) };
+    if (outcome === 'abandoned') return { outcome, ring_s: Math.min(ring, call.ring_timeout_s * 0.9) };
     const ring_s = Math.min(ring, call.ring_timeout_s * 0.9);
     if (call.handler === 'agents') return { outcome, ring_s, talk_s: this.#talkSeconds ?? round(10 + rnd() * 170) };
     const bot = this.#talkSeconds ?? round(5 + rnd() * 55);
@@ -119,6 +122,12 @@ export class SimulatedTrunk implements Trunk {
         return at(plan.ring_s, () => end({ type: 'ended', sip_status: 486, talk_seconds: 0, reason: 'busy' }));
       case 'failed':
         return at(plan.ring_s, () => end({ type: 'ended', sip_status: 503, talk_seconds: 0, reason: 'failed' }));
+      case 'abandoned':
+        return at(plan.ring_s, () => {
+          live.answeredAt = Date.now();
+          onEvent({ type: 'answered', sip_status: 200 });
+          at(2, () => end({ type: 'ended', sip_status: 200, talk_seconds: 2, reason: 'abandoned' }));
+        });
       case 'answer':
         return at(plan.ring_s, () => {
           live.answeredAt = Date.now();

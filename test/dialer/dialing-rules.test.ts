@@ -4,7 +4,7 @@
  * one number in two lists of one campaign never rings twice at once; a former owner's late
  * give-back never undoes the new owner's claim; a bridged hand-over that ends without the agent's
  * `completed` still gets `vd.journey.transfer_completed`; answered calls lost from our side are
- * counted as dropped (and show in the operator's company list).
+ * counted as dropped (and show in the operator's company list), also when an agent reports one.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -209,6 +209,21 @@ t('answered calls lost from our side are dropped; normal ends and unanswered los
   const row = (list.body.items as Array<{ id: string; dropped_calls_30d: number }>).find((r) => r.id === co.tenantId);
   assert.ok(row, 'the company is listed');
   assert.is(row.dropped_calls_30d, 4);
+});
+
+t('an agent that reports an answered call abandoned (nobody took it within 2 s) makes a dropped call, end to end', async () => {
+  agents.push(startAgent(a, 'node_abandon', 10, { outcome: 'abandoned' }));
+  await until(() => a.services.nodes.freeCapacity() >= 10, 10_000, 'agent registered');
+  const co = await makeCompany(a);
+  const { campaignId } = await makeCampaign(a, co.tenantId, co.owner, { people: 3, handler: 'agents', name: 'Abandoned' });
+  const rows = () => a.services.store.db.selectFrom('calls').select(['state', 'end_reason', 'dropped', 'answered_at']).where('campaign_id', '=', campaignId).execute();
+  await until(async () => (await rows()).filter((r) => r.state === 'ended').length === 3, 15_000, 'three calls ended');
+  for (const r of await rows()) {
+    assert.is(r.end_reason, 'abandoned');
+    assert.ok(r.answered_at, 'answered first');
+    assert.is(r.dropped, true);
+  }
+  await stopAgents();
 });
 
 t.run();
