@@ -39,6 +39,7 @@ try {
   const written0 = d.events.written;
   const backlog0 = d.events.backlog;
   const store0 = await bench.storeStats();
+  const launch0 = { ...d.launchCost };
   const perSecond: number[] = [];
   const series: Array<{ s: number; launched: number; events_written: number; backlog: number; calls_recorded: number }> = [];
   let written = d.events.written;
@@ -91,6 +92,14 @@ try {
     rows_written_per_s: Math.round((store1.rows - store0.rows) / elapsed),
     commits_per_s: Math.round((store1.commits - store0.commits) / elapsed),
     deadlocks: store1.deadlocks,
+  }));
+  const batches = d.launchCost.batches - launch0.batches;
+  console.log(JSON.stringify({
+    bench: 'dialer.launch_transactions',
+    per_s: Math.round(batches / elapsed),
+    calls_per_batch: Math.round((d.launchCost.calls - launch0.calls) / Math.max(1, batches)),
+    mean_ms: Number(((d.launchCost.ms - launch0.ms) / Math.max(1, batches)).toFixed(1)),
+    longest_ms_since_start: Math.round(d.launchCost.maxMs),
   }));
   console.log(JSON.stringify({
     bench: 'dialer.tick_cpu',

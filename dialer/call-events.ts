@@ -5,7 +5,8 @@
  *
  * Events are batched: whatever arrived since the last flush is written in one transaction, in
  * phases (placed, answered, hand-overs, ended) so a call whose events all arrive together is
- * still written in order. Every write is guarded by the call's state, so an event an agent sends
+ * still written in order. Two writers work at once, each on the calls whose id hashes to it, so a
+ * call's events are still written in the order they came. Every write is guarded by the call's state, so an event an agent sends
  * twice (it re-sends after a reconnect) changes nothing the second time; usage items have ids
  * derived from the call and kind, inserted once. A batch that cannot be written (the store is
  * down) is kept and tried again: nothing is lost while the process lives.
@@ -28,6 +29,8 @@ export type CallEventsOptions = {
   maxAttempts?: number;
   /** Most events written in one transaction. */
   batch?: number;
+  /** Call event writers working at once (default 2). */
+  writers?: number;
 };
 
 type Ended = { id: string; at: string; talk: number; ai: number; reason: string; sip: number; refused: boolean };
@@ -43,6 +46,15 @@ const PREVIOUS_STAGE = { requested: null, bridged: 'requested', completed: 'brid
  */
 export const DROPPED_REASONS: ReadonlySet<string> = new Set(['abandoned', 'node_lost', 'trunk_lost', 'failed']);
 
+/** One writer's queue: a call's events always go to the same lane, so they are written in order. */
+type Lane = {
+  queue: CallEvent[];
+  /** Consecutive failed writes; after a few, events are written one by one and a bad one set aside. */
+  failures: number;
+  flushing: Promise<void> | null;
+  timer: NodeJS.Timeout | null;
+};
+
 export class CallEvents {
   readonly #store: Store;
   readonly #coordinator: Coordinator;
@@ -51,11 +63,11 @@ export class CallEvents {
   readonly #retryDelayMs: number;
   readonly #maxAttempts: number;
   readonly #batch: number;
-  #queue: CallEvent[] = [];
-  /** Consecutive failed writes; after a few, events are written one by one and a bad one set aside. */
-  #failures = 0;
-  #flushing: Promise<void> | null = null;
-  #timer: NodeJS.Timeout | null = null;
+  /**
+   * Writers working at once, each on the calls whose id hashes to it. Their transactions touch
+   * disjoint calls, people and journeys; the campaign counters they share come last, in id order.
+   */
+  readonly #lanes: Lane[];
   #stopped = false;
 
   constructor(deps: { store: Store; coordinator: Coordinator; log: Logger; onEnded: (calls: EndedCall[]) => void }, opts: CallEventsOptions = {}) {
@@ -66,12 +78,14 @@ export class CallEvents {
     this.#retryDelayMs = opts.retryDelayMs ?? 30 * 60_000;
     this.#maxAttempts = opts.maxAttempts ?? 3;
     this.#batch = opts.batch ?? 2000;
+    this.#lanes = Array.from({ length: Math.max(1, opts.writers ?? 2) }, () => ({ queue: [], failures: 0, flushing: null, timer: null }));
   }
 
   /** Queues an agent's call event; written within milliseconds. */
   push(e: CallEvent): void {
-    this.#queue.push(e);
-    this.#schedule(0);
+    const lane = this.#lanes[laneOf(e.event.call_id, this.#lanes.length)];
+    lane.queue.push(e);
+    this.#schedule(lane, 0);
   }
 
   /** Events written since start. */
@@ -79,65 +93,69 @@ export class CallEvents {
 
   /** How many events wait to be written. */
   get backlog(): number {
-    return this.#queue.length;
+    return this.#lanes.reduce((n, l) => n + l.queue.length, 0);
   }
 
   /** Writes what is queued (tests and shutdown), giving up after `timeoutMs` while the store fails. */
   async drain(timeoutMs = 10_000): Promise<void> {
     const until = Date.now() + timeoutMs;
-    while (this.#queue.length && !this.#stopped && Date.now() < until) {
-      if (!this.#flushing) this.#flushing = this.#flush().finally(() => (this.#flushing = null));
-      await this.#flushing;
-      if (this.#failures) await new Promise((r) => setTimeout(r, 200));
-    }
-    await this.#flushing;
-    if (this.#queue.length) this.#log.error({ events: this.#queue.length }, 'call events left unwritten at stop');
+    await Promise.all(
+      this.#lanes.map(async (lane) => {
+        while (lane.queue.length && !this.#stopped && Date.now() < until) {
+          if (!lane.flushing) lane.flushing = this.#flush(lane).finally(() => (lane.flushing = null));
+          await lane.flushing;
+          if (lane.failures) await new Promise((r) => setTimeout(r, 200));
+        }
+        await lane.flushing;
+      }),
+    );
+    if (this.backlog) this.#log.error({ events: this.backlog }, 'call events left unwritten at stop');
   }
 
   async stop(): Promise<void> {
     await this.drain().catch(() => {});
     this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
+    for (const lane of this.#lanes) if (lane.timer) clearTimeout(lane.timer);
   }
 
-  #schedule(ms: number): void {
-    if (this.#timer || this.#flushing || this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#flushing = this.#flush().finally(() => {
-        this.#flushing = null;
-        if (this.#queue.length) this.#schedule(0);
+  #schedule(lane: Lane, ms: number): void {
+    if (lane.timer || lane.flushing || this.#stopped) return;
+    lane.timer = setTimeout(() => {
+      lane.timer = null;
+      lane.flushing = this.#flush(lane).finally(() => {
+        lane.flushing = null;
+        if (lane.queue.length) this.#schedule(lane, 0);
       });
     }, ms);
   }
 
-  async #flush(): Promise<void> {
+  async #flush(lane: Lane): Promise<void> {
     // After repeated failures, one event at a time: a store outage fails them all alike, but an
     // event the store refuses is found and set aside instead of holding up every later one.
-    const batch = this.#queue.splice(0, this.#failures >= 3 ? 1 : this.#batch);
+    const batch = lane.queue.splice(0, lane.failures >= 3 ? 1 : this.#batch);
     if (batch.length === 0) return;
     let ended: EndedCall[];
     try {
       ended = await this.#store.transaction((tx) => this.#write(tx, batch));
-      this.#failures = 0;
+      lane.failures = 0;
       this.written += batch.length;
     } catch (err) {
-      this.#failures++;
-      if (batch.length === 1 && this.#failures >= 6) {
+      lane.failures++;
+      if (batch.length === 1 && lane.failures >= 6) {
         const reachable = await this.#store.ping(1000).then(() => true, () => false);
         if (reachable) {
           this.#log.error({ err, event: batch[0] }, 'a call event the store refuses is set aside');
-          this.#failures = 0;
+          lane.failures = 0;
           return;
         }
       }
       // Keep them, in order, ahead of what came since; try again shortly.
-      this.#queue.unshift(...batch);
+      lane.queue.unshift(...batch);
       this.#log.error({ err, events: batch.length }, 'call events could not be written; will retry');
-      if (this.#timer) clearTimeout(this.#timer);
-      this.#timer = setTimeout(() => {
-        this.#timer = null;
-        this.#schedule(0);
+      if (lane.timer) clearTimeout(lane.timer);
+      lane.timer = setTimeout(() => {
+        lane.timer = null;
+        this.#schedule(lane, 0);
       }, 500);
       return;
     }
@@ -362,4 +380,12 @@ function callEvent(subject: string, r: CallRow, extra: Record<string, unknown>):
     campaign_id: r.campaign_id,
     data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, direction: r.direction, from_number: r.from_number, to_number: r.to_number, ...extra },
   };
+}
+
+/** The lane of a call (FNV-1a of its id). */
+function laneOf(callId: string, lanes: number): number {
+  if (lanes === 1) return 0;
+  let h = 2166136261;
+  for (let i = 0; i < callId.length; i++) h = Math.imul(h ^ callId.charCodeAt(i), 16777619);
+  return (h >>> 0) % lanes;
 }

@@ -111,6 +111,8 @@ export class Dialer {
   #subs: LastingSubscription[] = [];
   #writingIdle = false;
   #launchesDone: Array<() => void> = [];
+  #queued: Launch[] = [];
+  #launchingQueued = false;
   #onCall = (e: CallEvent) => this.events.push(e);
   #refreshing = false;
   #launching = 0;
@@ -174,7 +176,10 @@ export class Dialer {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-    while (this.#launching > 0) await new Promise<void>((r) => this.#launchesDone.push(r));
+    while (this.#launching > 0 || this.#launchingQueued) {
+      if (this.#launching > 0) await new Promise<void>((r) => this.#launchesDone.push(r));
+      else await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   /**
@@ -194,6 +199,9 @@ export class Dialer {
 
   /** CPU time spent in the pacing loop's ticks (not in the store round trips they start). */
   readonly tickCpu = { ticks: 0, micros: 0, campaignTicks: 0 };
+
+  /** Launch transactions written: how many, their calls, and their wall time (total and longest). */
+  readonly launchCost = { batches: 0, calls: 0, ms: 0, maxMs: 0 };
 
   /** Calls this instance launched that have not ended yet. */
   get liveCalls(): number {
@@ -300,8 +308,30 @@ export class Dialer {
       const mayComplete = this.pause.check(run.tenantId).launch && company.on;
       if (mayComplete && run.exhausted && !run.refilling && run.buffer.length === 0 && this.#campaignLive(run) === 0 && !run.completing) void this.#maybeComplete(run);
     }
-    if (batch.length) this.#launch(batch).catch((err) => this.#log.error({ err }, 'launch failed'));
+    if (batch.length) this.#queueLaunch(batch);
     if (this.#idleWrites.size) void this.#writeIdle();
+  }
+
+  /**
+   * The pacing loop's launches go one transaction at a time: each locks its companies' rows to
+   * count their calls up, so a second one would only wait for the first while holding a
+   * connection. What ticks add meanwhile goes in the next one, as one batch.
+   */
+  #queueLaunch(batch: Launch[]): void {
+    this.#queued.push(...batch);
+    if (this.#launchingQueued) return;
+    this.#launchingQueued = true;
+    void (async () => {
+      try {
+        while (this.#queued.length) {
+          const next = this.#queued.splice(0);
+          if (this.#stopped) await this.#cancel(next);
+          else await this.#launch(next).catch((err) => this.#log.error({ err }, 'launch failed'));
+        }
+      } finally {
+        this.#launchingQueued = false;
+      }
+    })();
   }
 
   #takeOld(run: Run, now: number): Person[] {
@@ -506,8 +536,14 @@ export class Dialer {
     try {
       let blocked: Set<string>;
       let dropped: Map<string, DropReason>;
+      const started = performance.now();
       try {
         ({ blocked, dropped } = await this.#s.store.transaction((tx) => writeCalls(tx, batch, this.#me)));
+        const ms = performance.now() - started;
+        this.launchCost.batches++;
+        this.launchCost.calls += batch.length;
+        this.launchCost.ms += ms;
+        this.launchCost.maxMs = Math.max(this.launchCost.maxMs, ms);
       } catch (err) {
         this.#log.warn({ err, calls: batch.length }, 'calls could not be written; their people go back to the buffer');
         for (const l of batch) {
