@@ -9,7 +9,8 @@ import { ApiError } from '../../shared/errors.ts';
 import { checkPatterns } from '../../shared/event-patterns.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/clock.ts';
-import type { Store } from '../db/store.ts';
+import type { Store, Tx } from '../db/store.ts';
+import { holdForNewConnection } from '../runtime/outbox.ts';
 import { checkTargetAddress, type LookupFn, type OutboundClient, type OutboundResult } from './outbound.ts';
 import { messageHeaders, newSigningSecret } from './signature.ts';
 import { delivered } from './deliveries.ts';
@@ -118,9 +119,26 @@ export async function createConnector(deps: ConnectorDeps, tenantId: string, use
   const campaigns = await checkedCampaigns(deps, tenantId, input.campaign_ids);
   const secret = newSigningSecret();
   const id = newId('con');
+  await deps.store.transaction(async (tx) => {
+    // Event writes under way end first (see `holdForNewConnection`); then the connection's time.
+    await holdForNewConnection(tx);
+    await insertConnector(tx, id, tenantId, userId, input, { url, events, campaigns, secret });
+  });
+  return { ...connectorView(await row(deps, tenantId, id), deps.clock.now()), signing_secret: secret };
+}
+
+async function insertConnector(
+  tx: Tx,
+  id: string,
+  tenantId: string,
+  userId: string | null,
+  input: z.infer<typeof NewConnector>,
+  checked: { url: string; events: string[]; campaigns: string[] | null; secret: string },
+): Promise<void> {
+  const { url, events, campaigns, secret } = checked;
   // Wall time (not the schedule clock): a connection gets the events written from now on.
   const now = new Date();
-  await deps.store.db
+  await tx
     .insertInto('connectors')
     .values({
       id,
@@ -141,7 +159,6 @@ export async function createConnector(deps: ConnectorDeps, tenantId: string, use
       updated_at: now,
     })
     .execute();
-  return { ...connectorView(await row(deps, tenantId, id), deps.clock.now()), signing_secret: secret };
 }
 
 export async function listConnectors(deps: ConnectorDeps, tenantId: string) {

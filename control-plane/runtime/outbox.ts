@@ -50,6 +50,23 @@ const CONSUMER_WANTS: Record<string, (e: NewEvent) => boolean> = {
  */
 export const PLATFORM_WIDE_EVENTS: ReadonlySet<string> = new Set(['vd.platform.dialing_pause_changed']);
 
+/**
+ * The advisory lock that orders event writes against the making of webhook connections. Every
+ * transaction that writes events holds it shared (from before its events are written until it
+ * ends); making a connection holds it alone (`holdForNewConnection`). So an event is queued for
+ * the webhooks consumer exactly when its company (or, for a platform-wide event, any company) had
+ * a webhook connection when it was written: a transaction writing events either started after the
+ * new connection committed, and sees it, or ended before the connection's time was taken, and
+ * its events are older than the connection (which gets only events written after it was made).
+ * A company without webhook connections thus costs the webhooks consumer nothing.
+ */
+const WEBHOOK_FANOUT_LOCK = 0x76640001;
+
+/** Inside the transaction that makes a webhook connection, before its time is taken. */
+export async function holdForNewConnection(tx: Tx): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${WEBHOOK_FANOUT_LOCK})`.execute(tx);
+}
+
 /** Channel on which a commit that wrote events wakes the workers of every instance. */
 export const OUTBOX_CHANNEL = 'vd.outbox.written';
 
@@ -72,6 +89,8 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
       consumers.push(consumer);
     }
   });
+  // Its own statement, so that the one below takes its snapshot after the lock is held.
+  if (consumers.includes('webhooks')) await sql`select pg_advisory_xact_lock_shared(${WEBHOOK_FANOUT_LOCK})`.execute(tx);
   await sql`
     with written as (
       insert into outbox (id, tenant_id, at, source, subject, about, campaign_id, data)
@@ -79,10 +98,12 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
       from unnest(${ids}::text[], ${events.map((e) => e.tenant_id)}::text[], ${events.map((e) => e.source ?? 'control-plane')}::text[],
         ${events.map((e) => e.subject)}::text[], ${events.map((e) => e.about ?? null)}::text[], ${events.map((e) => e.campaign_id ?? null)}::text[],
         ${events.map((e) => JSON.stringify(e.data))}::text[]) as x(id, tenant_id, source, subject, about, campaign_id, data)
-      returning seq, id
+      returning seq, id, tenant_id
     )
     insert into outbox_pending (consumer, seq, event_id)
-    select q.consumer, w.seq, w.id from written w join unnest(${queued}::text[], ${consumers}::text[]) as q(event_id, consumer) on q.event_id = w.id`.execute(tx);
+    select q.consumer, w.seq, w.id from written w join unnest(${queued}::text[], ${consumers}::text[]) as q(event_id, consumer) on q.event_id = w.id
+    where q.consumer <> 'webhooks'
+      or exists (select 1 from connectors c where c.kind = 'webhook' and (w.tenant_id is null or c.tenant_id = w.tenant_id))`.execute(tx);
   return events.map((e, i) => ({ id: ids[i], tenant_id: e.tenant_id, at: at.toISOString(), source: e.source ?? 'control-plane', subject: e.subject, data: e.data }));
 }
 
