@@ -54,6 +54,8 @@ export type MediaNodesDeps = {
 const REFRESH_MS = 1_000;
 /** How long `stop()` waits for queued node events (the offline notices of a closing hub). */
 const STOP_WAIT_MS = 3_000;
+/** A node's heartbeat is written to its row at most this often (the latest one). */
+const HEARTBEAT_WRITE_EVERY_MS = 1_000;
 const MAX_NODE_ID = 128;
 
 const cmdChannel = (instance: string) => `vd.agent.cmd.${instance}`;
@@ -101,7 +103,7 @@ export class MediaNodes {
   readonly #reservedOn = new Map<string, number>();
   readonly #queues = new Map<string, Promise<void>>();
   readonly #reported = new Map<string, Reported>();
-  readonly #heartbeats = new Map<string, { beat: number; writing: boolean; next: NodeView | null }>();
+  readonly #heartbeats = new Map<string, { beat: number; writing: boolean; next: NodeView | null; lastWrite: number; timer: NodeJS.Timeout | null }>();
   readonly #actors = new Set<string>();
   readonly #listeners: Array<[string, (...args: any[]) => void]> = [];
   #subs: LastingSubscription[] = [];
@@ -179,6 +181,7 @@ export class MediaNodes {
     this.#stopped = true;
     for (const [name, fn] of this.#listeners) this.#deps.hub.off(name, fn);
     if (this.#timer) clearInterval(this.#timer);
+    for (const hb of this.#heartbeats.values()) if (hb.timer) clearTimeout(hb.timer);
     for (const sub of this.#subs) await sub.stop();
     // A closing hub has just reported its nodes offline: let those notices reach the actors.
     let timer: NodeJS.Timeout | undefined;
@@ -235,13 +238,20 @@ export class MediaNodes {
   /** Every node known to the platform, for the operator. */
   async list(): Promise<NodeRow[]> {
     const rows = await this.#selectRows().orderBy('node_id').execute();
-    return rows.map(toNodeRow);
+    return rows.map((r) => toNodeRow(this.#withLive(r)));
   }
 
   /** One node as the operator sees it; null when the platform never saw it. */
   async get(nodeId: string): Promise<NodeRow | null> {
     const row = await this.#selectRows().where('node_id', '=', nodeId).executeTakeFirst();
-    return row ? toNodeRow(row) : null;
+    return row ? toNodeRow(this.#withLive(row)) : null;
+  }
+
+  /** A node whose socket this instance holds: its live calls and heartbeat as the hub has them now. */
+  #withLive<R extends SelectedRow & { epoch: number | string; instance: string | null }>(r: R): R {
+    const v = this.#deps.hub.node(r.node_id);
+    if (!v?.online || r.instance !== this.#deps.instanceId || Number(r.epoch) !== v.epoch) return r;
+    return { ...r, live_calls: v.live_calls, age_ms: Date.now() - v.last_heartbeat_at.getTime() };
   }
 
   /** The operator's drain (platform_owner): the node takes no new calls, now and after it reconnects. */
@@ -298,6 +308,8 @@ export class MediaNodes {
 
   #onOffline(v: NodeView): void {
     this.#reported.delete(v.node_id);
+    const hb = this.#heartbeats.get(v.node_id);
+    if (hb?.timer) clearTimeout(hb.timer);
     this.#heartbeats.delete(v.node_id);
     this.#enqueue(v.node_id, () => this.#send(v.node_id, { type: 'OFFLINE', epoch: v.epoch }).then(() => {}));
   }
@@ -368,30 +380,47 @@ export class MediaNodes {
   }
 
   /**
-   * Heartbeat time and live calls go to the row without a transition: each heartbeat (one per node
-   * every 2 s, more when calls end), in order, coalesced while a write is under way. Every one is
-   * written, so the row is never staler than the hub by more than a write. Only a real heartbeat
+   * Heartbeat time and live calls go to the row without a transition: at most one write per node
+   * each `HEARTBEAT_WRITE_EVERY_MS`, of the latest heartbeat (one per node every 2 s, and one for
+   * every call that ends: at a thousand calls a second, a commit each would be most of the store's
+   * work). The row is read by other instances for the node's room and liveness (offline at 5 s,
+   * its calls lost at 30 s), so a second of staleness changes neither. Only a real heartbeat
    * counts (the hub also reports its own drain and resume at once): a hung node must not look
    * alive because an operator drained it.
    */
   #writeHeartbeat(v: NodeView): void {
     let hb = this.#heartbeats.get(v.node_id);
     if (!hb) {
-      hb = { beat: 0, writing: false, next: null };
+      hb = { beat: 0, writing: false, next: null, lastWrite: 0, timer: null };
       this.#heartbeats.set(v.node_id, hb);
     }
-    if (hb.writing) {
+    if (hb.writing || hb.timer) {
       hb.next = v;
       return;
     }
     const beat = v.last_heartbeat_at.getTime();
     if (beat === hb.beat) return;
+    const wait = hb.lastWrite + HEARTBEAT_WRITE_EVERY_MS - Date.now();
+    if (wait > 0) {
+      hb.next = v;
+      const state = hb;
+      hb.timer = setTimeout(() => {
+        state.timer = null;
+        const next = state.next;
+        state.next = null;
+        if (next && !this.#stopped && this.#heartbeats.get(v.node_id) === state) this.#writeHeartbeat(next);
+      }, wait);
+      hb.timer.unref();
+      return;
+    }
     hb.writing = true;
     hb.beat = beat;
+    hb.lastWrite = Date.now();
     const state = hb;
     void this.#deps.store.db
       .updateTable('media_nodes')
-      .set({ live_calls: v.live_calls, last_heartbeat_at: sql<Date>`now()` })
+      // The heartbeat's own time on the store's clock (the write may come up to a second after it).
+      .set({ live_calls: v.live_calls, last_heartbeat_at: sql<Date>`now() - make_interval(secs => ${Math.max(0, Date.now() - beat) / 1000})` })
       .where('node_id', '=', v.node_id)
       .where('instance', '=', this.#deps.instanceId)
       .where('epoch', '=', v.epoch)
