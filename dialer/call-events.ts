@@ -65,7 +65,7 @@ export class CallEvents {
   readonly #batch: number;
   /**
    * Writers working at once, each on the calls whose id hashes to it. Their transactions touch
-   * disjoint calls, people and journeys; the campaign counters they share come last, in id order.
+   * disjoint calls, people and journeys, and each its own campaign counter rows (the lane's).
    */
   readonly #lanes: Lane[];
   #stopped = false;
@@ -136,7 +136,7 @@ export class CallEvents {
     if (batch.length === 0) return;
     let ended: EndedCall[];
     try {
-      ended = await this.#store.transaction((tx) => this.#write(tx, batch));
+      ended = await this.#store.transaction((tx) => this.#write(tx, batch, this.#lanes.indexOf(lane)));
       lane.failures = 0;
       this.written += batch.length;
     } catch (err) {
@@ -162,7 +162,7 @@ export class CallEvents {
     if (ended.length) this.#onEnded(ended);
   }
 
-  async #write(tx: Tx, batch: CallEvent[]): Promise<EndedCall[]> {
+  async #write(tx: Tx, batch: CallEvent[], lane: number): Promise<EndedCall[]> {
     const placed = new Set<string>();
     const answered = new Map<string, string>();
     const transfers: Transfer[] = [];
@@ -354,12 +354,12 @@ export class CallEvents {
       // Last of the rows this transaction locks, in id order (docs/decisions.md, lock order).
       const list = [...counters].map(([id, c]) => ({ id, ...c })).sort((a, b) => (a.id < b.id ? -1 : 1));
       await sql`
-        insert into campaign_counts as n (campaign_id, placed, answered, ended)
-        select x.id, x.placed, x.answered, x.ended
+        insert into campaign_counts as n (campaign_id, lane, placed, answered, ended)
+        select x.id, ${lane}, x.placed, x.answered, x.ended
         from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, placed integer, answered integer, ended integer)
         join campaigns c on c.id = x.id
         order by x.id
-        on conflict (campaign_id) do update set placed = n.placed + excluded.placed, answered = n.answered + excluded.answered, ended = n.ended + excluded.ended`.execute(tx);
+        on conflict (campaign_id, lane) do update set placed = n.placed + excluded.placed, answered = n.answered + excluded.answered, ended = n.ended + excluded.ended`.execute(tx);
     }
     if (events.length) {
       await emit(tx, events);

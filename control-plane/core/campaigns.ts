@@ -88,7 +88,15 @@ export async function createCampaign({ store, runtime }: CampaignDeps, tenantId:
 function campaignQuery(store: Store, tenantId: string) {
   return store.db
     .selectFrom('campaigns as c')
-    .leftJoin('campaign_counts as n', 'n.campaign_id', 'c.id')
+    .leftJoin(
+      (eb) =>
+        eb
+          .selectFrom('campaign_counts')
+          .select(['campaign_id', sql<number>`sum(placed)::int`.as('placed'), sql<number>`sum(answered)::int`.as('answered'), sql<number>`sum(ended)::int`.as('ended')])
+          .groupBy('campaign_id')
+          .as('n'),
+      (join) => join.onRef('n.campaign_id', '=', 'c.id'),
+    )
     .select([
       'c.id', 'c.name', 'c.state', 'c.idle_reason', 'c.list_ids', 'c.mode', 'c.handler', 'c.max_concurrent_calls',
       'c.calls_per_second', 'c.caller_id', 'n.placed', 'n.answered', 'n.ended', 'c.created_at',

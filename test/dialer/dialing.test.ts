@@ -89,12 +89,10 @@ async function learnTenants(): Promise<void> {
 }
 
 async function campaign(id: string) {
-  return cp.services.store.db
-    .selectFrom('campaigns as c')
-    .innerJoin('campaign_counts as n', 'n.campaign_id', 'c.id')
-    .select(['c.state', 'c.idle_reason', 'n.placed', 'n.answered', 'n.ended'])
-    .where('c.id', '=', id)
-    .executeTakeFirstOrThrow();
+  const r = await sql<{ state: string; idle_reason: string | null; placed: number; answered: number; ended: number }>`
+    select c.state, c.idle_reason, coalesce(sum(n.placed), 0)::int as placed, coalesce(sum(n.answered), 0)::int as answered, coalesce(sum(n.ended), 0)::int as ended
+    from campaigns c left join campaign_counts n on n.campaign_id = c.id where c.id = ${id} group by c.id`.execute(cp.services.store.db);
+  return r.rows[0];
 }
 
 async function pauseGlobal(paused: boolean): Promise<number> {

@@ -1,8 +1,8 @@
 /**
  * Dialing hardening (issue 10):
- * - a campaign's call counters move to `campaign_counts`, a row of their own that only the call
- *   event writers update, so counting a call never waits on (or deadlocks with) the campaign row
- *   that launches, idle reasons and actor transitions lock;
+ * - a campaign's call counters move to `campaign_counts`, rows of their own (one per writer lane)
+ *   that only the call event writers update, so counting a call never waits on (or deadlocks
+ *   with) the campaign row that launches, idle reasons and actor transitions lock;
  * - a claim records the epoch of the campaign owner that made it (`people.claim_epoch`), so a
  *   stale owner's late give-back cannot undo a claim of the new owner;
  * - one call up per number and company (`calls_number_live`), whoever launches it: the same number
@@ -15,14 +15,18 @@
 import { sql, type Kysely } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
+  // One row per campaign and writer lane (a campaign's counts are their sum), so the call event
+  // writers working at once never wait on each other's counter rows.
   await db.schema
     .createTable('campaign_counts')
-    .addColumn('campaign_id', 'text', (c) => c.primaryKey().references('campaigns.id').onDelete('cascade'))
+    .addColumn('campaign_id', 'text', (c) => c.notNull().references('campaigns.id').onDelete('cascade'))
+    .addColumn('lane', 'smallint', (c) => c.notNull().defaultTo(0))
     .addColumn('placed', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('answered', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('ended', 'integer', (c) => c.notNull().defaultTo(0))
+    .addPrimaryKeyConstraint('campaign_counts_pk', ['campaign_id', 'lane'])
     .execute();
-  await sql`insert into campaign_counts (campaign_id, placed, answered, ended) select id, placed, answered, ended from campaigns`.execute(db);
+  await sql`insert into campaign_counts (campaign_id, lane, placed, answered, ended) select id, 0, placed, answered, ended from campaigns`.execute(db);
   await db.schema.alterTable('campaigns').dropColumn('placed').dropColumn('answered').dropColumn('ended').execute();
 
   await db.schema.alterTable('people').addColumn('claim_epoch', 'bigint').execute();
@@ -52,6 +56,8 @@ export async function down(db: Kysely<any>): Promise<void> {
     .addColumn('answered', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('ended', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
-  await sql`update campaigns c set placed = k.placed, answered = k.answered, ended = k.ended from campaign_counts k where k.campaign_id = c.id`.execute(db);
+  await sql`update campaigns c set placed = k.placed, answered = k.answered, ended = k.ended
+    from (select campaign_id, sum(placed)::int as placed, sum(answered)::int as answered, sum(ended)::int as ended from campaign_counts group by campaign_id) k
+    where k.campaign_id = c.id`.execute(db);
   await db.schema.dropTable('campaign_counts').execute();
 }

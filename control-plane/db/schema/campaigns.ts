@@ -20,9 +20,10 @@ export interface CampaignsTable {
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
-/** A campaign's call counters, kept by the call event writers in a row of their own. */
+/** A campaign's call counters, kept by the call event writers: one row per writer lane, summed. */
 export interface CampaignCountsTable {
   campaign_id: string;
+  lane: ColumnType<number, number | undefined, number>;
   placed: ColumnType<number, number | undefined, number>;
   answered: ColumnType<number, number | undefined, number>;
   ended: ColumnType<number, number | undefined, number>;
