@@ -68,7 +68,10 @@ export class Store {
 
 /** Opens a store on real Postgres. */
 export function openPostgres(url: string, poolSize = 10): Store {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 2000 });
+  // JIT off for this workload: short statements over many rows, whose estimated cost passes the
+  // JIT threshold while compiling takes longer (17–25 ms, more on a busy machine) than running
+  // them. Measured on the outbox insert of 2,000 events: 68 ms with JIT, 17 ms without.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 2000, options: '-c jit=off' });
   // An idle client's error (the server restarted) must not crash the process; the pool drops it.
   pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
