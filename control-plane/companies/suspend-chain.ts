@@ -4,6 +4,7 @@
  * every running campaign, and put core's hold on the company (no people handed out, no campaign
  * starts). Each step is safe to repeat; a failed one is reported and retried.
  */
+import { sql } from 'kysely';
 import type { Store } from '../db/store.ts';
 import type { ApiKeys } from '../auth/api-keys.ts';
 import { endCompanySessions } from '../auth/sessions.ts';
@@ -23,9 +24,12 @@ export function suspendSteps(deps: { store: Store; apiKeys: ApiKeys; coordinator
     { name: 'stop_api_keys', run: (t) => deps.apiKeys.forgetTenant(t) },
     {
       name: 'pause_campaigns',
+      // The notice holds the company in every instance's dialer at once; it goes out while the
+      // campaigns are being paused (the company is already marked suspended) and both must succeed.
       run: async (t) => {
-        await pauseRunningCampaigns(deps, t);
-        await deps.coordinator.publish(TENANT_PAUSED_CHANNEL, t);
+        const [paused, told] = await Promise.allSettled([pauseRunningCampaigns(deps, t), deps.coordinator.publish(TENANT_PAUSED_CHANNEL, t)]);
+        if (paused.status === 'rejected') throw paused.reason;
+        if (told.status === 'rejected') throw told.reason;
       },
     },
     {
@@ -36,44 +40,55 @@ export function suspendSteps(deps: { store: Store; apiKeys: ApiKeys; coordinator
 }
 
 /**
- * Pauses each running campaign of the company through its actor (16 at a time, wherever their
- * owners run). A row without an actor (written before campaigns were actors) is paused in place.
- * Throws, naming how many failed, when any could not be paused.
+ * Pauses every running campaign of the company through its actor, all in one message
+ * (`sendMany`): the actors this instance owns write their transitions in one transaction, those
+ * owned elsewhere in one transaction on their owner. A row without an actor (written before
+ * campaigns were actors) is paused in place. Throws, naming how many failed, when any could not
+ * be paused.
  */
 async function pauseRunningCampaigns(deps: { store: Store; runtime: ActorRuntime }, tenantId: string): Promise<void> {
-  const rows = await deps.store.db.selectFrom('campaigns').select('id').where('tenant_id', '=', tenantId).where('state', '=', 'running').execute();
+  const rows = await deps.store.db
+    .selectFrom('campaigns as c')
+    .leftJoin('actors as a', (j) => j.on('a.kind', '=', 'campaign').onRef('a.id', '=', 'c.id'))
+    .select(['c.id', 'a.id as actor'])
+    .where('c.tenant_id', '=', tenantId)
+    .where('c.state', '=', 'running')
+    .execute();
   const system = { kind: 'system' as const, id: null, email: null };
-  const bare: string[] = [];
+  const bare = rows.filter((r) => !r.actor).map((r) => r.id);
+  const actors = rows.filter((r) => r.actor).map((r) => r.id);
   let failed = 0;
   let firstError = '';
-  for (let i = 0; i < rows.length; i += 16) {
-    await Promise.all(
-      rows.slice(i, i + 16).map(async ({ id }) => {
-        const r = await deps.runtime.send('campaign', id, { type: 'PAUSE', by: system });
-        if (r.ok) return;
-        if (r.code === 'not_found') bare.push(id);
-        else if (r.code !== 'conflict') {
-          failed++;
-          firstError ||= r.message;
-        }
-      }),
-    );
+  if (actors.length) {
+    const replies = await deps.runtime.sendMany('campaign', actors, { type: 'PAUSE', by: system });
+    for (const [id, r] of replies) {
+      if (r.ok || r.code === 'conflict') continue;
+      if (r.code === 'not_found') bare.push(id);
+      else {
+        failed++;
+        firstError ||= r.message;
+      }
+    }
   }
   if (bare.length) {
-    await deps.store.db.updateTable('campaigns').set({ state: 'paused', idle_reason: null, updated_at: new Date() }).where('id', 'in', bare).where('state', '=', 'running').execute();
+    await sql`
+      update campaigns c set state = 'paused', idle_reason = null, updated_at = now()
+      from (select id from campaigns where id = any(${bare}::text[]) and state = 'running' order by id for no key update) k
+      where c.id = k.id`.execute(deps.store.db);
   }
   if (failed) throw new Error(`${failed} of ${rows.length} running campaigns could not be paused: ${firstError}`);
 }
 
-/** Runs every step (a failure does not stop the others) and lists what failed. */
+/**
+ * Runs every step and lists what failed, in the chain's order. The steps touch different rows and
+ * none needs another's outcome, so they run side by side (the answer waits for all of them); a
+ * failure does not stop the others.
+ */
 export async function runChain(steps: SuspendStep[], tenantId: string): Promise<StepFailure[]> {
+  const outcomes = await Promise.allSettled(steps.map(async (step) => step.run(tenantId)));
   const failures: StepFailure[] = [];
-  for (const step of steps) {
-    try {
-      await step.run(tenantId);
-    } catch (err) {
-      failures.push({ step: step.name, message: (err as Error).message || String(err) });
-    }
-  }
+  outcomes.forEach((o, i) => {
+    if (o.status === 'rejected') failures.push({ step: steps[i].name, message: (o.reason as Error)?.message || String(o.reason) });
+  });
   return failures;
 }

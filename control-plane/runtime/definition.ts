@@ -20,6 +20,9 @@ export type TransitionArgs<M extends AnyStateMachine> = {
   emit(events: NewEvent[]): void;
 };
 
+/** One actor's transition within a batch (`ActorRuntime.sendMany`). */
+export type BatchItem<M extends AnyStateMachine> = { id: string; prev: SnapshotFrom<M>; next: SnapshotFrom<M>; event: ActorEvent };
+
 export type ActorDefinition<M extends AnyStateMachine = AnyStateMachine> = {
   kind: string;
   machine: M;
@@ -33,8 +36,19 @@ export type ActorDefinition<M extends AnyStateMachine = AnyStateMachine> = {
   version: number;
   /** Why `event` is refused in `snapshot`, in words for the caller (used when `can()` is false). */
   refusal(snapshot: SnapshotFrom<M>, event: ActorEvent): { code: 'unprocessable' | 'conflict'; message: string };
+  /**
+   * Re-reads, inside the transition's transaction and before the machine sees the event, what the
+   * event's guards depend on outside the actor (taking row locks as needed), and answers the event
+   * to apply. An event the machine then cannot take is refused and nothing is written. Optional.
+   */
+  prepare?(args: { tx: Tx; id: string; snapshot: SnapshotFrom<M>; event: ActorEvent }): Promise<ActorEvent>;
   /** Writes the domain rows and outbox events of a transition, in the snapshot's transaction. */
   onTransition(args: TransitionArgs<M>): Promise<void>;
+  /**
+   * Writes the rows of many actors' transitions at once (one transaction for a batch of
+   * `sendMany`), locking rows in id order. Optional: without it, `onTransition` runs for each.
+   */
+  onTransitions?(args: { tx: Tx; items: Array<BatchItem<M>>; emit(events: NewEvent[]): void }): Promise<void>;
   /**
    * Effects after a commit, safe to repeat (a restored actor may run an interrupted one again).
    * Returns events to feed back to the actor (their results), or none.

@@ -11,12 +11,13 @@
  * absolute times and are re-armed on every restore.
  */
 import { randomUUID } from 'node:crypto';
-import { createActor, type AnyActorRef } from 'xstate';
+import { sql } from 'kysely';
+import { createActor, type AnyActorRef, type AnyStateMachine } from 'xstate';
 import type { Logger } from '../../shared/logger.ts';
 import type { Coordinator, Lease } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { Store } from '../db/store.ts';
-import type { ActorDefinition, ActorEvent, ActorReply } from './definition.ts';
+import type { ActorDefinition, ActorEvent, ActorReply, BatchItem } from './definition.ts';
 import { emit, OUTBOX_CHANNEL, type NewEvent } from './outbox.ts';
 
 export type RuntimeOptions = {
@@ -39,10 +40,15 @@ type Owned = {
   timer: NodeJS.Timeout | null;
 };
 
-type InboxMessage = { req: string; from: string; kind: string; id: string; event: ActorEvent };
-type ReplyMessage = { req: string; reply: ActorReply | null };
+type InboxMessage =
+  | { req: string; from: string; kind: string; id: string; event: ActorEvent }
+  | { req: string; from: string; kind: string; ids: string[]; event: ActorEvent };
+type ReplyMessage = { req: string; reply?: ActorReply | null; replies?: Record<string, ActorReply | null> };
+type Refusal = { refused: { code: 'unprocessable' | 'conflict'; message: string } };
 
 const LOST = Symbol('lost');
+/** A batch write found an actor fenced: the transaction is rolled back and the batch re-run without it. */
+const FENCED = Symbol('fenced');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class ActorRuntime {
@@ -179,6 +185,75 @@ export class ActorRuntime {
     return { ok: false, code: 'unavailable', message: `the owner of ${kind} ${id} did not answer in time; try again` };
   }
 
+  /**
+   * Delivers the same `event` to many actors of one kind and waits for every answer. Actors this
+   * instance owns take it together: each actor's queue is waited for, then all their transitions
+   * are written in one transaction (snapshots fenced by their epochs, rows locked in id order).
+   * Actors owned elsewhere get it the same way on their owner, one request per owner; unowned
+   * ones are claimed first. Retries like `send` while owners die; answers per id.
+   */
+  async sendMany(kind: string, ids: string[], event: ActorEvent, timeoutMs = 20_000): Promise<Map<string, ActorReply>> {
+    this.#def(kind);
+    const req = randomUUID();
+    const until = Date.now() + timeoutMs;
+    const answers = new Map<string, ActorReply>();
+    let todo = [...new Set(ids)];
+    while (todo.length && Date.now() < until && !this.#stopped) {
+      const answered = answers.size;
+      const local: Owned[] = [];
+      const elsewhere: string[] = [];
+      for (const id of todo) {
+        const o = this.#owned.get(`${kind}:${id}`);
+        if (o) local.push(o);
+        else elsewhere.push(id);
+      }
+      const later: string[] = [];
+      const byHolder = new Map<string, string[]>();
+      const unowned: string[] = [];
+      const holders = await Promise.all(elsewhere.map((id) => this.#coordinator.leaseHolder(leaseName(kind, id)).catch(() => undefined)));
+      elsewhere.forEach((id, i) => {
+        const h = holders[i];
+        if (h === null) unowned.push(id);
+        else if (h === undefined || h.holder === this.#me) later.push(id);
+        else byHolder.set(h.holder, [...(byHolder.get(h.holder) ?? []), id]);
+      });
+      let claimed = 0;
+      const claims = Promise.all(
+        unowned.map(async (id) => {
+          const c = await this.#claim(kind, id).catch(() => false);
+          if (c === 'missing') answers.set(id, { ok: false, code: 'not_found', message: `no ${kind} ${id}` });
+          else {
+            if (c) claimed++;
+            later.push(id);
+          }
+        }),
+      );
+      const forwarded = [...byHolder].map(async ([holder, list]) => {
+        // One request id per owner (replies are matched by it); the same one again if re-sent, so
+        // the owner answers what it already applied from before.
+        const replies = await this.#forwardMany(holder, { req: `${req}@${holder}`, from: this.#me, kind, ids: list, event });
+        for (const id of list) {
+          const r = replies?.[id];
+          if (r) answers.set(id, r);
+          else later.push(id);
+        }
+      });
+      const applied = this.#applyMany(local, req, event).then(async (m) => {
+        for (const [id, r] of m) {
+          const got = await r;
+          if (got === LOST) later.push(id);
+          else answers.set(id, got);
+        }
+      });
+      await Promise.all([claims, applied, ...forwarded]);
+      todo = later;
+      // Nothing moved this round (the coordinator away, an owner dying, a claim lost): wait a little.
+      if (todo.length && answers.size === answered && claimed === 0) await sleep(50);
+    }
+    for (const id of todo) answers.set(id, { ok: false, code: 'unavailable', message: `the owner of ${kind} ${id} did not answer in time; try again` });
+    return answers;
+  }
+
   /** Claims every actor of a known kind that nobody owns (run every few seconds). */
   async adopt(): Promise<number> {
     if (this.#stopped) return 0;
@@ -255,12 +330,158 @@ export class ActorRuntime {
     if (seen) return seen.reply;
     const reply = o.queue.then(() => this.#apply(o, event));
     o.queue = reply.catch(() => {});
-    this.#handled.set(req, { reply, at: Date.now() });
-    if (this.#handled.size > 1000) {
-      const old = Date.now() - 120_000;
-      for (const [k, v] of this.#handled) if (v.at < old) this.#handled.delete(k);
-    }
+    this.#remember(req, reply);
     return reply;
+  }
+
+  /**
+   * Keeps a request's answer so a re-sent request is answered once. An answer of LOST (the event
+   * was not applied: the actor was given up first) is forgotten, so the request can be applied
+   * when it is sent again, here or on the actor's next owner.
+   */
+  #remember(req: string, reply: Promise<ActorReply | typeof LOST>): void {
+    const entry = { reply, at: Date.now() };
+    this.#handled.set(req, entry);
+    reply.then(
+      (r) => {
+        if (r === LOST && this.#handled.get(req) === entry) this.#handled.delete(req);
+      },
+      () => {},
+    );
+    if (this.#handled.size > 1000) {
+      // Oldest first (a Map keeps insertion order): only the expired ones are visited.
+      const old = Date.now() - 120_000;
+      for (const [k, v] of this.#handled) {
+        if (v.at >= old) break;
+        this.#handled.delete(k);
+      }
+    }
+  }
+
+  /**
+   * Applies `event` to these owned actors together: reserves each one's queue, waits until all
+   * are idle, then runs `#applyBatch`. A re-sent request (same `req`) is answered from before.
+   */
+  #applyMany(list: Owned[], req: string, event: ActorEvent): Promise<Map<string, Promise<ActorReply | typeof LOST>>> {
+    const out = new Map<string, Promise<ActorReply | typeof LOST>>();
+    const fresh: Owned[] = [];
+    for (const o of list) {
+      const seen = this.#handled.get(`${req}|${o.def.kind}:${o.id}`);
+      if (seen) out.set(o.id, seen.reply);
+      else fresh.push(o);
+    }
+    if (fresh.length === 0) return Promise.resolve(out);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const ready = fresh.map((o) => {
+      const idle = o.queue.then(
+        () => {},
+        () => {},
+      );
+      o.queue = idle.then(() => gate);
+      return idle;
+    });
+    const batch = Promise.all(ready)
+      .then(() => this.#applyBatch(fresh, event))
+      .catch((err) => {
+        this.#log.error({ err, kind: fresh[0].def.kind }, 'actor batch failed');
+        const failed: ActorReply = { ok: false, code: 'unavailable', message: `the ${fresh[0].def.kind} could not be saved; try again` };
+        return new Map<string, ActorReply | typeof LOST>(fresh.map((o) => [o.id, failed]));
+      })
+      .finally(release);
+    for (const o of fresh) {
+      const reply = batch.then((m) => m.get(o.id) ?? LOST);
+      this.#remember(`${req}|${o.def.kind}:${o.id}`, reply);
+      out.set(o.id, reply);
+    }
+    return Promise.resolve(out);
+  }
+
+  /**
+   * One transaction for many actors' transitions (their queues are held by the caller): the
+   * snapshot rows are locked in id order and checked against each owner's epoch (a fenced actor is
+   * given up and the rest written without it), every snapshot is written in one statement, then
+   * the kind's rows (`onTransitions`) and outbox events. Effects and deadlines follow the commit.
+   */
+  async #applyBatch(list: Owned[], event: ActorEvent): Promise<Map<string, ActorReply | typeof LOST>> {
+    const out = new Map<string, ActorReply | typeof LOST>();
+    let todo = [...list].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    for (;;) {
+      const cands: Array<{ o: Owned; prev: ReturnType<AnyActorRef['getSnapshot']> }> = [];
+      for (const o of todo) {
+        if (o.abort.signal.aborted) {
+          out.set(o.id, LOST);
+          continue;
+        }
+        const snap = o.actor.getSnapshot();
+        if (!snap.can(event)) out.set(o.id, { ok: false, ...o.def.refusal(snap, event) });
+        else cands.push({ o, prev: snap });
+      }
+      if (cands.length === 0) return out;
+      const def = cands[0].o.def;
+      const events: NewEvent[] = [];
+      const items: Array<BatchItem<AnyStateMachine> & { o: Owned }> = [];
+      let fenced: Owned[] = [];
+      try {
+        await this.#store.transaction(async (tx) => {
+          const ids = cands.map((c) => c.o.id);
+          const held = await sql<{ id: string; epoch: string }>`
+            select id, epoch from actors where kind = ${def.kind} and id = any(${ids}::text[]) order by id for update`.execute(tx);
+          const epochs = new Map(held.rows.map((r) => [r.id, Number(r.epoch)]));
+          fenced = cands.filter((c) => epochs.get(c.o.id) !== c.o.epoch).map((c) => c.o);
+          if (fenced.length) throw FENCED;
+          for (const { o, prev } of cands) {
+            let e = event;
+            if (def.prepare) {
+              e = await def.prepare({ tx, id: o.id, snapshot: prev, event });
+              if (!prev.can(e)) {
+                out.set(o.id, { ok: false, ...def.refusal(prev, e) });
+                continue;
+              }
+            }
+            o.actor.send(e);
+            items.push({ o, id: o.id, prev, next: o.actor.getSnapshot(), event: e });
+          }
+          if (items.length === 0) return;
+          await sql`
+            update actors a set snapshot = x.snapshot, machine_version = ${def.version}, updated_at = now()
+            from unnest(${items.map((i) => i.id)}::text[], ${items.map((i) => JSON.stringify(i.o.actor.getPersistedSnapshot()))}::jsonb[]) as x(id, snapshot)
+            where a.kind = ${def.kind} and a.id = x.id`.execute(tx);
+          const push = (e: NewEvent[]) => events.push(...e);
+          if (def.onTransitions) await def.onTransitions({ tx, items, emit: push });
+          else for (const i of items) await def.onTransition({ tx, id: i.id, prev: i.prev, next: i.next, event: i.event, emit: push });
+          await emit(tx, events);
+        });
+      } catch (err) {
+        if (err === FENCED) {
+          // Rolled back before any actor saw the event: give up the fenced ones, write the rest.
+          for (const o of fenced) {
+            this.#log.warn({ kind: o.def.kind, id: o.id, epoch: o.epoch }, 'write fenced: a newer owner holds this actor');
+            await this.#drop(o, 'fenced');
+            out.set(o.id, LOST);
+          }
+          todo = cands.map((c) => c.o).filter((o) => !fenced.includes(o));
+          continue;
+        }
+        // The in-memory states ran ahead of the stored ones: forget them; the next event restores them.
+        for (const i of items) await this.#drop(i.o, 'store write failed');
+        throw err;
+      }
+      if (events.length) this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+      await Promise.all(
+        items.map(async ({ o }) => {
+          try {
+            if ((await this.#settle(o)) === LOST) return void out.set(o.id, LOST);
+          } catch (err) {
+            this.#log.error({ err, kind: o.def.kind, id: o.id }, 'actor effects failed');
+            return void out.set(o.id, { ok: false, code: 'unavailable', message: `the ${o.def.kind} could not be saved; try again` });
+          }
+          const now = o.actor.getSnapshot();
+          out.set(o.id, { ok: true, state: String(now.value), context: now.context, result: o.def.reply(now) });
+        }),
+      );
+      return out;
+    }
   }
 
   async #apply(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
@@ -268,7 +489,9 @@ export class ActorRuntime {
     const snap = o.actor.getSnapshot();
     if (!snap.can(event)) return { ok: false, ...o.def.refusal(snap, event) };
     try {
-      if ((await this.#transition(o, event)) === LOST) return LOST;
+      const t = await this.#transition(o, event);
+      if (t === LOST) return LOST;
+      if (t) return { ok: false, ...t.refused };
       if ((await this.#settle(o)) === LOST) return LOST;
     } catch (err) {
       this.#log.error({ err, kind: o.def.kind, id: o.id }, 'actor transition failed');
@@ -289,14 +512,26 @@ export class ActorRuntime {
     this.#arm(o);
   }
 
-  async #transition(o: Owned, event: ActorEvent): Promise<void | typeof LOST> {
+  /**
+   * Applies `event` and writes the new snapshot, the kind's rows and outbox events in one
+   * transaction. With `prepare`, the event is first completed inside that transaction and refused
+   * (nothing written, the actor untouched) when the machine cannot take it.
+   */
+  async #transition(o: Owned, event: ActorEvent): Promise<void | typeof LOST | Refusal> {
     const prev = o.actor.getSnapshot();
-    o.actor.send(event);
-    const next = o.actor.getSnapshot();
     const events: NewEvent[] = [];
-    let written: boolean;
+    let sent = false;
+    let written: boolean | Refusal;
     try {
       written = await this.#store.transaction(async (tx) => {
+        let e = event;
+        if (o.def.prepare) {
+          e = await o.def.prepare({ tx, id: o.id, snapshot: prev, event });
+          if (!prev.can(e)) return { refused: o.def.refusal(prev, e) };
+        }
+        sent = true;
+        o.actor.send(e);
+        const next = o.actor.getSnapshot();
         const r = await tx
           .updateTable('actors')
           .set({ snapshot: JSON.stringify(o.actor.getPersistedSnapshot()), machine_version: o.def.version, updated_at: new Date() })
@@ -306,15 +541,16 @@ export class ActorRuntime {
           .returning('epoch')
           .executeTakeFirst();
         if (!r) return false;
-        await o.def.onTransition({ tx, id: o.id, prev, next, event, emit: (e) => events.push(...e) });
+        await o.def.onTransition({ tx, id: o.id, prev, next, event: e, emit: (x) => events.push(...x) });
         await emit(tx, events);
         return true;
       });
     } catch (err) {
       // The in-memory state ran ahead of the stored one: forget it; the next event restores it.
-      await this.#drop(o, 'store write failed');
+      if (sent) await this.#drop(o, 'store write failed');
       throw err;
     }
+    if (typeof written === 'object') return written;
     if (!written) {
       this.#log.warn({ kind: o.def.kind, id: o.id, epoch: o.epoch }, 'write fenced: a newer owner holds this actor');
       await this.#drop(o, 'fenced');
@@ -383,8 +619,40 @@ export class ActorRuntime {
     return r?.reply ?? null;
   }
 
+  async #forwardMany(holder: string, msg: InboxMessage): Promise<Record<string, ActorReply | null> | null> {
+    const got = new Promise<ReplyMessage | null>((resolve) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(msg.req);
+        resolve(null);
+      }, this.#forwardWait);
+      this.#waiting.set(msg.req, (r) => {
+        clearTimeout(timer);
+        this.#waiting.delete(msg.req);
+        resolve(r);
+      });
+    });
+    await this.#coordinator.publish(`vd.actor.inbox.${holder}`, JSON.stringify(msg)).catch(() => {});
+    const r = await got;
+    return r?.replies ?? null;
+  }
+
   async #onInbox(raw: string): Promise<void> {
     const msg = JSON.parse(raw) as InboxMessage;
+    if ('ids' in msg) {
+      const mine: Owned[] = [];
+      for (const id of msg.ids) {
+        const o = this.#owned.get(`${msg.kind}:${id}`);
+        if (o) mine.push(o);
+      }
+      const replies: Record<string, ActorReply | null> = {};
+      const m = await this.#applyMany(mine, msg.req, msg.event);
+      for (const id of msg.ids) {
+        const r = await (m.get(id) ?? LOST);
+        replies[id] = r === LOST ? null : r;
+      }
+      await this.#coordinator.publish(`vd.actor.reply.${msg.from}`, JSON.stringify({ req: msg.req, replies } satisfies ReplyMessage)).catch(() => {});
+      return;
+    }
     const o = this.#owned.get(`${msg.kind}:${msg.id}`);
     let reply: ActorReply | null = null;
     if (o) {
