@@ -12,6 +12,11 @@ import { AGENT_VERSION, AgentClient } from '../media-agent/client.ts';
 import { SimulatedTrunk } from '../media-agent/simulated-trunk.ts';
 import { startControlPlane, type RunningControlPlane } from './server.ts';
 
+// Declared before the start below, which reads them.
+/** Connection error codes of Postgres (and the socket under it) that a later try may not meet. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|connection error|the database system is (starting up|shutting down|in recovery mode)/i;
+
 let config;
 try {
   config = loadConfig();
@@ -23,7 +28,7 @@ try {
   throw err;
 }
 
-const cp = await startControlPlane(config);
+const cp = await startWhenStoreAnswers(config);
 const mode = `${config.DATABASE_URL ? 'Postgres' : `embedded PGlite (${config.VD_DATA_DIR})`}, ${config.REDIS_URL ? 'Redis' : 'in-process'} coordination`;
 // Printed, not logged: the person starting the platform must see these once; logs never hold them.
 console.log(`control plane listening on ${cp.url} (${mode})`);
@@ -42,6 +47,39 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     stopping = true;
     stop().then(() => process.exit(0), () => process.exit(1));
   });
+}
+
+/**
+ * Starts the instance. While Postgres cannot be reached (down, restarting, refusing connections
+ * while it recovers) the start is tried again, with a line saying so, instead of exiting: an
+ * instance restarted during a database outage comes up once the database does. Any other failure
+ * stops the start as before.
+ */
+async function startWhenStoreAnswers(config: Config): Promise<RunningControlPlane> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await startControlPlane(config);
+    } catch (err) {
+      const why = unreachable(err);
+      if (!why) throw err;
+      const wait = Math.min(2000, 250 * 2 ** Math.min(attempt, 3));
+      console.error(`start: the store cannot be reached (${why}); trying again in ${wait} ms`);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
+/** Why `err` (or an error it wraps) says the store is out of reach for now; null when it says something else. */
+function unreachable(err: unknown, depth = 0): string | null {
+  if (!err || typeof err !== 'object' || depth > 8) return null;
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return e.code;
+  if (typeof e.message === 'string' && UNREACHABLE_MESSAGES.test(e.message)) return e.message.slice(0, 120);
+  for (const inner of Array.isArray(e.errors) ? e.errors : []) {
+    const why = unreachable(inner, depth + 1);
+    if (why) return why;
+  }
+  return unreachable(e.cause, depth + 1);
 }
 
 /**

@@ -27,14 +27,25 @@ export type RunningControlPlane = {
 /** Starts an instance on `config.HOST`:`config.PORT` (0 for an ephemeral port). */
 export async function startControlPlane(config: Config, overrides: ServiceOverrides = {}, dialerOptions: DialerOptions = {}): Promise<RunningControlPlane> {
   const services = await createServices(config, overrides);
-  const bootstrap = await bootstrapOperator(services.store, config.VD_BOOTSTRAP_OPERATOR_EMAIL, config.VD_BOOTSTRAP_OPERATOR_PASSWORD);
-  // The composition root: the one place that joins the control plane, the dialer and the HTTP layer.
-  const dialer = new Dialer(services, dialerOptions);
-  await dialer.start();
-  const app = buildApp(services, dialer);
-  const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
-  });
+  let dialer: Dialer | null = null;
+  let bootstrap: RunningControlPlane['bootstrap'];
+  let server: Server;
+  try {
+    bootstrap = await bootstrapOperator(services.store, config.VD_BOOTSTRAP_OPERATOR_EMAIL, config.VD_BOOTSTRAP_OPERATOR_PASSWORD);
+    // The composition root: the one place that joins the control plane, the dialer and the HTTP layer.
+    dialer = new Dialer(services, dialerOptions);
+    await dialer.start();
+    const app = buildApp(services, dialer);
+    server = await new Promise<Server>((resolve) => {
+      const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
+    });
+  } catch (err) {
+    // A start that failed half-way (the store went away meanwhile) leaves nothing running behind:
+    // the caller may try again in the same process.
+    await dialer?.stop().catch(() => {});
+    await services.close().catch(() => {});
+    throw err;
+  }
   server.keepAliveTimeout = 65_000;
   const agentHub = services.agentHub;
   agentHub.attach(server);
