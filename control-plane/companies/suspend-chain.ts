@@ -40,34 +40,45 @@ export function suspendSteps(deps: { store: Store; apiKeys: ApiKeys; coordinator
 }
 
 /**
- * Pauses every running campaign of the company through its actor, all in one message
- * (`sendMany`): the actors this instance owns write their transitions in one transaction, those
- * owned elsewhere in one transaction on their owner. A row without an actor (written before
- * campaigns were actors) is paused in place. Throws, naming how many failed, when any could not
- * be paused.
+ * Pauses every running campaign of the company through its actor. The campaign actors this
+ * instance owns and holds running are paused at once, in one transaction (`sendMany`), without
+ * waiting for the store to list them; meanwhile the store is asked for the company's other running
+ * campaigns, which are paused the same way on their owners (one message, one transaction each).
+ * The two sets cannot miss a campaign: this runs after the company was marked suspended, and a
+ * start commits before that (then its actor, here or elsewhere, holds it running) or is refused. A
+ * row without an actor (written before campaigns were actors) is paused in place. Throws, naming
+ * how many failed, when any could not be paused.
  */
 async function pauseRunningCampaigns(deps: { store: Store; runtime: ActorRuntime }, tenantId: string): Promise<void> {
-  const rows = await deps.store.db
-    .selectFrom('campaigns as c')
-    .leftJoin('actors as a', (j) => j.on('a.kind', '=', 'campaign').onRef('a.id', '=', 'c.id'))
-    .select(['c.id', 'a.id as actor'])
-    .where('c.tenant_id', '=', tenantId)
-    .where('c.state', '=', 'running')
-    .execute();
   const system = { kind: 'system' as const, id: null, email: null };
-  const bare = rows.filter((r) => !r.actor).map((r) => r.id);
-  const actors = rows.filter((r) => r.actor).map((r) => r.id);
+  const pause = { type: 'PAUSE', by: system };
+  const here = deps.runtime
+    .owned('campaign')
+    .filter((o) => o.snapshot.value === 'running' && (o.snapshot.context as { tenantId?: string }).tenantId === tenantId)
+    .map((o) => o.id);
+  const others = async () => {
+    let q = deps.store.db
+      .selectFrom('campaigns as c')
+      .leftJoin('actors as a', (j) => j.on('a.kind', '=', 'campaign').onRef('a.id', '=', 'c.id'))
+      .select(['c.id', 'a.id as actor'])
+      .where('c.tenant_id', '=', tenantId)
+      .where('c.state', '=', 'running');
+    if (here.length) q = q.where('c.id', 'not in', here);
+    const rows = await q.execute();
+    const bare = rows.filter((r) => !r.actor).map((r) => r.id);
+    const actors = rows.filter((r) => r.actor).map((r) => r.id);
+    return { bare, replies: actors.length ? await deps.runtime.sendMany('campaign', actors, pause) : new Map() };
+  };
+  const [local, rest] = await Promise.all([here.length ? deps.runtime.sendMany('campaign', here, pause) : new Map(), others()]);
+  const bare = rest.bare;
   let failed = 0;
   let firstError = '';
-  if (actors.length) {
-    const replies = await deps.runtime.sendMany('campaign', actors, { type: 'PAUSE', by: system });
-    for (const [id, r] of replies) {
-      if (r.ok || r.code === 'conflict') continue;
-      if (r.code === 'not_found') bare.push(id);
-      else {
-        failed++;
-        firstError ||= r.message;
-      }
+  for (const [id, r] of [...local, ...rest.replies]) {
+    if (r.ok || r.code === 'conflict') continue;
+    if (r.code === 'not_found') bare.push(id);
+    else {
+      failed++;
+      firstError ||= r.message;
     }
   }
   if (bare.length) {
@@ -76,7 +87,7 @@ async function pauseRunningCampaigns(deps: { store: Store; runtime: ActorRuntime
       from (select id from campaigns where id = any(${bare}::text[]) and state = 'running' order by id for no key update) k
       where c.id = k.id`.execute(deps.store.db);
   }
-  if (failed) throw new Error(`${failed} of ${rows.length} running campaigns could not be paused: ${firstError}`);
+  if (failed) throw new Error(`${failed} of ${local.size + rest.replies.size} running campaigns could not be paused: ${firstError}`);
 }
 
 /**

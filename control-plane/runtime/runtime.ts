@@ -444,8 +444,8 @@ export class ActorRuntime {
           }
           if (items.length === 0) return;
           await sql`
-            update actors a set snapshot = x.snapshot, machine_version = ${def.version}, updated_at = now()
-            from unnest(${items.map((i) => i.id)}::text[], ${items.map((i) => JSON.stringify(i.o.actor.getPersistedSnapshot()))}::jsonb[]) as x(id, snapshot)
+            update actors a set snapshot = x.snapshot::jsonb, machine_version = ${def.version}, updated_at = now()
+            from unnest(${items.map((i) => i.id)}::text[], ${items.map((i) => JSON.stringify(i.o.actor.getPersistedSnapshot()))}::text[]) as x(id, snapshot)
             where a.kind = ${def.kind} and a.id = x.id`.execute(tx);
           const push = (e: NewEvent[]) => events.push(...e);
           if (def.onTransitions) await def.onTransitions({ tx, items, emit: push });
