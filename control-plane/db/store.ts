@@ -74,6 +74,11 @@ export function openPostgres(url: string, poolSize = 10): Store {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 2000, options: '-c jit=off' });
   // An idle client's error (the server restarted) must not crash the process; the pool drops it.
   pool.on('error', () => {});
+  // A client checked out of the pool has lost the pool's error listener: a connection that dies
+  // while no query of it runs (the server restarted between two statements of a transaction)
+  // would emit an unhandled 'error' and end the process. The error stays on the client, which
+  // is no longer queryable: its next query fails, and the pool drops it when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return new Store(db, 'postgres', () => db.destroy());
 }
