@@ -1,0 +1,423 @@
+/**
+ * One fault-suite run, start to end: a private Postgres and Redis, N control-plane instances on
+ * them, media agents on the simulated trunk (time-scaled) spread over the instances, a webhook
+ * receiver with one connection per company subscribed to every event (`vd.>`), companies with
+ * lists of people and running campaigns (all made through the HTTP API, as an operator and the
+ * companies' owners would), dialing at load while the driver runs a seeded fault schedule. Then:
+ * every process up again and every pause lifted (recovery: campaigns must dial again), a final
+ * global pause, a settle (until nothing is up and every delivery is done, within the lost-call
+ * sweeps' bounds), and the checks (`checks.ts`).
+ *
+ * Used by `faults.test.ts` (the short run inside `npm test`) and `run-long.ts` (`npm run faults`).
+ */
+import { readFileSync } from 'node:fs';
+import { startReceiver } from '../support/receiver.ts';
+import type { Session } from '../support/http.ts';
+import { persist, request, signIn } from './api.ts';
+import { readTaps, runChecks, type CheckResult, type Receipt } from './checks.ts';
+import { makeSchedule, prng, runSchedule, type Executed, type Fault } from './driver.ts';
+import { Agent, cleanUp, freePort, Instance, PgServer, RedisServer, sleep, WorkDir } from './harness.ts';
+
+export type FaultRunOptions = {
+  seed: number;
+  faultSeconds: number;
+  /** Clean dialing after the faults, before the final pause: every running campaign must launch in it. */
+  recoverySeconds: number;
+  instances: number;
+  agents: number;
+  agentCapacity: number;
+  companies: number;
+  campaignsPer: number;
+  /** People in each campaign's list. */
+  people: number;
+  /** Each campaign's calls a second and concurrent calls. */
+  cps: number;
+  concurrent: number;
+  /** Simulated trunk: real time = simulated time × this. */
+  timeScale: number;
+  /** Longest wait after the final pause for calls to end and deliveries to finish. */
+  settleCapSeconds: number;
+  /** Keep the logs and taps (the work dir minus the data dirs) after the run. */
+  keepLogs: boolean;
+  /** Figures and events, one JSON object per line. */
+  out: (line: Record<string, unknown>) => void;
+  /** Progress in words. */
+  say: (text: string) => void;
+};
+
+export type FaultRunReport = {
+  seed: number;
+  schedule: Fault[];
+  executed: Executed[];
+  results: CheckResult[];
+  load: Record<string, number | string>;
+  workDir: string;
+  kept: boolean;
+};
+
+const AREAS = ['212', '213', '312', '415', '617', '646', '702', '713', '818', '917'];
+const OPERATOR = { email: 'owner@faults.test', password: 'faults-operator-password-1' };
+const AGENT_TOKEN = 'faults-agent-token-0123456789abcdef';
+const REDIS_PREFIX = 'vd:';
+const PAUSE_BOUND_MS = 2000;
+
+export async function runFaults(o: FaultRunOptions): Promise<FaultRunReport> {
+  const work = new WorkDir(o.keepLogs);
+  const timers: NodeJS.Timeout[] = [];
+  const rx = await startReceiver();
+  try {
+    return await run(o, work, rx, timers);
+  } finally {
+    for (const t of timers) clearInterval(t);
+    await rx.close().catch(() => {});
+    await cleanUp();
+  }
+}
+
+async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typeof startReceiver>>, timers: NodeJS.Timeout[]): Promise<FaultRunReport> {
+  const began = Date.now();
+  const rnd = prng(o.seed ^ 0x5eed);
+  const pick = (n: number) => Math.floor(rnd() * n);
+  o.say(`work dir ${work.path}`);
+
+  // ---- servers ----
+  const [pgs, redis] = await Promise.all([PgServer.create(work), RedisServer.create(work)]);
+  o.say(`postgres on ${pgs.port}, redis on ${redis.port}`);
+  rx.answer(() => ({ status: 200, delayMs: 15 }));
+  const receipts: Receipt[] = [];
+  const compact = () => {
+    for (const r of rx.received.splice(0)) {
+      let event = '';
+      try {
+        event = String(JSON.parse(r.body).id ?? '');
+      } catch {
+        /* not JSON: counted as an unexpected request */
+      }
+      receipts.push({ path: r.path, delivery: r.delivery, event, at: r.at });
+    }
+  };
+  timers.push(setInterval(compact, 1000));
+
+  const env = {
+    DATABASE_URL: pgs.url,
+    REDIS_URL: redis.url,
+    VD_REDIS_KEY_PREFIX: REDIS_PREFIX,
+    LOG_LEVEL: 'warn',
+    VD_AGENT_TOKEN: AGENT_TOKEN,
+    VD_ALLOW_PRIVATE_TARGETS: '1',
+    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR.email,
+    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR.password,
+  };
+  const instances: Instance[] = [];
+  for (let i = 0; i < o.instances; i++) instances.push(new Instance(work, `cp${i + 1}`, await freePort(), env));
+  // The first alone (it makes the schema and the operator), then the others together.
+  await instances[0].start();
+  await Promise.all(instances.slice(1).map((i) => i.start()));
+  o.say(`${o.instances} instances up: ${instances.map((i) => `${i.name}=${i.port}`).join(' ')}`);
+
+  let operator = await signIn(instances[0].url, OPERATOR.email, OPERATOR.password);
+
+  // ---- agents ----
+  const agents: Agent[] = [];
+  for (let k = 0; k < o.agents; k++) {
+    const inst = instances[k % o.instances];
+    agents.push(
+      new Agent(work, `node_f${k + 1}`, {
+        VD_AGENT_CONTROL_URL: `ws://127.0.0.1:${inst.port}/agent/v1`,
+        VD_AGENT_TOKEN: AGENT_TOKEN,
+        VD_AGENT_CAPACITY: String(o.agentCapacity),
+        VD_AGENT_REGION: 'faults',
+        VD_AGENT_SEED: String(o.seed + k + 1),
+        VD_AGENT_SIM_TIME_SCALE: String(o.timeScale),
+        VD_AGENT_SIM_OUTCOME: 'random',
+        LOG_LEVEL: 'warn',
+      }),
+    );
+  }
+  for (const a of agents) a.start();
+  await waitUntil('every node accepting', 30_000, async () => {
+    const r = await request(instances[0].url, 'GET', '/api/platform/telephony/nodes', { session: operator });
+    const items = (Array.isArray(r.body) ? r.body : (r.body?.items ?? r.body?.nodes ?? [])) as Array<{ node_id: string; state: string }>;
+    return agents.every((a) => items.some((n) => n.node_id === a.node && n.state === 'accepting'));
+  });
+  o.say(`${o.agents} agents accepting (capacity ${o.agentCapacity} each, time ×${o.timeScale})`);
+
+  // ---- companies, connections, lists, campaigns (as the operator and each company's owner) ----
+  const base = instances[0].url;
+  const companies: Array<{ id: string; owner: Session; connector: string; path: string }> = [];
+  const campaigns: string[] = [];
+  const connectors = new Map<string, string>();
+  const stamp = Date.now().toString(36);
+  for (let c = 0; c < o.companies; c++) {
+    const slug = `faults-${c}-${stamp}`;
+    const made = await request(base, 'POST', '/api/platform/tenants', {
+      session: operator,
+      body: { name: `Faults ${c}`, slug, plan: 'standard', owner: { name: 'Owner', email: `owner-${slug}@example.com` } },
+      timeoutMs: 15_000,
+    });
+    if (made.status !== 201) throw new Error(`company: ${made.status} ${made.text}`);
+    const first = await signIn(base, made.body.owner.email, made.body.temporary_password);
+    const changed = await request(base, 'POST', '/api/auth/v1/password', { session: first, body: { current_password: made.body.temporary_password, new_password: `faults-owner-password-${c}` } });
+    if (changed.status !== 204) throw new Error(`password: ${changed.status} ${changed.text}`);
+    const owner = first;
+    const path = `/c${c}`;
+    const con = await request(base, 'POST', '/api/integrations/v1/connectors', { session: owner, body: { kind: 'webhook', name: 'fault suite', url: `${rx.url}${path}`, events: ['vd.>'] } });
+    if (con.status !== 201) throw new Error(`connection: ${con.status} ${con.text}`);
+    connectors.set(con.body.id, path);
+    companies.push({ id: made.body.tenant.id, owner, connector: con.body.id, path });
+    for (let k = 0; k < o.campaignsPer; k++) {
+      const list = await request(base, 'POST', '/api/core/v1/lists', { session: owner, body: { name: `List ${k}` } });
+      if (list.status !== 201) throw new Error(`list: ${list.status} ${list.text}`);
+      const people = Array.from({ length: o.people }, (_, i) => ({ phone_number: `+1${AREAS[c % AREAS.length]}${234 + k * 3 + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}`, first_name: `P${i}` }));
+      for (let i = 0; i < people.length; i += 5000) {
+        const add = await request(base, 'POST', `/api/core/v1/lists/${list.body.id}/people`, { session: owner, body: people.slice(i, i + 5000), timeoutMs: 60_000 });
+        if (add.status !== 200 && add.status !== 201) throw new Error(`people: ${add.status} ${add.text}`);
+      }
+      const camp = await request(base, 'POST', '/api/core/v1/campaigns', {
+        session: owner,
+        body: { name: `Faults ${c}/${k}`, list_ids: [list.body.id], mode: 'progressive', handler: 'bot', max_concurrent_calls: o.concurrent, calls_per_second: o.cps, caller_id: '+12025550100' },
+      });
+      if (camp.status !== 201) throw new Error(`campaign: ${camp.status} ${camp.text}`);
+      campaigns.push(camp.body.id);
+    }
+  }
+  for (const c of companies) {
+    const mine = campaigns.filter((_, i) => Math.floor(i / o.campaignsPer) === companies.indexOf(c));
+    for (const id of mine) {
+      const s = await request(base, 'POST', `/api/core/v1/campaigns/${id}/start`, { session: c.owner, timeoutMs: 20_000 });
+      if (s.status !== 200) throw new Error(`start: ${s.status} ${s.text}`);
+    }
+  }
+  o.say(`${o.companies} companies, ${campaigns.length} campaigns running (${o.people} people each, ${o.cps}/s, up to ${o.concurrent} at once), one webhook connection each`);
+
+  // ---- watchdog: a process that died by itself is a crash; it is noted and started again ----
+  const crashes: Array<{ what: string; how: string; at: number }> = [];
+  let watching = true;
+  timers.push(
+    setInterval(() => {
+      if (!watching) return;
+      for (const i of instances) {
+        if (!i.crashed) continue;
+        const life = i.lives[i.lives.length - 1];
+        crashes.push({ what: life.id, how: life.how ?? '?', at: life.ended ?? Date.now() });
+        o.out({ type: 'crash', what: life.id, how: life.how });
+        void i.start().catch(() => {});
+      }
+      for (const a of agents) {
+        if (!a.crashed) continue;
+        const life = a.lives[a.lives.length - 1];
+        crashes.push({ what: a.node, how: life.how ?? '?', at: life.ended ?? Date.now() });
+        o.out({ type: 'crash', what: a.node, how: life.how });
+        a.start();
+      }
+    }, 500),
+  );
+
+  // Progress: launches (from the taps), requests received, who is up.
+  const launchesSoFar = () => agents.reduce((n, a) => n + countLines(a.tapFile, 'o '), 0);
+  await waitUntil('the first launches', 30_000, async () => launchesSoFar() > 0);
+  const launchesAtFaults = launchesSoFar();
+
+  // ---- faults ----
+  const schedule = makeSchedule({ seed: o.seed, durationMs: o.faultSeconds * 1000, instances: o.instances, agents: o.agents, companies: o.companies });
+  o.out({ type: 'schedule', seed: o.seed, faults: schedule.length, replay: `FAULTS_SEED=${o.seed} FAULTS_SECONDS=${o.faultSeconds}` });
+  for (const f of schedule) o.out({ type: 'planned', ...f });
+  const t0 = Date.now();
+  timers.push(
+    setInterval(() => {
+      compact();
+      o.out({
+        type: 'progress',
+        t_s: Math.round((Date.now() - t0) / 1000),
+        launches: launchesSoFar(),
+        webhook_requests: receipts.length,
+        instances: instances.map((i) => (i.healthy ? 'up' : i.running ? 'stopped' : 'down')).join(','),
+        agents: agents.map((a) => (a.running ? 'up' : 'down')).join(','),
+        postgres: pgs.running ? 'up' : 'down',
+        redis: redis.running ? 'up' : 'down',
+      });
+    }, 10_000),
+  );
+  const executed = await runSchedule(
+    {
+      instances,
+      agents,
+      pg: pgs,
+      redis,
+      operator: () => operator,
+      companies,
+      log: (l) => o.out(l),
+      rnd,
+    },
+    schedule,
+    t0,
+  );
+  const rest = t0 + o.faultSeconds * 1000 - Date.now();
+  if (rest > 0) await sleep(rest);
+  const faultsEnded = Date.now();
+  const launchesAtEnd = launchesSoFar();
+  o.say(`faults over after ${Math.round((faultsEnded - t0) / 1000)} s: ${executed.length} run (${executed.filter((e) => !e.ok).length} did not complete)`);
+
+  // ---- recovery: everything up, every pause lifted, then clean dialing ----
+  await Promise.all([pgs.start(), redis.start()]);
+  for (const i of instances) if (i.running && !i.healthy) i.resume();
+  await Promise.all(instances.map((i) => i.start()));
+  for (const a of agents) a.start();
+  operator = await signIn(instances[0].url, OPERATOR.email, OPERATOR.password);
+  const lift = async () => {
+    for (const path of ['/api/platform/ops/dialing/global', ...companies.map((c) => `/api/platform/ops/dialing/tenants/${c.id}`)]) {
+      await persist(instances, pick, 'PUT', path, { session: operator, body: { paused: false }, deadlineMs: 60_000 });
+    }
+  };
+  await lift();
+  // A pause request that an instance took while SIGSTOPped may commit late: lift until none stands.
+  await waitUntil('no pause standing', 60_000, async () => {
+    const c = await pgs.client();
+    try {
+      const r = await c.query<{ n: number }>(`select count(*)::int as n from dialing_pauses where paused`);
+      if (r.rows[0].n === 0) return true;
+      await lift();
+      return false;
+    } finally {
+      await c.end();
+    }
+  });
+  const recoveryFrom = Date.now();
+  const launchesAtRecovery = launchesSoFar();
+  o.say(`recovery: every process up, no pause standing; dialing ${o.recoverySeconds} s`);
+  await sleep(o.recoverySeconds * 1000);
+  const recoveryTo = Date.now();
+  const launchesAfterRecovery = launchesSoFar();
+
+  // ---- the final pause and the settle ----
+  const final = await persist(instances, pick, 'PUT', '/api/platform/ops/dialing/global', { session: operator, body: { paused: true, reason: 'fault suite: settle before the checks' }, deadlineMs: 60_000 });
+  if (final.status !== 200) throw new Error(`final pause: ${final.status} ${final.text}`);
+  const pausedAt = Date.now();
+  o.say('final pause put; settling');
+  const settle = await settleDown(pgs, o.settleCapSeconds * 1000, (line) => o.out({ type: 'settle', ...line }));
+  o.say(`settled in ${Math.round((Date.now() - pausedAt) / 1000)} s (${settle})`);
+  watching = false;
+  compact();
+
+  // ---- checks ----
+  const taps = readTaps(agents.map((a) => ({ node: a.node, text: readFileSync(a.tapFile, 'utf8'), lives: a.lives })));
+  const db = await pgs.client();
+  const rc = redis.client();
+  let results: CheckResult[];
+  try {
+    results = await runChecks({
+      db,
+      redis: rc,
+      redisPrefix: REDIS_PREFIX,
+      taps,
+      receipts,
+      overlaps: rx.overlaps,
+      connectors,
+      liveInstances: new Set(instances.map((i) => i.id).filter((x): x is string => !!x)),
+      campaigns,
+      recovery: { from: recoveryFrom, to: recoveryTo },
+      pauseBoundMs: PAUSE_BOUND_MS,
+      crashes,
+    });
+  } finally {
+    await db.end().catch(() => {});
+    rc.disconnect();
+  }
+  const faultSecs = (faultsEnded - t0) / 1000;
+  const load = {
+    run_seconds: Math.round((Date.now() - began) / 1000),
+    fault_seconds: Math.round(faultSecs),
+    launches: taps.calls.size,
+    launches_per_second_under_faults: Math.round(((launchesAtEnd - launchesAtFaults) / faultSecs) * 10) / 10,
+    launches_per_second_after_faults: Math.round(((launchesAfterRecovery - launchesAtRecovery) / ((recoveryTo - recoveryFrom) / 1000)) * 10) / 10,
+    offered_per_second: o.companies * o.campaignsPer * o.cps,
+    webhook_requests: receipts.length,
+    settle,
+  };
+  return { seed: o.seed, schedule, executed, results, load, workDir: work.path, kept: o.keepLogs };
+}
+
+/**
+ * Waits until no call is up and every webhook delivery is done (nothing queued for the consumer,
+ * nothing pending or retrying), or until `capMs`. Also stops early once every call still up can
+ * no longer be ended by a sweep in time (a call on a node that heartbeats, older than any trunk
+ * call lasts, or `dialing` past the one-minute sweep and its reconcile) and the deliveries are done.
+ */
+async function settleDown(pgs: PgServer, capMs: number, out: (l: Record<string, unknown>) => void): Promise<string> {
+  const end = Date.now() + capMs;
+  let last = '';
+  let n = 0;
+  while (Date.now() < end) {
+    const c = await pgs.client().catch(() => null);
+    if (c) {
+      try {
+        const r = (
+          await c.query<{ up: number; stuck: number; deliveries: number; queued: number }>(`
+          select (select count(*)::int from calls where live) as up,
+            (select count(*)::int from calls k left join media_nodes m on m.node_id = k.node_id where k.live and (
+              (k.state <> 'dialing' and k.started_at < now() - interval '45 seconds' and m.last_heartbeat_at > now() - interval '10 seconds')
+              or (k.state = 'dialing' and k.started_at < now() - interval '80 seconds'))) as stuck,
+            (select count(*)::int from webhook_deliveries where status in ('pending', 'retrying')) as deliveries,
+            (select count(*)::int from outbox_pending where consumer = 'webhooks') as queued`)
+        ).rows[0];
+        last = `calls up ${r.up} (past every sweep ${r.stuck}), deliveries waiting ${r.deliveries}, events queued ${r.queued}`;
+        if (n++ % 10 === 0) out(r);
+        if (r.up === 0 && r.deliveries === 0 && r.queued === 0) {
+          // A little more for answers and requests still on their way.
+          await sleep(2000);
+          return `done: ${last}`;
+        }
+        if (r.up === r.stuck && r.deliveries === 0 && r.queued === 0) return `stopped early, the calls left up will not end: ${last}`;
+      } finally {
+        await c.end().catch(() => {});
+      }
+    }
+    await sleep(1000);
+  }
+  return `cap reached: ${last}`;
+}
+
+async function waitUntil(what: string, ms: number, fn: () => Promise<boolean>): Promise<void> {
+  const end = Date.now() + ms;
+  let last = '';
+  while (Date.now() < end) {
+    try {
+      if (await fn()) return;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(250);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
+}
+
+function countLines(file: string, prefix: string): number {
+  try {
+    const text = readFileSync(file, 'utf8');
+    let n = 0;
+    let i = text.indexOf(prefix);
+    while (i !== -1) {
+      if (i === 0 || text[i - 1] === '\n') n++;
+      i = text.indexOf(prefix, i + 1);
+    }
+    return n;
+  } catch {
+    return 0;
+  }
+}
+
+/** The figures as one readable block. */
+export function summary(r: FaultRunReport): string {
+  const lines: string[] = [];
+  lines.push(`fault suite, seed ${r.seed} (replay: FAULTS_SEED=${r.seed})`);
+  lines.push(`load: ${Object.entries(r.load).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+  const byKind = new Map<string, number>();
+  for (const e of r.executed) byKind.set(e.fault.kind, (byKind.get(e.fault.kind) ?? 0) + 1);
+  lines.push(`faults: ${[...byKind].map(([k, n]) => `${k}×${n}`).join(', ')}`);
+  for (const c of r.results) {
+    lines.push(`${c.ok ? 'PASS' : 'FAIL'} ${c.check}: ${Object.entries(c.figures).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+    if (!c.ok && c.examples?.length) for (const e of c.examples.slice(0, 4)) lines.push(`     e.g. ${JSON.stringify(e)}`);
+  }
+  if (r.kept) lines.push(`logs and taps kept in ${r.workDir}/logs and ${r.workDir}/taps`);
+  return lines.join('\n');
+}
