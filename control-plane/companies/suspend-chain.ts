@@ -63,7 +63,7 @@ async function pauseRunningCampaigns(deps: { store: Store; runtime: ActorRuntime
       .select(['c.id', 'a.id as actor'])
       .where('c.tenant_id', '=', tenantId)
       .where('c.state', '=', 'running');
-    if (here.length) q = q.where('c.id', 'not in', here);
+    if (here.length) q = q.where(sql<boolean>`c.id <> all(${here}::text[])`);
     const rows = await q.execute();
     const bare = rows.filter((r) => !r.actor).map((r) => r.id);
     const actors = rows.filter((r) => r.actor).map((r) => r.id);
