@@ -162,7 +162,7 @@ export async function runSchedule(ctx: Ctx, schedule: Fault[], t0: number): Prom
         }
         const e = { fault: f, started, ended: Date.now(), ok, ...(note ? { note } : {}) };
         done.push(e);
-        ctx.log({ type: 'fault', t: started - t0, took_ms: e.ended - started, ok, ...f, ...(note ? { note } : {}) });
+        ctx.log({ type: 'fault', t: started - t0, started_at: new Date(started).toISOString(), took_ms: e.ended - started, ok, ...f, ...(note ? { note } : {}) });
       })(),
     );
   }

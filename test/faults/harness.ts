@@ -121,14 +121,17 @@ export class WorkDir {
   readonly path: string;
   readonly logs: string;
   readonly keep: boolean;
+  readonly keepData: boolean;
 
-  constructor(keep: boolean) {
+  /** `keep`: leave the logs and taps; `keepData`: leave everything (Postgres's data dir too). */
+  constructor(keep: boolean, keepData = false) {
     this.path = mkdtempSync('/tmp/vd-faults-');
     // The postgres user must reach its data dir below this one.
     chmodSync(this.path, 0o755);
     this.logs = join(this.path, 'logs');
     mkdirSync(this.logs);
-    this.keep = keep;
+    this.keep = keep || keepData;
+    this.keepData = keepData;
     hookExit();
     cleanups.push(() => this.remove());
   }
@@ -139,6 +142,7 @@ export class WorkDir {
   }
 
   remove(): void {
+    if (this.keepData) return;
     if (this.keep) {
       // The data dirs are large and of no use afterwards; the logs are what a failure needs.
       for (const d of readdirSync(this.path)) if (d !== 'logs' && d !== 'taps') rmSync(join(this.path, d), { recursive: true, force: true });
@@ -171,7 +175,8 @@ function pgUser(): { uid: number; gid: number } | null {
 
 /**
  * A private Postgres cluster on a free port: fsync off (the suite kills processes, not the
- * machine), commit timestamps on (the kill-switch check reads when each pause committed).
+ * machine; synchronous_commit stays on, so no acknowledged commit is lost to a restart), commit
+ * timestamps on (the kill-switch check reads when each pause committed).
  */
 export class PgServer {
   readonly dir: string;
@@ -218,8 +223,10 @@ export class PgServer {
     const args = ['-D', this.dir, '-p', String(this.port), '-k', join(this.#work.path, 'pgsock')];
     const settings = {
       listen_addresses: '127.0.0.1',
+      // No fsync (the suite kills processes, never the machine: what is written stays in the page
+      // cache), but commits are written at commit: an immediate shutdown loses no acknowledged
+      // commit, as on a production server.
       fsync: 'off',
-      synchronous_commit: 'off',
       full_page_writes: 'off',
       track_commit_timestamp: 'on',
       max_connections: '200',

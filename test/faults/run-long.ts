@@ -4,7 +4,8 @@
  *
  * Settings (environment): FAULTS_SECONDS (240), FAULTS_SEED (random; printed, so a run can be
  * replayed), FAULTS_INSTANCES (3), FAULTS_AGENTS (4), FAULTS_COMPANIES (4), FAULTS_CPS (calls a
- * second per campaign, 2.5), FAULTS_KEEP_LOGS (1 keeps the instances' logs and the agents' taps).
+ * second per campaign, 2.5), FAULTS_KEEP_LOGS (1 keeps the instances' logs and the agents' taps), FAULTS_KEEP_DATA (1 keeps
+ * Postgres's data dir as well).
  */
 import { randomInt } from 'node:crypto';
 import { runFaults, summary } from './scenario.ts';
@@ -37,6 +38,7 @@ const report = await runFaults({
   timeScale: 0.05,
   settleCapSeconds: 150,
   keepLogs: process.env.FAULTS_KEEP_LOGS === '1',
+  keepData: process.env.FAULTS_KEEP_DATA === '1',
   out: (line) => console.log(JSON.stringify(line)),
   say: (text) => console.error(`[faults] ${text}`),
 });

@@ -39,6 +39,8 @@ export type FaultRunOptions = {
   settleCapSeconds: number;
   /** Keep the logs and taps (the work dir minus the data dirs) after the run. */
   keepLogs: boolean;
+  /** Keep the whole work dir, Postgres's data dir included (to look into the store afterwards). */
+  keepData?: boolean;
   /** Figures and events, one JSON object per line. */
   out: (line: Record<string, unknown>) => void;
   /** Progress in words. */
@@ -62,7 +64,7 @@ const REDIS_PREFIX = 'vd:';
 const PAUSE_BOUND_MS = 2000;
 
 export async function runFaults(o: FaultRunOptions): Promise<FaultRunReport> {
-  const work = new WorkDir(o.keepLogs);
+  const work = new WorkDir(o.keepLogs, o.keepData ?? false);
   const timers: NodeJS.Timeout[] = [];
   const rx = await startReceiver();
   try {
@@ -223,6 +225,7 @@ async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typ
   o.out({ type: 'schedule', seed: o.seed, faults: schedule.length, replay: `FAULTS_SEED=${o.seed} FAULTS_SECONDS=${o.faultSeconds}` });
   for (const f of schedule) o.out({ type: 'planned', ...f });
   const t0 = Date.now();
+  o.out({ type: 'phase', phase: 'faults', at: new Date(t0).toISOString() });
   timers.push(
     setInterval(() => {
       compact();
@@ -283,6 +286,7 @@ async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typ
     }
   });
   const recoveryFrom = Date.now();
+  o.out({ type: 'phase', phase: 'recovery', at: new Date(recoveryFrom).toISOString() });
   const launchesAtRecovery = launchesSoFar();
   o.say(`recovery: every process up, no pause standing; dialing ${o.recoverySeconds} s`);
   await sleep(o.recoverySeconds * 1000);
@@ -293,6 +297,7 @@ async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typ
   const final = await persist(instances, pick, 'PUT', '/api/platform/ops/dialing/global', { session: operator, body: { paused: true, reason: 'fault suite: settle before the checks' }, deadlineMs: 60_000 });
   if (final.status !== 200) throw new Error(`final pause: ${final.status} ${final.text}`);
   const pausedAt = Date.now();
+  o.out({ type: 'phase', phase: 'final pause', at: new Date(pausedAt).toISOString() });
   o.say('final pause put; settling');
   const settle = await settleDown(pgs, o.settleCapSeconds * 1000, (line) => o.out({ type: 'settle', ...line }));
   o.say(`settled in ${Math.round((Date.now() - pausedAt) / 1000)} s (${settle})`);
@@ -334,7 +339,7 @@ async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typ
     webhook_requests: receipts.length,
     settle,
   };
-  return { seed: o.seed, schedule, executed, results, load, workDir: work.path, kept: o.keepLogs };
+  return { seed: o.seed, schedule, executed, results, load, workDir: work.path, kept: o.keepLogs || !!o.keepData };
 }
 
 /**
