@@ -74,6 +74,7 @@ export class AgentHub extends EventEmitter {
   readonly #helloTimeoutMs: number;
   readonly #nodes = new Map<string, Entry>();
   readonly #sweep: NodeJS.Timeout;
+  #lastSweep = Date.now();
   #lastEpoch = 0;
   #servers: Array<{ server: Server; listener: (req: IncomingMessage, socket: Duplex, head: Buffer) => void }> = [];
   #closed = false;
@@ -142,7 +143,14 @@ export class AgentHub extends EventEmitter {
         entry = this.#register(ws, msg);
         return;
       }
-      if (!entry || entry.socket !== ws) return ws.close(CLOSE_PROTOCOL, 'hello first');
+      if (!entry) return ws.close(CLOSE_PROTOCOL, 'hello first');
+      if (entry.socket !== ws) {
+        // A connection its node has replaced, or that was closed as silent: what it says of the
+        // node is stale, but its call events are facts the agent will not send again (it sent them
+        // before it saw the close). They are taken; their writes are guarded by the call's state.
+        if (msg.type !== 'heartbeat') this.emit('call', { node_id: entry.node_id, epoch: entry.epoch, event: msg } satisfies CallEvent);
+        return;
+      }
       entry.lastSeen = Date.now();
       if (msg.type === 'heartbeat') {
         const wasOnline = entry.online;
@@ -205,6 +213,16 @@ export class AgentHub extends EventEmitter {
 
   #checkSilence(): void {
     const now = Date.now();
+    const gap = now - this.#lastSweep;
+    this.#lastSweep = now;
+    if (gap > this.#offlineAfterMs / 2) {
+      // This process itself did not run for a while (SIGSTOP, a stalled event loop): the nodes'
+      // frames of that time wait unread in their sockets, and timers run before they are read.
+      // Their silence counts again from now, so a live node is not cut off (and its call events
+      // with it) for a pause of ours; a dead one is still found one offline period later.
+      for (const entry of this.#nodes.values()) if (entry.online) entry.lastSeen = Math.max(entry.lastSeen, now);
+      return;
+    }
     for (const entry of this.#nodes.values()) {
       if (entry.online && now - entry.lastSeen > this.#offlineAfterMs) this.#markOffline(entry, `silent for ${this.#offlineAfterMs} ms`);
     }
