@@ -59,7 +59,7 @@ export function readTaps(files: Array<{ node: string; text: string; lives: Array
   return { calls, duplicateOriginates };
 }
 
-type CallRow = { id: string; tenant_id: string; campaign_id: string | null; person_id: string | null; state: string; end_reason: string | null; node_id: string | null; launched_by: string | null };
+type CallRow = { id: string; tenant_id: string; campaign_id: string | null; person_id: string | null; state: string; end_reason: string | null; node_id: string | null; launched_by: string | null; started_at: Date };
 
 export type CheckInput = {
   db: pg.Client;
@@ -82,7 +82,7 @@ export type CheckInput = {
 };
 
 export async function runChecks(input: CheckInput): Promise<CheckResult[]> {
-  const calls = (await input.db.query<CallRow>('select id, tenant_id, campaign_id, person_id, state, end_reason, node_id, launched_by from calls')).rows;
+  const calls = (await input.db.query<CallRow>('select id, tenant_id, campaign_id, person_id, state, end_reason, node_id, launched_by, started_at from calls')).rows;
   const byId = new Map(calls.map((c) => [c.id, c]));
   return [
     await personOverlap(input, byId),
@@ -312,7 +312,9 @@ async function noLaunchWhilePaused(input: CheckInput, byId: Map<string, CallRow>
         if (after <= input.pauseBoundMs) insideBound++;
         else {
           maxLate = Math.max(maxLate, after);
-          late.push({ call: c.call, tenant: row.tenant_id, target, launched_ms_after_pause: after, pause_from: new Date(p.from).toISOString(), node: c.node, launched_by: row.launched_by });
+          // The row is written (its launch transaction started) before the last look at the switch;
+          // a row started past the bound means the look itself came after it.
+          late.push({ call: c.call, tenant: row.tenant_id, target, at_trunk_ms_after_pause: after, row_started_ms_after_pause: row.started_at.getTime() - p.from, pause_from: new Date(p.from).toISOString(), node: c.node, launched_by: row.launched_by });
         }
       }
     }
