@@ -466,6 +466,10 @@ t('a connection with a backlog on a receiver that hangs does not hold up another
 });
 
 t('/ops/queues: deliveries pending, retrying, given up; the outbox backlog and every consumer lag', async () => {
+  // A message of its own that fails once and waits for its retry.
+  const failing = await hook({ url: `${rx.url}/status/503/queues`, events: ['vd.queues.*'] });
+  await send('vd.queues.one');
+  await attempted(failing.id, 1);
   const op = await signIn(cp.url, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   const r = await call(cp.url, 'GET', '/api/platform/ops/queues', { session: op });
   assert.is(r.status, 200, r.text);
