@@ -29,7 +29,9 @@ test(`fault run (seed ${seed}) completes`, async () => {
     concurrent: 10,
     timeScale: 0.05,
     settleCapSeconds: 100,
+    replay: `FAULTS_SEED=${seed} node test/run.ts test/faults/faults.test.ts`,
     keepLogs: process.env.FAULTS_KEEP_LOGS === '1',
+    keepData: process.env.FAULTS_KEEP_DATA === '1',
     out: (line) => console.log(JSON.stringify(line)),
     say: (text) => console.log(`[faults] ${text}`),
   });

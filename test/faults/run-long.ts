@@ -37,6 +37,7 @@ const report = await runFaults({
   concurrent: 12,
   timeScale: 0.05,
   settleCapSeconds: 150,
+  replay: `FAULTS_SEED=${seed} FAULTS_SECONDS=${faultSeconds} npm run faults`,
   keepLogs: process.env.FAULTS_KEEP_LOGS === '1',
   keepData: process.env.FAULTS_KEEP_DATA === '1',
   out: (line) => console.log(JSON.stringify(line)),

@@ -41,6 +41,8 @@ export type FaultRunOptions = {
   keepLogs: boolean;
   /** Keep the whole work dir, Postgres's data dir included (to look into the store afterwards). */
   keepData?: boolean;
+  /** How to run this schedule again (printed with the seed). */
+  replay?: string;
   /** Figures and events, one JSON object per line. */
   out: (line: Record<string, unknown>) => void;
   /** Progress in words. */
@@ -49,6 +51,7 @@ export type FaultRunOptions = {
 
 export type FaultRunReport = {
   seed: number;
+  replay: string;
   schedule: Fault[];
   executed: Executed[];
   results: CheckResult[];
@@ -222,7 +225,7 @@ async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typ
 
   // ---- faults ----
   const schedule = makeSchedule({ seed: o.seed, durationMs: o.faultSeconds * 1000, instances: o.instances, agents: o.agents, companies: o.companies });
-  o.out({ type: 'schedule', seed: o.seed, faults: schedule.length, replay: `FAULTS_SEED=${o.seed} FAULTS_SECONDS=${o.faultSeconds}` });
+  o.out({ type: 'schedule', seed: o.seed, faults: schedule.length, replay: o.replay ?? `FAULTS_SEED=${o.seed}` });
   for (const f of schedule) o.out({ type: 'planned', ...f });
   const t0 = Date.now();
   o.out({ type: 'phase', phase: 'faults', at: new Date(t0).toISOString() });
@@ -339,7 +342,7 @@ async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typ
     webhook_requests: receipts.length,
     settle,
   };
-  return { seed: o.seed, schedule, executed, results, load, workDir: work.path, kept: o.keepLogs || !!o.keepData };
+  return { seed: o.seed, replay: o.replay ?? `FAULTS_SEED=${o.seed}`, schedule, executed, results, load, workDir: work.path, kept: o.keepLogs || !!o.keepData };
 }
 
 /**
@@ -414,7 +417,7 @@ function countLines(file: string, prefix: string): number {
 /** The figures as one readable block. */
 export function summary(r: FaultRunReport): string {
   const lines: string[] = [];
-  lines.push(`fault suite, seed ${r.seed} (replay: FAULTS_SEED=${r.seed})`);
+  lines.push(`fault suite, seed ${r.seed} (replay: ${r.replay})`);
   lines.push(`load: ${Object.entries(r.load).map(([k, v]) => `${k}=${v}`).join(', ')}`);
   const byKind = new Map<string, number>();
   for (const e of r.executed) byKind.set(e.fault.kind, (byKind.get(e.fault.kind) ?? 0) + 1);
