@@ -5,8 +5,9 @@
  *
  * Exactly one sender at a time: a worker claims due rows `FOR UPDATE SKIP LOCKED` and stamps them
  * with its instance, a fresh token and `lease_until` (the store's clock). Nobody claims a row whose
- * lease runs; a worker only sends what it claimed less than `staleMs` ago and an attempt is cut at
- * 10 s, so its send has ended long before its lease does. An outcome is written only under the
+ * lease runs: the claim tests the lease on the row version it locks, not only on its snapshot (see
+ * `claimDue`). A worker only starts a send until `staleMs` after it claimed and an attempt is cut
+ * at 10 s, so its send has ended long before its lease does. An outcome is written only under the
  * token it was claimed with, so a worker whose lease was taken over writes nothing.
  *
  * Schedule times (next_at, first_attempt_at, give_up_at, attempt times) come from the injected
@@ -196,6 +197,15 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
  * active connections for `instance`, oldest first, but no more of one connection than this
  * instance has room for in its lane (two rounds of its pace: `perConnection` halved per failure in
  * a row): a connection with a backlog, or a slow or failing one, cannot take every slot.
+ *
+ * The candidates (`ranked`) are read from the statement's snapshot. A row another claimer leased
+ * and committed after that snapshot was taken is not locked any more when `due` reaches it, so
+ * SKIP LOCKED does not skip it: Postgres locks its newest version and re-tests only the conditions
+ * of the locking query on it (read committed). So status, due time and lease are tested again in
+ * `due` itself, on the locked row. With them only in `ranked` (as before), two pollers whose
+ * statements overlapped both leased the same rows, the later overwriting the earlier's lease, and
+ * both sent them at once: under load, where statements take longer, a restart suite run saw it;
+ * twelve claims side by side on 200 due rows leased 64% of them twice.
  */
 export async function claimDue(
   store: Store,
@@ -241,12 +251,14 @@ export async function claimDue(
     due as (
       select d.id from webhook_deliveries d join ranked r on r.id = d.id
       where r.rn <= r.cap
+        and d.status in ('pending', 'retrying') and d.next_at <= ${now}
+        and (d.lease_until is null or d.lease_until < clock_timestamp())
       order by r.next_at
       limit ${opts.limit}
       for update of d skip locked)
     update webhook_deliveries d
     set lease_owner = ${opts.instance}, lease_token = ${token}, lease_until = ${leaseUntil(opts.leaseMs)}
-    from due where d.id = due.id
+    from due where d.id = due.id and (d.lease_until is null or d.lease_until < clock_timestamp())
     returning d.id, d.connector_id, d.subject, d.body, d.attempts, d.backoff_step, d.first_attempt_at, d.give_up_at, d.event_at`.execute(store.db);
   if (claimed.rows.length === 0) return [];
   const ids = [...new Set(claimed.rows.map((r) => r.connector_id))];

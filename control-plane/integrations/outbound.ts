@@ -22,7 +22,7 @@ import { promises as dns, type LookupAddress, type LookupOptions } from 'node:dn
 import { subscribe } from 'node:diagnostics_channel';
 import { isIP, isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 
 export type LookupFn = (hostname: string) => Promise<Array<{ address: string; family: 4 | 6 }>>;
 
@@ -41,9 +41,24 @@ export type OutboundOptions = {
   connectionsPerOrigin?: number;
 };
 
+/**
+ * `not_sent`: the caller's start deadline (`PostOptions.startBy`) had passed when the request
+ * was about to be written, so not a byte of it left: no attempt was made.
+ */
 export type OutboundResult =
   | { kind: 'answered'; status: number; durationMs: number; bodyStart: string; retryAfter: string | null; remoteAddress: string | null }
-  | { kind: 'refused_address' | 'timeout' | 'connection_refused' | 'connection_failed' | 'error'; durationMs: number; message: string };
+  | { kind: 'refused_address' | 'timeout' | 'connection_refused' | 'connection_failed' | 'error' | 'not_sent'; durationMs: number; message: string };
+
+export type PostOptions = {
+  /**
+   * The latest moment (`performance.now()`, the monotonic clock) at which the request may start.
+   * Checked when `post` is called and again immediately before the request's first byte is
+   * written to a socket (after any wait for a name, a connection or a free socket, and after any
+   * stall of the event loop in between): past it, nothing is written and `post` answers
+   * `not_sent`. A webhook worker passes the moment its lease stops covering a whole attempt.
+   */
+  startBy?: number;
+};
 
 type Checked = { ok: true; url: URL } | { ok: false; reason: string };
 
@@ -162,6 +177,56 @@ function errorCodes(err: unknown): string[] {
   return [...own, ...inner.flatMap(errorCodes)];
 }
 
+/** Start deadlines of requests under way, keyed by their body Buffer (as `peerByBody`). */
+const startByBody = new WeakMap<Buffer, number>();
+
+/** Why a request was not written: its start deadline had passed. */
+class StartDeadlinePassed extends Error {
+  readonly code = 'VD_START_DEADLINE_PASSED';
+  constructor(lateMs: number) {
+    super(`not sent: the request would have started ${Math.round(lateMs)} ms after its start deadline`);
+    this.name = 'StartDeadlinePassed';
+  }
+}
+
+/**
+ * Wraps a request's handler so that its start deadline is checked at the last moment JavaScript
+ * sees before the request goes out: undici calls `onRequestStart` synchronously right before it
+ * writes the request line, headers and body to the socket, whether the socket is new or reused,
+ * and aborting there writes nothing (and drops that socket).
+ */
+class StartGate implements Dispatcher.DispatchHandler {
+  readonly #inner: Dispatcher.DispatchHandler;
+  readonly #startBy: number;
+  constructor(inner: Dispatcher.DispatchHandler, startBy: number) {
+    this.#inner = inner;
+    this.#startBy = startBy;
+  }
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    const late = performance.now() - this.#startBy;
+    if (late > 0) {
+      controller.abort(new StartDeadlinePassed(late));
+      return;
+    }
+    this.#inner.onRequestStart?.(controller, context);
+  }
+  onRequestUpgrade(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>): void {
+    this.#inner.onRequestUpgrade?.(...args);
+  }
+  onResponseStart(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>): void {
+    this.#inner.onResponseStart?.(...args);
+  }
+  onResponseData(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseData']>>): void {
+    this.#inner.onResponseData?.(...args);
+  }
+  onResponseEnd(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>): void {
+    this.#inner.onResponseEnd?.(...args);
+  }
+  onResponseError(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseError']>>): void {
+    this.#inner.onResponseError?.(...args);
+  }
+}
+
 const TIMEOUT_CODES = ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'];
 const SOCKET_CODES = ['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
@@ -171,6 +236,8 @@ export class OutboundClient {
   readonly #maxResponseBytes: number;
   readonly #keepBytes: number;
   readonly #agent: Agent;
+  /** The agent with the start gate in front of it. */
+  readonly #dispatcher: Dispatcher;
 
   constructor(opts: OutboundOptions) {
     this.#allowPrivate = opts.allowPrivate;
@@ -222,12 +289,19 @@ export class OutboundClient {
       });
     };
     this.#agent = new Agent({ connect, pipelining: 1, connections: opts.connectionsPerOrigin ?? 64 });
+    this.#dispatcher = this.#agent.compose((dispatch) => (options, handler) => {
+      const by = Buffer.isBuffer(options.body) ? startByBody.get(options.body) : undefined;
+      return dispatch(options, by === undefined ? handler : new StartGate(handler, by));
+    });
   }
 
   /** POSTs the body. Never throws for network or HTTP outcomes; never follows a redirect. */
-  async post(url: string, body: string, headers: Record<string, string>): Promise<OutboundResult> {
+  async post(url: string, body: string, headers: Record<string, string>, opts: PostOptions = {}): Promise<OutboundResult> {
     const started = performance.now();
     const ms = () => Math.round(performance.now() - started);
+    if (opts.startBy !== undefined && started > opts.startBy) {
+      return { kind: 'not_sent', durationMs: 0, message: new StartDeadlinePassed(started - opts.startBy).message };
+    }
     const checked = checkTargetUrl(url, { allowPrivate: this.#allowPrivate });
     if (!checked.ok) return { kind: 'refused_address', durationMs: ms(), message: checked.reason };
 
@@ -236,8 +310,9 @@ export class OutboundClient {
     const payload = Buffer.from(body);
     const peer = { address: null as string | null };
     peerByBody.set(payload, peer);
+    if (opts.startBy !== undefined) startByBody.set(payload, opts.startBy);
     try {
-      const res = await this.#agent.request({
+      const res = await this.#dispatcher.request({
         origin: checked.url.origin,
         path: checked.url.pathname + checked.url.search,
         method: 'POST',
@@ -275,6 +350,9 @@ export class OutboundClient {
       const message = err instanceof Error ? err.message : String(err);
       const codes = errorCodes(err);
       const durationMs = ms();
+      if (err instanceof StartDeadlinePassed || codes.includes('VD_START_DEADLINE_PASSED')) {
+        return { kind: 'not_sent', durationMs, message };
+      }
       if (err instanceof RefusedAddressError || codes.includes('VD_REFUSED_ADDRESS')) {
         return { kind: 'refused_address', durationMs, message };
       }

@@ -12,9 +12,16 @@
  *   that fails now and then keeps most of its pace. A send's slot is held until its outcome is
  *   written, so once a receiver is down to one send at a time the 50th failure in a row is
  *   recorded before another attempt can start.
- * - Nothing is sent from a claim older than `staleMs`; an attempt is cut at 10 s; the lease is
- *   `leaseMs`. With the defaults (10 s, 10 s, 30 s) a send has ended long before anyone else may
- *   claim the same delivery.
+ * - Exactly one sender: each claim (the poller's, or the fast path's lease taken in the creating
+ *   transaction) is stamped on the local monotonic clock before the statement that takes it, so
+ *   the store's lease (its clock at that statement + `leaseMs`) ends no earlier than the stamp +
+ *   `leaseMs`. A request may start only until the stamp + `staleMs`, and that is checked by the
+ *   client immediately before the request's first byte is written (after any wait for a name, a
+ *   socket or a stalled event loop), not when the send was queued: past it, nothing leaves, the
+ *   lease is handed back and the message is claimed afresh. An attempt that started is cut at
+ *   `answerLimitMs`. With the defaults (10 s, 10 s, 30 s) every attempt has ended 10 s before the
+ *   lease does, and no other claim can be taken while the lease runs (claims re-check the lease
+ *   on the row they lock).
  */
 import type { Clock } from '../../shared/clock.ts';
 import { systemClock } from '../../shared/clock.ts';
@@ -41,7 +48,8 @@ export type WebhookWorkerOptions = {
   answerLimitMs?: number;
 };
 
-type Held = Claimed & { claimedAt: number };
+/** `claimedAt`: the monotonic stamp taken before the claim; `startBy`: the last moment a send may start. */
+type Held = Claimed & { claimedAt: number; startBy: number };
 type Lane = { queue: Held[]; inFlight: number };
 
 export class WebhookWorker {
@@ -208,7 +216,7 @@ export class WebhookWorker {
     for (const item of items) {
       let lane = this.#lanes.get(item.connector_id);
       if (!lane) this.#lanes.set(item.connector_id, (lane = { queue: [], inFlight: 0 }));
-      lane.queue.push({ ...item, claimedAt: at });
+      lane.queue.push({ ...item, claimedAt: at, startBy: at + this.#staleMs });
       this.#held++;
     }
     this.#pump();
@@ -221,7 +229,7 @@ export class WebhookWorker {
       const limit = this.#limit(id);
       while (lane.queue.length && lane.inFlight < limit && this.#inFlight < this.#maxInFlight) {
         const item = lane.queue.shift()!;
-        if (performance.now() - item.claimedAt > this.#staleMs) {
+        if (performance.now() > item.startBy) {
           // Held too long to be sure of its lease: hand it back unsent.
           stale.push(item);
           this.#held--;
@@ -240,12 +248,37 @@ export class WebhookWorker {
     const at = this.#clock.now();
     const started = performance.now();
     const result: OutboundResult = await this.#client
-      .post(item.target.url, item.body, messageHeaders(item.body, item.subject, item.id, at, item.target))
+      // The client checks `startBy` again right before the first byte is written.
+      .post(item.target.url, item.body, messageHeaders(item.body, item.subject, item.id, at, item.target), { startBy: item.startBy })
       // The client reports every network outcome; anything else is still an outcome, so the slot is freed.
       .catch((err: Error) => ({ kind: 'error' as const, durationMs: performance.now() - started, message: String(err?.message ?? err) }));
+    if (result.kind === 'not_sent') {
+      this.#notSent(item);
+      return;
+    }
     this.#outcomes.push({ item, at, result });
     if (this.#outcomes.length >= 200) this.#flush();
     else this.#flushTimer ??= setTimeout(() => this.#flush(), 2);
+  }
+
+  /**
+   * The send reached its start deadline before a byte left (the event loop was stalled, or the
+   * connection took that long): no attempt was made, so nothing is recorded and no failure is
+   * counted; the lease is handed back and the message is claimed afresh.
+   */
+  #notSent(item: Held): void {
+    this.#inFlight--;
+    this.#held--;
+    const lane = this.#lanes.get(item.connector_id);
+    if (lane) {
+      lane.inFlight--;
+      if (lane.queue.length === 0 && lane.inFlight === 0) this.#lanes.delete(item.connector_id);
+    }
+    this.#log.warn({ delivery_id: item.id, late_ms: Math.round(performance.now() - item.startBy) }, 'webhook send reached its start deadline before it left; handed back');
+    void releaseLeases(this.#store, [item])
+      .catch(() => {})
+      .finally(() => this.#wakeSoon());
+    this.#pump();
   }
 
   #flush(): void {

@@ -52,6 +52,9 @@ const server: Server = createServer((req, res) => {
         break;
       case '/hang':
         break; // never answers
+      case '/slow':
+        setTimeout(() => res.writeHead(200).end('slow'), 300);
+        break;
       case '/trickle':
         res.writeHead(200).write('partial'); // headers, then a body that never ends
         break;
@@ -202,6 +205,54 @@ test('a name resolved by the injected lookup reaches the receiver when private t
   await client.close();
   assert.is(r.kind === 'answered' && r.status, 200);
   assert.is(seen.headers[0].host, `receiver.test:${P}`);
+});
+
+// ---- the start deadline: checked when the request is about to be written -----------------
+
+test('startBy already past: not_sent, and not even a connection is made', async () => {
+  const client = new OutboundClient({ allowPrivate: true });
+  resetSeen();
+  const r = await client.post(`http://127.0.0.1:${P}/ok`, 'x', {}, { startBy: performance.now() - 1 });
+  await client.close();
+  assert.is(r.kind, 'not_sent', JSON.stringify(r));
+  assert.is(seen.connections, 0);
+  assert.is(seen.requests, 0);
+});
+
+test('startBy passes while the event loop is stalled before the request is written: not_sent, no request arrives', async () => {
+  // The deadline is still ahead when post is called; the name lookup then blocks the event loop
+  // past it (as a loaded machine can), and the connection opens afterwards.
+  const client = new OutboundClient({
+    allowPrivate: true,
+    lookup: async () => {
+      const until = performance.now() + 250;
+      while (performance.now() < until);
+      return [{ address: '127.0.0.1', family: 4 }];
+    },
+  });
+  resetSeen();
+  const r = await client.post(`http://receiver.test:${P}/ok`, 'x', {}, { startBy: performance.now() + 100 });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await client.close();
+  assert.is(r.kind, 'not_sent', JSON.stringify(r));
+  assert.is(seen.requests, 0, 'not a byte of the request was written');
+});
+
+test('startBy passes while the request waits for a pooled socket: not_sent; a request within its deadline goes out', async () => {
+  const client = new OutboundClient({ allowPrivate: true, connectionsPerOrigin: 1 });
+  resetSeen();
+  // The only socket is busy for 300 ms; the second request's deadline is 100 ms away.
+  const first = client.post(`http://127.0.0.1:${P}/slow`, 'a', {}, { startBy: performance.now() + 5000 });
+  const second = client.post(`http://127.0.0.1:${P}/ok`, 'b', {}, { startBy: performance.now() + 100 });
+  const [a, b] = await Promise.all([first, second]);
+  assert.is(a.kind === 'answered' && a.status, 200, JSON.stringify(a));
+  assert.is(b.kind, 'not_sent', JSON.stringify(b));
+  assert.equal(seen.paths, ['/slow']);
+  // The client goes on working after a request it did not send.
+  const c = await client.post(`http://127.0.0.1:${P}/ok`, 'c', {}, { startBy: performance.now() + 5000 });
+  await client.close();
+  assert.is(c.kind === 'answered' && c.status, 200, JSON.stringify(c));
+  assert.equal(seen.paths, ['/slow', '/ok']);
 });
 
 test('a redirect is returned as is and not followed', async () => {
