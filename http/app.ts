@@ -9,6 +9,7 @@ import { authenticate } from './middleware/auth.ts';
 import { bodyLimit } from './middleware/body.ts';
 import { csrf } from './middleware/csrf.ts';
 import { onError, onNotFound } from './middleware/errors.ts';
+import { storableInput } from './middleware/input.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestLog } from './middleware/request-log.ts';
@@ -40,6 +41,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
     await next();
   });
   app.use('*', requestLog);
+  app.use('*', storableInput);
   app.route('/', systemRoutes);
   const api = new Hono<AppEnv>();
   api.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES), authenticate, csrf, rateLimit, idempotency);

@@ -49,3 +49,50 @@ export class InternalError extends Error {
     this.retryable = opts.retryable;
   }
 }
+
+/** A validation issue as zod reports it (only the fields read here). */
+type Issue = { code: string; path: PropertyKey[]; message: string; values?: unknown[]; errors?: Issue[][] };
+
+/** `owner.email`, `items[3].name`; `body` (or `root`) for the whole value. */
+export function fieldPath(path: PropertyKey[], root = 'body'): string {
+  if (path.length === 0) return root;
+  return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : i === 0 ? String(k) : `.${String(k)}`)).join('');
+}
+
+/**
+ * The issues of a failed zod validation as one message in which every problem names its field:
+ * `reason: expected string, received undefined`. A union (`{paused: true, reason}` or
+ * `{paused: false}`) is explained by the alternative the value meant (the one whose literal
+ * fields matched) rather than zod's bare "Invalid input".
+ */
+export function describeIssues(issues: readonly Issue[], root = 'body', max = 5): string {
+  const lines: string[] = [];
+  const add = (i: Issue, prefix: PropertyKey[]) => {
+    const path = [...prefix, ...i.path];
+    if (i.code === 'invalid_union' && i.errors?.length) {
+      for (const inner of pickBranch(i.errors)) add(inner, path);
+      return;
+    }
+    const message = i.message.replace(/^Invalid input: /, '');
+    const line = `${fieldPath(path, root)}: ${i.code === 'invalid_value' && i.values && i.values.length > 1 ? `expected one of ${i.values.map((v) => JSON.stringify(v)).join(', ')}` : message}`;
+    if (!lines.includes(line)) lines.push(line);
+  };
+  for (const i of issues) add(i, []);
+  return lines.slice(0, max).join('; ') || `${root}: invalid`;
+}
+
+/** The issues of the union alternative the value most likely meant. */
+function pickBranch(branches: Issue[][]): Issue[] {
+  const literalMiss = (b: Issue[]) => b.some((i) => i.code === 'invalid_value');
+  const matched = branches.filter((b) => !literalMiss(b));
+  if (matched.length > 0) return matched.reduce((a, b) => (b.length < a.length ? b : a));
+  // Every alternative refused a literal: when they all did at one field (the discriminator),
+  // name that field with every value it may take.
+  const misses = branches.map((b) => b.find((i) => i.code === 'invalid_value')!);
+  const key = JSON.stringify(misses[0].path);
+  if (misses.every((m) => JSON.stringify(m.path) === key)) {
+    const values = misses.flatMap((m) => m.values ?? []);
+    return [{ code: 'invalid_value', path: misses[0].path, message: `expected one of ${values.map((v) => JSON.stringify(v)).join(', ')}`, values }];
+  }
+  return branches.reduce((a, b) => (b.length < a.length ? b : a));
+}

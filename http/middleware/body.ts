@@ -1,12 +1,13 @@
 /**
  * The body limit (10 MB by default; 413 past it) and JSON reading (400 when unreadable, 422 when
- * it does not fit the schema). A declared length over the limit is refused before any byte is
+ * it does not fit the schema, naming the field; 422 too for text the store cannot hold). A declared length over the limit is refused before any byte is
  * read; a streamed body is cut off at the limit, never read whole first.
  */
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { z } from 'zod';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError, describeIssues } from '../../shared/errors.ts';
+import { checkJsonText } from './input.ts';
 import type { AppEnv } from '../env.ts';
 
 const TOO_LARGE = (limit: number, headers: Record<string, string> = { connection: 'close' }) =>
@@ -55,13 +56,10 @@ export function readJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S): z.
   } catch {
     throw new ApiError('bad_request', 'the body is not valid JSON');
   }
+  // Before the schema: a NUL or a lone surrogate anywhere in the body is refused by name, whatever
+  // the field (the store can hold neither).
+  checkJsonText(parsed);
   const result = schema.safeParse(parsed);
-  if (!result.success) {
-    const why = result.error.issues
-      .slice(0, 5)
-      .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
-      .join('; ');
-    throw new ApiError('unprocessable', why);
-  }
+  if (!result.success) throw new ApiError('unprocessable', describeIssues(result.error.issues));
   return result.data;
 }

@@ -23,6 +23,10 @@ export function onError(err: Error, c: Context<AppEnv>): Response {
     const code: ErrorCode = err.status === 400 ? 'bad_request' : err.status === 404 ? 'not_found' : err.status === 413 ? 'payload_too_large' : 'bad_request';
     return errorResponse(code, err.message || 'the request could not be read');
   }
+  if (refusedText(err)) {
+    (c.get('log') ?? console).warn({ code: (refusedText(err) as { code: string }).code }, 'the store refused a value as text');
+    return errorResponse('unprocessable', 'a value holds characters that cannot be stored (NUL, an unpaired surrogate or an invalid byte sequence)');
+  }
   (c.get('log') ?? console).error({ err }, 'unhandled error');
   return errorResponse('internal', 'an internal error occurred; the request id names it in our logs');
 }
@@ -30,4 +34,20 @@ export function onError(err: Error, c: Context<AppEnv>): Response {
 /** `app.notFound`: 404 in the spec's shape. */
 export function onNotFound(c: Context<AppEnv>): Response {
   return errorResponse('not_found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname}`);
+}
+
+/**
+ * Postgres codes for text it cannot take: invalid byte sequence / NUL (22021), an unsupported
+ * Unicode escape in jsonb or an untranslatable character (22P05), and text that does not read as
+ * its type (22P02). A backstop behind the
+ * edge's own check (`middleware/input.ts`): such an error is the caller's input, never a 500.
+ */
+const TEXT_CODES = new Set(['22021', '22P05', '22P02']);
+
+/** The database error in `err` (or what it wraps) that refused a value as text; null otherwise. */
+export function refusedText(err: unknown, depth = 0): unknown {
+  if (!err || typeof err !== 'object' || depth > 8) return null;
+  const e = err as { code?: unknown; cause?: unknown };
+  if (typeof e.code === 'string' && TEXT_CODES.has(e.code)) return err;
+  return refusedText(e.cause, depth + 1);
 }

@@ -6,7 +6,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { tenantDetail, tenantTree, listTenants } from '../../../control-plane/companies/views.ts';
-import { ApiError } from '../../../shared/errors.ts';
+import { ApiError, describeIssues } from '../../../shared/errors.ts';
 import type { AppEnv } from '../../env.ts';
 import { allow } from '../../middleware/auth.ts';
 
@@ -22,8 +22,7 @@ export const tenantReadRoutes = new Hono<AppEnv>()
   .get('/', operators, async (c) => {
     const parsed = ListQuery.safeParse(c.req.query());
     if (!parsed.success) {
-      const why = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-      throw new ApiError('unprocessable', why);
+      throw new ApiError('unprocessable', describeIssues(parsed.error.issues, 'query'));
     }
     const { store, columnSources } = c.get('services');
     return c.json(await listTenants(store, columnSources, parsed.data));

@@ -1,0 +1,126 @@
+/**
+ * Bad input as a new user would send it, over real HTTP, Postgres and Redis: NUL characters and
+ * lone surrogates anywhere (body, query, path), validation messages that name the field, cursors,
+ * dates, passwords, /ready, sign-in throttling and oversized headers.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { call, signIn, type Answer, type Session } from '../support/http.ts';
+import { makeCompany } from '../support/fixtures.ts';
+import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+
+const t = suite('bad input');
+let cp: RunningControlPlane;
+let drop: () => Promise<void> = async () => {};
+let base = '';
+let owner: Session;
+let company: Awaited<ReturnType<typeof makeCompany>>;
+
+const NUL = '\u0000';
+const LONE = '\ud800';
+
+/** A JSON body written by hand, so a lone surrogate leaves as the escape `\ud800` (as a client's JSON.stringify sends it). */
+function json(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+function assertError(a: Answer, status: number, field?: string | RegExp) {
+  assert.is(a.status, status, `${a.status} ${a.text}`);
+  assert.equal(Object.keys(a.body), ['error']);
+  assert.equal(Object.keys(a.body.error).sort(), ['code', 'message']);
+  if (field !== undefined) assert.match(a.body.error.message, field);
+}
+
+t.before(async () => {
+  const db = await createTestDatabase();
+  drop = db.drop;
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix() });
+  base = cp.url;
+  owner = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+  company = await makeCompany(cp);
+});
+
+t.after(async () => {
+  await cp?.close();
+  await drop();
+});
+
+t('NUL in the sign-in e-mail or password: 422 naming the field, no sign-in needed', async () => {
+  for (const body of [{ email: `a${NUL}@x.test`, password: 'whatever-password' }, { email: 'a@x.test', password: `pw${NUL}` }]) {
+    const a = await call(base, 'POST', '/api/auth/v1/sign-in', { raw: json(body), headers: { 'content-type': 'application/json' } });
+    assertError(a, 422, body.email.includes(NUL) ? /^email: / : /^password: /);
+    assert.is(a.body.error.code, 'unprocessable');
+  }
+});
+
+t('NUL or a lone surrogate in kill-switch reason and maintenance message: 422 naming the field', async () => {
+  for (const bad of [NUL, LONE, `x${LONE}y`]) {
+    assertError(await call(base, 'PUT', '/api/platform/ops/dialing/global', { session: owner, body: { paused: true, reason: `r${bad}` } }), 422, /^reason: /);
+    assertError(await call(base, 'PUT', `/api/platform/ops/dialing/tenants/${company.tenantId}`, { session: owner, body: { paused: true, reason: bad } }), 422, /^reason: /);
+    assertError(await call(base, 'PUT', '/api/platform/settings/maintenance', { session: owner, body: { on: true, message: `m${bad}` } }), 422, /^message: /);
+  }
+  const card = await call(base, 'GET', '/api/platform/ops/dialing', { session: owner });
+  assert.is(card.status, 200);
+});
+
+t('a lone surrogate in a suspend or closing reason: 422, not 503 "try again"', async () => {
+  for (const bad of [LONE, NUL]) {
+    assertError(await call(base, 'POST', `/api/platform/tenants/${company.tenantId}/suspend`, { session: owner, body: { reason: `late${bad}` } }), 422, /^reason: /);
+    assertError(await call(base, 'POST', `/api/platform/tenants/${company.tenantId}/closing`, { session: owner, body: { reason: `bye${bad}`, date: '2099-01-01' } }), 422, /^reason: /);
+  }
+  // Nested fields and keys are named by their JSON path.
+  const nested = await call(base, 'POST', '/api/platform/tenants', { session: owner, body: { name: 'N', slug: 'nul-co', plan: 'standard', owner: { name: `Ada${NUL}`, email: 'ada@nul.test' } } });
+  assertError(nested, 422, /^owner\.name: /);
+  const key = await call(base, 'POST', '/api/platform/tenants', { session: owner, body: { name: 'N', slug: 'nul-co', plan: 'standard', owner: { name: 'Ada', email: 'ada@nul.test', [`x${NUL}`]: 1 } } });
+  assertError(key, 422, /^owner: a key /);
+  const detail = await call(base, 'GET', `/api/platform/tenants/${company.tenantId}`, { session: owner });
+  assert.is(detail.body.status ?? detail.body.tenant?.status, 'on', 'nothing was changed');
+});
+
+t('NUL in a path id answers 404; in a query parameter or cursor 422 naming it', async () => {
+  assertError(await call(base, 'GET', `/api/platform/tenants/ten_${encodeURIComponent(NUL)}x`, { session: owner }), 404);
+  assertError(await call(base, 'POST', `/api/platform/tenants/ten%00/suspend`, { session: owner, body: { reason: 'x' } }), 404);
+  assertError(await call(base, 'GET', '/health%00'), 404);
+  assertError(await call(base, 'GET', `/api/platform/tenants?q=a%00b`, { session: owner }), 422, /query parameter q: /);
+  assertError(await call(base, 'GET', `/api/platform/tenants?cursor=%00`, { session: owner }), 422, /query parameter cursor: /);
+  assertError(await call(base, 'GET', `/api/core/v1/lists?cursor=lst_%00`, { session: company.owner }), 422, /query parameter cursor: /);
+  assertError(await call(base, 'GET', `/api/compliance/v1/dnc?cursor=%2B1%00`, { session: company.owner }), 422, /query parameter cursor: /);
+  assertError(await call(base, 'GET', `/api/compliance/v1/dnc?number=%00`, { session: company.owner }), 422, /query parameter number: /);
+  // Undecodable percent-escapes (a surrogate's UTF-8 bytes) stay plain text: no 500.
+  const odd = await call(base, 'GET', `/api/platform/tenants/ten_%ED%A0%80`, { session: owner });
+  assertError(odd, 404);
+});
+
+t('a database refusal of text is a 422 even past the edge check', async () => {
+  const { onError } = await import('../../http/middleware/errors.ts');
+  const pgLike = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' });
+  const wrapped = new Error('save failed', { cause: Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' }) });
+  for (const err of [pgLike, wrapped]) {
+    const res = onError(err, { get: () => ({ warn() {}, error() {} }) } as never);
+    assert.is(res.status, 422);
+    assert.equal(Object.keys(((await res.json()) as { error: object }).error).sort(), ['code', 'message']);
+  }
+});
+
+t('kill switch and maintenance bodies of the wrong shape name the field', async () => {
+  const cases: Array<[string, string, unknown, RegExp]> = [
+    ['PUT', '/api/platform/ops/dialing/global', { paused: true }, /^reason: expected string/],
+    ['PUT', '/api/platform/ops/dialing/global', {}, /^paused: expected one of true, false/],
+    ['PUT', '/api/platform/ops/dialing/global', { paused: 'yes' }, /^paused: /],
+    ['PUT', '/api/platform/ops/dialing/global', { paused: false, reason: 5 }, /^reason: expected string, received number/],
+    ['PUT', '/api/platform/ops/dialing/global', [1], /^body: expected object/],
+    ['PUT', `/api/platform/ops/dialing/tenants/${'x'}`, { paused: 1 }, /^paused: /],
+    ['PUT', '/api/platform/settings/maintenance', { on: true }, /^message: /],
+    ['PUT', '/api/platform/settings/maintenance', { on: true, message: '   ' }, /^message: /],
+    ['PUT', '/api/platform/settings/maintenance', { message: 'x' }, /^on: expected one of true, false/],
+  ];
+  for (const [method, path, body, field] of cases) {
+    const a = await call(base, method, path, { session: owner, body });
+    assertError(a, 422, field);
+    assert.not.match(a.body.error.message, /^Invalid input$/);
+  }
+});
+
+t.run();
