@@ -19,7 +19,9 @@ export const systemRoutes = new Hono<AppEnv>()
     const ready = s.ok && k.ok;
     if (!ready) {
       const down = [!s.ok && 'store', !k.ok && 'coordinator'].filter(Boolean).join(' and ');
-      return c.json({ error: { code: 'unavailable', message: `${down} did not answer` }, store: s, coordinator: k }, 503);
+      // The spec's error shape and nothing more: what failed and how long it took go to the log.
+      c.get('log').warn({ store: s, coordinator: k }, 'not ready');
+      return c.json({ error: { code: 'unavailable', message: `${down} did not answer` } }, 503);
     }
     return c.json({ status: 'ready', store: s, coordinator: k });
   });
