@@ -1,6 +1,7 @@
 /** The company's own do-not-call list: adding numbers (repeats count once) and reading it. */
 import { toE164 } from '../../shared/phone.ts';
 import type { Store } from '../db/store.ts';
+import { checkNumberCursor } from '../core/page.ts';
 
 export type DncAddResult = {
   lines: number;
@@ -36,8 +37,9 @@ export async function findDncNumber(store: Store, tenantId: string, number: stri
 
 /** A page of the company's list in number order, after `cursor`. */
 export async function listDncNumbers(store: Store, tenantId: string, cursor: string | undefined, limit: number) {
+  const after = checkNumberCursor(cursor);
   let q = store.db.selectFrom('dnc_numbers').select(['number', 'source', 'created_at']).where('tenant_id', '=', tenantId).orderBy('number').limit(limit + 1);
-  if (cursor) q = q.where('number', '>', cursor);
+  if (after) q = q.where('number', '>', after);
   const rows = await q.execute();
   const more = rows.length > limit;
   const items = rows.slice(0, limit);

@@ -4,10 +4,23 @@ import { ApiError } from '../../shared/errors.ts';
 /** Page sizes: lists and campaigns 50 a page, people 100. */
 export const PAGE_SIZE = { lists: 50, campaigns: 50, people: 100 } as const;
 
-/** A cursor as given out by `pageOf` (an id of the expected kind), or undefined. */
+const NOT_OURS = () => new ApiError('unprocessable', 'cursor is not one this list gave out');
+
+/**
+ * A cursor as given out by `pageOf` (an id of the expected kind), or undefined. Every list that
+ * pages by id reads its cursor here, so junk is refused with the same 422 everywhere instead of
+ * quietly giving the first page.
+ */
 export function checkCursor(cursor: string | undefined, prefix: string): string | undefined {
   if (cursor === undefined || cursor === '') return undefined;
-  if (!cursor.startsWith(`${prefix}_`) || cursor.length > 64) throw new ApiError('unprocessable', 'cursor is not one this list gave out');
+  if (cursor.length > 64 || !cursor.startsWith(`${prefix}_`) || !/^[0-9A-Za-z]+$/.test(cursor.slice(prefix.length + 1))) throw NOT_OURS();
+  return cursor;
+}
+
+/** A cursor of a list paged by phone number (the do-not-call list): an E.164 number, or undefined. */
+export function checkNumberCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  if (!/^\+[1-9][0-9]{1,14}$/.test(cursor)) throw NOT_OURS();
   return cursor;
 }
 

@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Store } from '../db/store.ts';
+import { checkCursor } from '../core/page.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
 import { OUTBOX_CONSUMERS } from '../runtime/outbox.ts';
 import { GIVE_UP_AFTER_MS } from './retry-schedule.ts';
@@ -23,6 +24,7 @@ async function ownConnector(store: Store, tenantId: string, connectorId: string)
 
 /** Newest first, 50 a page; `cursor` is the last id of the previous page. */
 export async function listDeliveries(store: Store, tenantId: string, connectorId: string, opts: { status?: DeliveryStatus; cursor?: string }) {
+  const after = checkCursor(opts.cursor, 'dlv');
   await ownConnector(store, tenantId, connectorId);
   let q = store.db
     .selectFrom('webhook_deliveries')
@@ -31,7 +33,7 @@ export async function listDeliveries(store: Store, tenantId: string, connectorId
     .orderBy('id', 'desc')
     .limit(PAGE + 1);
   if (opts.status) q = q.where('status', '=', opts.status);
-  if (opts.cursor) q = q.where('id', '<', opts.cursor);
+  if (after) q = q.where('id', '<', after);
   const rows = await q.execute();
   const page = rows.slice(0, PAGE);
   const attempts = page.length

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Answer, type Session } from '../support/http.ts';
-import { makeCompany } from '../support/fixtures.ts';
+import { makeCompany, makeKey } from '../support/fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 
 const t = suite('bad input');
@@ -121,6 +121,37 @@ t('kill switch and maintenance bodies of the wrong shape name the field', async 
     assertError(a, 422, field);
     assert.not.match(a.body.error.message, /^Invalid input$/);
   }
+});
+
+t('every list refuses a junk cursor with the same 422; a cursor it gave out still pages', async () => {
+  const s = company.owner;
+  const key = await makeKey(base, s, ['dnc:write', 'read']);
+  const add = await call(base, 'POST', '/api/integrations/v1/inbound/dnc', { key: key.key, body: { numbers: Array.from({ length: 105 }, (_, i) => `+1415555${String(1000 + i)}`) } });
+  assert.ok(add.status < 300, add.text);
+  const first = await call(base, 'GET', '/api/compliance/v1/dnc', { session: s });
+  assert.is(first.body.items.length, 100);
+  const second = await call(base, 'GET', `/api/compliance/v1/dnc?cursor=${encodeURIComponent(first.body.next_cursor)}`, { session: s });
+  assert.is(second.status, 200, second.text);
+  assert.is(second.body.items.length, 5);
+  assert.is(second.body.next_cursor, null);
+  const con = await call(base, 'POST', '/api/integrations/v1/connectors', { session: s, body: { kind: 'webhook', name: 'h', url: 'https://hooks.example.com/in', events: ['vd.call.*'] } });
+  assert.is(con.status, 201, con.text);
+  const log = await call(base, 'GET', `/api/integrations/v1/connectors/${con.body.id}/deliveries`, { session: s });
+  assert.is(log.status, 200, log.text);
+  const lists = [
+    '/api/compliance/v1/dnc',
+    `/api/integrations/v1/connectors/${con.body.id}/deliveries`,
+    '/api/core/v1/lists',
+    '/api/core/v1/campaigns',
+  ];
+  for (const path of lists) {
+    for (const junk of ['junk', 'zzz', '+1', 'dlv_../x', 'lst_;drop']) {
+      const a = await call(base, 'GET', `${path}?cursor=${encodeURIComponent(junk)}`, { session: s });
+      assertError(a, 422, /^cursor is not one this list gave out$/);
+    }
+  }
+  const real = await call(base, 'GET', `/api/integrations/v1/connectors/${con.body.id}/deliveries?cursor=dlv_0000000000000000000000000`, { session: s });
+  assert.is(real.status, 200, real.text);
 });
 
 t.run();
