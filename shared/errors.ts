@@ -26,8 +26,9 @@ export type ErrorBody = { error: { code: ErrorCode; message: string } };
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;
-  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
-    super(message);
+  /** `cause`: the error behind this answer, logged by the edge when the status is 5xx. */
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
     this.name = 'ApiError';
     this.code = code;
     this.headers = headers;

@@ -34,9 +34,13 @@ export async function verifyNobody(password: string): Promise<false> {
   return false;
 }
 
-/** Why `password` cannot be a new password, or null when it can. */
+/**
+ * Why `password` cannot be a new password, or null when it can. At least 12 characters once
+ * whitespace at either end is set aside (so twelve spaces, or eleven and one letter, are refused),
+ * counted in characters, not UTF-16 units; the password is kept exactly as typed, spaces and all.
+ */
 export function passwordProblem(password: string): string | null {
-  if (password.length < 12) return 'new_password must be at least 12 characters';
+  if ([...password.trim()].length < 12) return 'new_password must be at least 12 characters, not counting whitespace at either end';
   if (password.length > 256) return 'new_password must be at most 256 characters';
   return null;
 }

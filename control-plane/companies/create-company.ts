@@ -43,8 +43,10 @@ export type CreateOptions = { setup?: Array<(tx: Tx, tenantId: string) => Promis
 /**
  * Creates a company with its first owner. 409 for a taken slug or an e-mail already registered;
  * 422 for an operator's e-mail, a parent that is itself a sub-account, or a parent at its plan's
- * sub-account limit. The set-up steps (the company actor, core's set-up) run in the same
- * transaction: if any fails, nothing is created.
+ * sub-account limit; 409 for a parent that is closing (it is on its way out: nothing new goes
+ * under it). The set-up steps (the company actor, core's set-up) run in the same transaction: if
+ * any fails, nothing is created, and the answer is the spec's "core is down", 503 `unavailable`
+ * (an ApiError a step raises on purpose is passed on as it is).
  */
 export async function createCompany(
   store: Store,
@@ -58,9 +60,10 @@ export async function createCompany(
   const ownerId = newId('usr');
   return store.transaction(async (tx) => {
     if (input.parent_id) {
-      const parent = await tx.selectFrom('companies').select(['id', 'parent_id', 'plan']).where('id', '=', input.parent_id).forUpdate().executeTakeFirst();
+      const parent = await tx.selectFrom('companies').select(['id', 'parent_id', 'plan', 'status']).where('id', '=', input.parent_id).forUpdate().executeTakeFirst();
       if (!parent) throw new ApiError('unprocessable', `parent_id ${input.parent_id} names no company`);
       if (parent.parent_id) throw new ApiError('unprocessable', 'a sub-account cannot have sub-accounts of its own (one level only)');
+      if (parent.status === 'closing') throw new ApiError('conflict', `parent_id: the company ${parent.id} is closing; no sub-account can be created under it`);
       const subs = await tx.selectFrom('companies').select((eb) => eb.fn.countAll<string>().as('n')).where('parent_id', '=', parent.id).executeTakeFirstOrThrow();
       const cap = planLimits(parent.plan).sub_accounts;
       if (Number(subs.n) >= cap) throw new ApiError('unprocessable', `the parent's ${parent.plan} plan allows ${cap} sub-accounts`);
@@ -79,7 +82,14 @@ export async function createCompany(
     if (!row) throw new ApiError('conflict', `the slug ${input.slug} is taken`);
     if (!(await registerEmail(tx, email, 'company', ownerId))) throw new ApiError('conflict', 'that e-mail is already registered');
     await tx.insertInto('company_users').values({ id: ownerId, tenant_id: tenantId, email, name: input.owner.name, password_hash: phc, roles: ['owner'], must_change_password: true }).execute();
-    for (const step of opts.setup ?? []) await step(tx, tenantId);
+    for (const step of opts.setup ?? []) {
+      try {
+        await step(tx, tenantId);
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        throw new ApiError('unavailable', 'the company could not be set up (a part of the service did not answer); nothing was created; try again', {}, err);
+      }
+    }
     await emit(tx, [
       {
         subject: 'vd.platform.company_created',

@@ -32,8 +32,25 @@ export async function resumeCompany(services: Services, tenantId: string, by: Wh
   return answer;
 }
 
-/** Schedules closing: the company stops the same way as a suspension. */
+/**
+ * Why `date` cannot be a closing date, or null: it must be a calendar date written YYYY-MM-DD
+ * (2027-02-30 is not one) and not before today, read in UTC on `now` (today itself is allowed:
+ * the company is stopped at once either way; the date is when it is to be gone).
+ */
+export function closingDateProblem(date: string, now: number): string | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
+  if (!m) return 'date: expected a date written YYYY-MM-DD';
+  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  if (d.getUTCFullYear() !== Number(m[1]) || d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3])) return `date: ${date} is not a calendar date`;
+  const today = new Date(now).toISOString().slice(0, 10);
+  if (date < today) return `date: ${date} is in the past (today is ${today}, UTC)`;
+  return null;
+}
+
+/** Schedules closing: the company stops the same way as a suspension. 422 for a date that is not a calendar date or is past. */
 export function scheduleClosing(services: Services, tenantId: string, reason: string, date: string, by: Who): Promise<LifecycleAnswer> {
+  const problem = closingDateProblem(date, services.clock.now());
+  if (problem) return Promise.reject(new ApiError('unprocessable', problem));
   return send(services, tenantId, { type: 'SCHEDULE_CLOSING', reason, date, by });
 }
 

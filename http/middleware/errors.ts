@@ -18,7 +18,10 @@ export function errorResponse(code: ErrorCode, message: string, headers: Record<
 
 /** `app.onError`: ApiErrors as they are; anything else logged and answered 500 without details. */
 export function onError(err: Error, c: Context<AppEnv>): Response {
-  if (err instanceof ApiError) return errorResponse(err.code, err.message, err.headers);
+  if (err instanceof ApiError) {
+    if (err.status >= 500 && err.cause !== undefined) (c.get('log') ?? console).error({ err: err.cause }, err.message);
+    return errorResponse(err.code, err.message, err.headers);
+  }
   if (err instanceof HTTPException) {
     const code: ErrorCode = err.status === 400 ? 'bad_request' : err.status === 404 ? 'not_found' : err.status === 413 ? 'payload_too_large' : 'bad_request';
     return errorResponse(code, err.message || 'the request could not be read');

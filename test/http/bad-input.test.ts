@@ -154,4 +154,65 @@ t('every list refuses a junk cursor with the same 422; a cursor it gave out stil
   assert.is(real.status, 200, real.text);
 });
 
+t('a closing date that is not a calendar date, or is past, is 422 naming date; today and later are taken', async () => {
+  const co = await makeCompany(cp);
+  const closing = (date: string) => call(base, 'POST', `/api/platform/tenants/${co.tenantId}/closing`, { session: owner, body: { reason: 'contract ended', date } });
+  const today = new Date().toISOString().slice(0, 10);
+  const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+  for (const date of ['2027-02-30', '2027-13-01', '2027-04-31', '2026-2-3', 'soon', yesterday, '2001-01-01']) {
+    assertError(await closing(date), 422, /^date: /);
+  }
+  const detail = await call(base, 'GET', `/api/platform/tenants/${co.tenantId}`, { session: owner });
+  assert.is.not(JSON.stringify(detail.body).includes('"closing"'), true, 'nothing was scheduled');
+  const ok = await closing(today);
+  assert.is(ok.status, 200, ok.text);
+  assert.is(ok.body.tenant.status, 'closing');
+});
+
+t('no sub-account under a closing company: 409 naming parent_id', async () => {
+  const parent = await makeCompany(cp);
+  const sub = (slug: string) =>
+    call(base, 'POST', '/api/platform/tenants', { session: owner, body: { name: 'Sub', slug, plan: 'standard', parent_id: parent.tenantId, owner: { name: 'S', email: `${slug}@sub.test` } } });
+  const before = await sub(`sub-before-${Date.now()}`);
+  assert.is(before.status, 201, before.text);
+  const c = await call(base, 'POST', `/api/platform/tenants/${parent.tenantId}/closing`, { session: owner, body: { reason: 'contract ended', date: '2099-12-31' } });
+  assert.is(c.status, 200, c.text);
+  const slug = `sub-after-${Date.now()}`;
+  assertError(await sub(slug), 409, /^parent_id: .* is closing/);
+  const list = await call(base, 'GET', `/api/platform/tenants?q=${slug}`, { session: owner });
+  assert.is(list.body.items.length, 0, 'nothing was created');
+});
+
+t('a new password of twelve spaces (or padding around a short one) is refused; a long passphrase with spaces is taken', async () => {
+  const co = await makeCompany(cp);
+  const s = await signIn(base, co.ownerEmail, co.ownerPassword);
+  for (const bad of [' '.repeat(12), ' '.repeat(20), '\t'.repeat(13), `${' '.repeat(11)}abcdefghijk`, `short pw${' '.repeat(8)}`]) {
+    const a = await call(base, 'POST', '/api/auth/v1/password', { session: s, body: { current_password: co.ownerPassword, new_password: bad } });
+    assertError(a, 422, /^new_password /);
+  }
+  const good = await call(base, 'POST', '/api/auth/v1/password', { session: s, body: { current_password: co.ownerPassword, new_password: ' a long pass phrase ' } });
+  assert.is(good.status, 204, good.text);
+  await signIn(base, co.ownerEmail, ' a long pass phrase ');
+});
+
+t('company creation when a set-up step fails: 503 unavailable and nothing created', async () => {
+  const setup = cp.services.companySetup;
+  const failing = async () => {
+    throw new Error('connect ECONNREFUSED core');
+  };
+  setup.push(failing);
+  const slug = `setup-fails-${Date.now()}`;
+  const body = { name: 'Nope', slug, plan: 'standard', owner: { name: 'N', email: `${slug}@x.test` } };
+  try {
+    const a = await call(base, 'POST', '/api/platform/tenants', { session: owner, body });
+    assertError(a, 503);
+    assert.is(a.body.error.code, 'unavailable');
+    assert.not.match(a.text, /ECONNREFUSED/, 'no internal detail in the answer');
+  } finally {
+    setup.splice(setup.indexOf(failing), 1);
+  }
+  const again = await call(base, 'POST', '/api/platform/tenants', { session: owner, body });
+  assert.is(again.status, 201, `nothing was left behind: ${again.text}`);
+});
+
 t.run();
