@@ -31,6 +31,9 @@ const schema = z.object({
   VD_RATE_LIMIT_BURST: z.coerce.number().int().positive().default(1000),
   /** Largest request body in bytes (the spec: 10 MB). */
   VD_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(10 * 1024 * 1024),
+  /** Sign-in attempts (right or wrong) allowed per e-mail address, and per client address, a minute (also the burst). */
+  VD_SIGNIN_PER_EMAIL_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  VD_SIGNIN_PER_ADDRESS_PER_MINUTE: z.coerce.number().int().positive().default(100),
   /** Hours a signed-in session lives after its last use. */
   VD_SESSION_IDLE_HOURS: z.coerce.number().positive().default(12),
   /** Test and demo only: lets the guarded outbound client reach loopback and private addresses. */

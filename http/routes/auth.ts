@@ -7,6 +7,8 @@ import { deleteCookie, setCookie } from 'hono/cookie';
 import { z } from 'zod';
 import { changePassword, checkCredentials } from '../../control-plane/auth/accounts.ts';
 import { endSession, startSession } from '../../control-plane/auth/sessions.ts';
+import { throttleSignIn } from '../../control-plane/auth/throttle.ts';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import type { SessionPrincipal } from '../../control-plane/auth/principal.ts';
 import type { AppEnv } from '../env.ts';
 import { allow, CSRF_COOKIE, SESSION_COOKIE, sessionOf } from '../middleware/auth.ts';
@@ -21,10 +23,21 @@ export function userView(p: SessionPrincipal) {
   return { id: p.userId, email: p.email, name: p.name, kind: p.kind, roles: p.roles, tenant_id: p.tenantId };
 }
 
+/** The client's address as the socket gives it (no forwarding header is trusted). */
+function clientAddress(c: Parameters<typeof getConnInfo>[0]): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
 export const authRoutes = new Hono<AppEnv>()
   .post('/sign-in', async (c) => {
     const { email, password } = readJson(c, SignIn);
-    const { store, config } = c.get('services');
+    const { store, config, coordinator } = c.get('services');
+    // Before any hashing: a refused attempt costs no argon2 work.
+    await throttleSignIn(coordinator, c.get('log'), config, email, clientAddress(c));
     const user = await checkCredentials(store, email, password);
     const s = await startSession(store, { kind: user.kind, id: user.id, tenantId: user.tenant_id }, config.VD_SESSION_IDLE_HOURS);
     const secure = config.NODE_ENV === 'production';

@@ -9,6 +9,7 @@ import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Answer, type Session } from '../support/http.ts';
 import { makeCompany, makeKey } from '../support/fixtures.ts';
+import { hashingStats, MAX_HASHING } from '../../control-plane/auth/passwords.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 
 const t = suite('bad input');
@@ -17,6 +18,9 @@ let drop: () => Promise<void> = async () => {};
 let base = '';
 let owner: Session;
 let company: Awaited<ReturnType<typeof makeCompany>>;
+let dbUrl = '';
+let prefix = '';
+const others: RunningControlPlane[] = [];
 
 const NUL = '\u0000';
 const LONE = '\ud800';
@@ -36,13 +40,16 @@ function assertError(a: Answer, status: number, field?: string | RegExp) {
 t.before(async () => {
   const db = await createTestDatabase();
   drop = db.drop;
-  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix() });
+  dbUrl = db.url;
+  prefix = testRedisPrefix();
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
   base = cp.url;
   owner = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   company = await makeCompany(cp);
 });
 
 t.after(async () => {
+  for (const o of others) await o.close();
   await cp?.close();
   await drop();
 });
@@ -213,6 +220,49 @@ t('company creation when a set-up step fails: 503 unavailable and nothing create
   }
   const again = await call(base, 'POST', '/api/platform/tenants', { session: owner, body });
   assert.is(again.status, 201, `nothing was left behind: ${again.text}`);
+});
+
+const signInAt = (url: string, email: string, password: string) => call(url, 'POST', '/api/auth/v1/sign-in', { body: { email, password } });
+
+function assertThrottled(a: Answer, what: RegExp) {
+  assertError(a, 429, what);
+  assert.is(a.body.error.code, 'too_many_requests');
+  assert.ok(Number(a.headers.get('retry-after')) >= 1, `Retry-After: ${a.headers.get('retry-after')}`);
+}
+
+t('sign-in is throttled per e-mail across instances, before any hashing: 429 with Retry-After', async () => {
+  const b = await startTestServer({ databaseUrl: dbUrl, redisPrefix: prefix });
+  others.push(b);
+  const co = await makeCompany(cp); // one sign-in spent by activation
+  const urls = [cp.url, b.url];
+  for (let i = 0; i < 9; i++) assert.is((await signInAt(urls[i % 2], co.ownerEmail, `wrong-guess-${i}`)).status, 401, `try ${i}`);
+  const hashedBefore = hashingStats.done;
+  for (const url of urls) {
+    assertThrottled(await signInAt(url, co.ownerEmail, `wrong-again`), /for this e-mail address/);
+    assertThrottled(await signInAt(url, co.ownerEmail.toUpperCase(), co.ownerPassword), /for this e-mail address/);
+  }
+  assert.is(hashingStats.done, hashedBefore, 'no password was hashed for a refused attempt');
+  // Another account from the same address is not held up.
+  await signIn(b.url, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+});
+
+t('sign-in is throttled per client address whatever the e-mail', async () => {
+  const c = await startTestServer({ databaseUrl: dbUrl, redisPrefix: testRedisPrefix(), env: { VD_SIGNIN_PER_ADDRESS_PER_MINUTE: '5' } });
+  others.push(c);
+  for (let i = 0; i < 5; i++) assert.is((await signInAt(c.url, `nobody-${i}@x.test`, 'some-password')).status, 401);
+  const hashedBefore = hashingStats.done;
+  assertThrottled(await signInAt(c.url, 'nobody-else@x.test', 'some-password'), /from this address/);
+  assertThrottled(await signInAt(c.url, OPERATOR_EMAIL, OPERATOR_PASSWORD), /from this address/);
+  assert.is(hashingStats.done, hashedBefore);
+});
+
+t('at most MAX_HASHING passwords are hashed at once; the others wait their turn', async () => {
+  hashingStats.maxRunning = 0;
+  const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => signInAt(cp.url, `parallel-${i}@x.test`, 'some-password')));
+  for (const a of answers) assert.is(a.status, 401, a.text);
+  assert.ok(hashingStats.maxRunning >= 1 && hashingStats.maxRunning <= MAX_HASHING, `max at once ${hashingStats.maxRunning}, cap ${MAX_HASHING}`);
+  assert.is(hashingStats.running, 0);
+  assert.is(hashingStats.waiting, 0);
 });
 
 t.run();
