@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Config } from '../shared/config.ts';
 import { buildApp } from '../http/app.ts';
+import { answerClientErrors } from '../http/client-error.ts';
 import { bootstrapOperator } from './auth/accounts.ts';
 import { createServices, type ServiceOverrides, type Services } from './context.ts';
 import type { AgentHub } from './telephony/agent-hub.ts';
@@ -47,6 +48,7 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
     throw err;
   }
   server.keepAliveTimeout = 65_000;
+  answerClientErrors(server);
   const agentHub = services.agentHub;
   agentHub.attach(server);
   const { port } = server.address() as AddressInfo;

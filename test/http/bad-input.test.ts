@@ -3,6 +3,7 @@
  * lone surrogates anywhere (body, query, path), validation messages that name the field, cursors,
  * dates, passwords, /ready, sign-in throttling and oversized headers.
  */
+import { connect } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
@@ -263,6 +264,36 @@ t('at most MAX_HASHING passwords are hashed at once; the others wait their turn'
   assert.ok(hashingStats.maxRunning >= 1 && hashingStats.maxRunning <= MAX_HASHING, `max at once ${hashingStats.maxRunning}, cap ${MAX_HASHING}`);
   assert.is(hashingStats.running, 0);
   assert.is(hashingStats.waiting, 0);
+});
+
+/** One raw HTTP exchange: writes `request`, reads until the server closes. */
+function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1');
+    let out = '';
+    sock.on('data', (d) => (out += d));
+    sock.on('end', () => resolve(out));
+    sock.on('error', reject);
+    sock.write(request);
+  });
+}
+
+t('request headers over 16 KB: 400 in the error shape, not a bare 431', async () => {
+  const big = 'x'.repeat(20_000);
+  const a = await call(base, 'GET', '/api/auth/v1/me', { headers: { 'x-big': big } });
+  assertError(a, 400, /headers are over the limit of 16 KB/);
+  assert.is(a.body.error.code, 'bad_request');
+  assert.match(a.headers.get('content-type') ?? '', /^application\/json/);
+  // Written in one go, the headers still being sent when the answer comes: the answer arrives whole.
+  const text = await rawExchange(cp.port, `GET /health HTTP/1.1\r\nhost: x\r\nx-a: ${big}\r\nx-b: ${big}\r\n\r\n`);
+  assert.match(text, /^HTTP\/1\.1 400 /);
+  assert.equal(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)), { error: { code: 'bad_request', message: 'the request headers are over the limit of 16 KB' } });
+  // A request that is not HTTP at all.
+  const junk = await rawExchange(cp.port, 'HELLO THERE\r\n\r\n');
+  assert.match(junk, /^HTTP\/1\.1 400 /);
+  assert.match(junk, /"code":"bad_request"/);
+  // The server still answers.
+  assert.is((await call(base, 'GET', '/health')).status, 200);
 });
 
 t.run();
