@@ -28,7 +28,14 @@ try {
   throw err;
 }
 
-const cp = await startWhenStoreAnswers(config);
+// A setting that stops the start (HOST, PORT, VD_DATA_DIR) is one line and exit code 1, no stack.
+const cp = await startWhenStoreAnswers(config).catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(1);
+  }
+  throw err;
+});
 const mode = `${config.DATABASE_URL ? 'Postgres' : `embedded PGlite (${config.VD_DATA_DIR})`}, ${config.REDIS_URL ? 'Redis' : 'in-process'} coordination`;
 // Printed, not logged: the person starting the platform must see these once; logs never hold them.
 console.log(`control plane listening on ${cp.url} (${mode})`);
@@ -60,6 +67,7 @@ async function startWhenStoreAnswers(config: Config): Promise<RunningControlPlan
     try {
       return await startControlPlane(config);
     } catch (err) {
+      if (err instanceof ConfigError) throw err; // a setting to fix: trying again cannot help
       const why = unreachable(err);
       if (!why) throw err;
       const wait = Math.min(2000, 250 * 2 ** Math.min(attempt, 3));

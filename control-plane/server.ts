@@ -5,7 +5,7 @@
 import { serve } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import type { Config } from '../shared/config.ts';
+import { checkDataDir, listenProblem, type Config } from '../shared/config.ts';
 import { buildApp } from '../http/app.ts';
 import { answerClientErrors } from '../http/client-error.ts';
 import { bootstrapOperator } from './auth/accounts.ts';
@@ -27,6 +27,8 @@ export type RunningControlPlane = {
 
 /** Starts an instance on `config.HOST`:`config.PORT` (0 for an ephemeral port). */
 export async function startControlPlane(config: Config, overrides: ServiceOverrides = {}, dialerOptions: DialerOptions = {}): Promise<RunningControlPlane> {
+  // A data folder the embedded store cannot use stops the start with its setting named.
+  if (!config.DATABASE_URL && config.VD_DATA_DIR !== 'memory://') checkDataDir(config.VD_DATA_DIR);
   const services = await createServices(config, overrides);
   let dialer: Dialer | null = null;
   let bootstrap: RunningControlPlane['bootstrap'];
@@ -37,8 +39,18 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
     dialer = new Dialer(services, dialerOptions);
     await dialer.start();
     const app = buildApp(services, dialer);
-    server = await new Promise<Server>((resolve) => {
-      const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
+    // A HOST that is not this machine's, or a PORT in use, is an 'error' event on the server
+    // (unhandled, it crashed the process with a stack): a ConfigError naming the setting instead.
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => {
+        s.off('error', failed);
+        resolve(s as Server);
+      });
+      const failed = (err: Error) => {
+        s.close();
+        reject(listenProblem(err, config.HOST, config.PORT) ?? err);
+      };
+      s.once('error', failed);
     });
   } catch (err) {
     // A start that failed half-way (the store went away meanwhile) leaves nothing running behind:

@@ -3,6 +3,8 @@
  * stops the start with a message that names the variable. Every setting is listed in README.md.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseEnv } from './env.ts';
 
@@ -73,4 +75,69 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   return cfg;
+}
+
+/**
+ * Makes sure the embedded store can live under `dir` (VD_DATA_DIR): creates it and its `pg`
+ * folder one level at a time (a recursive mkdir can hang on some special file systems) and writes
+ * and removes a file there. Throws a ConfigError naming VD_DATA_DIR when it cannot.
+ */
+export function checkDataDir(dir: string): void {
+  const target = resolve(join(dir, 'pg'));
+  const missing: string[] = [];
+  let at = target;
+  const fail = (why: string) => new ConfigError(`VD_DATA_DIR: ${dir} cannot hold the embedded store (${why})`);
+  for (;;) {
+    let st;
+    try {
+      st = statSync(at);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') throw fail(`${at}: ${code}`);
+      const up = dirname(at);
+      if (up === at) throw fail(`${at}: ${code}`);
+      missing.unshift(at);
+      at = up;
+      continue;
+    }
+    if (!st.isDirectory()) throw fail(`${at} is not a directory`);
+    break;
+  }
+  for (const d of missing) {
+    try {
+      mkdirSync(d);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') throw fail(`cannot create ${d}: ${code}`);
+    }
+  }
+  const probe = join(target, `.write-check-${process.pid}`);
+  try {
+    writeFileSync(probe, 'ok');
+    rmSync(probe);
+  } catch (err) {
+    throw fail(`cannot write in ${target}: ${(err as NodeJS.ErrnoException).code}`);
+  }
+}
+
+/** The setting to blame when the HTTP server cannot listen, as a ConfigError; null for other errors. */
+export function listenProblem(err: unknown, host: string, port: number): ConfigError | null {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  switch (code) {
+    case 'EADDRINUSE':
+      return new ConfigError(`PORT: ${port} is already in use on ${host}`);
+    case 'EACCES':
+      return new ConfigError(`PORT: ${port} on ${host} may not be used by this process (a port under 1024 needs privileges)`);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+    case 'EAI_FAIL':
+      return new ConfigError(`HOST: ${host} does not resolve to an address (${code})`);
+    case 'EADDRNOTAVAIL':
+    case 'EAFNOSUPPORT':
+    case 'EINVAL':
+      return new ConfigError(`HOST: ${host} is not an address of this machine (${code})`);
+    default:
+      return null;
+  }
 }

@@ -3,7 +3,11 @@
  * lone surrogates anywhere (body, query, path), validation messages that name the field, cursors,
  * dates, passwords, /ready, sign-in throttling and oversized headers.
  */
-import { connect } from 'node:net';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
@@ -294,6 +298,72 @@ t('request headers over 16 KB: 400 in the error shape, not a bare 431', async ()
   assert.match(junk, /"code":"bad_request"/);
   // The server still answers.
   assert.is((await call(base, 'GET', '/health')).status, 200);
+});
+
+/** Runs `npm start` (control-plane/main.ts) with `env` only; its exit code and output. */
+function start(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['control-plane/main.ts'], { env: { PATH: process.env.PATH ?? '', VD_EMBEDDED_AGENT: '0', PORT: '0', VD_DATA_DIR: 'memory://', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+function assertStopped(r: { code: number | null; out: string }, line: RegExp) {
+  assert.is(r.code, 1, r.out);
+  const lines = r.out.trim().split('\n');
+  assert.is(lines.length, 1, `one line, no stack:\n${r.out}`);
+  assert.match(lines[0], line);
+}
+
+t('a bad HOST, a port in use or an unusable VD_DATA_DIR stops the start with one line naming it, exit 1', async () => {
+  const held = createServer();
+  await new Promise<void>((r) => held.listen(0, '127.0.0.1', r));
+  const port = (held.address() as { port: number }).port;
+  const dir = mkdtempSync(join(tmpdir(), 'vd-bad-input-'));
+  const file = join(dir, 'a-file');
+  writeFileSync(file, 'not a folder');
+  try {
+    const [unresolvable, foreign, inUse, notDir, under] = await Promise.all([
+      start({ HOST: 'no-such-host.invalid' }),
+      start({ HOST: '192.0.2.1' }),
+      start({ HOST: '127.0.0.1', PORT: String(port) }),
+      start({ VD_DATA_DIR: file }),
+      start({ VD_DATA_DIR: join(file, 'sub') }),
+    ]);
+    assertStopped(unresolvable, /^HOST: no-such-host\.invalid /);
+    assertStopped(foreign, /^HOST: 192\.0\.2\.1 is not an address of this machine/);
+    assertStopped(inUse, new RegExp(`^PORT: ${port} is already in use`));
+    assertStopped(notDir, /^VD_DATA_DIR: .* cannot hold the embedded store .*ENOTDIR/);
+    assertStopped(under, /^VD_DATA_DIR: /);
+  } finally {
+    held.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+t('a usable new VD_DATA_DIR is created and the start goes on', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vd-data-'));
+  try {
+    const child = spawn(process.execPath, ['control-plane/main.ts'], { env: { PATH: process.env.PATH ?? '', VD_EMBEDDED_AGENT: '0', PORT: '0', VD_DATA_DIR: join(dir, 'new', 'deeper'), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const until = Date.now() + 30_000;
+    while (!/listening on/.test(out) && child.exitCode === null && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(out, /control plane listening on http:/);
+    const exited = new Promise((r) => child.on('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 t.run();
