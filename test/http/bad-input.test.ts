@@ -8,6 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
@@ -15,6 +17,7 @@ import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Answer, type Session } from '../support/http.ts';
 import { makeCompany, makeKey } from '../support/fixtures.ts';
 import { hashingStats, MAX_HASHING } from '../../control-plane/auth/passwords.ts';
+import { createLogger } from '../../shared/logger.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 
 const t = suite('bad input');
@@ -364,6 +367,59 @@ t('a usable new VD_DATA_DIR is created and the start goes on', async () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+t('database error details (a jsonb fragment, a key value, the statement) never reach a log line', async () => {
+  const pool = new pg.Pool({ connectionString: dbUrl, max: 1 });
+  const secret = 'ada.secret@example.test';
+  const errors: Error[] = [];
+  try {
+    for (const [text, values] of [
+      ['select $1::jsonb', [`{"email":"${secret}", "note": free text here`]],
+      ['select $1::int', [secret]],
+      ['select $1::uuid', [secret]],
+      ['create temp table u (email text unique); insert into u values ($1)', [secret]],
+    ] as const) {
+      try {
+        if (text.includes('create')) {
+          await pool.query('create temp table if not exists u (email text unique)');
+          await pool.query('insert into u values ($1)', [...values]);
+          await pool.query('insert into u values ($1)', [...values]);
+        } else await pool.query(text, [...values]);
+        assert.unreachable(`${text} did not fail`);
+      } catch (err) {
+        if ((err as Error).name === 'Assertion') throw err;
+        errors.push(err as Error);
+      }
+    }
+  } finally {
+    await pool.end();
+  }
+  assert.ok(errors.some((e) => JSON.stringify({ ...e }).includes(secret)), 'the driver error does carry the value (the test would see a leak)');
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const log = createLogger('info', sink).child({ request_id: 'r1' });
+  for (const err of errors) {
+    log.error({ err }, 'unhandled error');
+    log.error({ err: new Error('save failed', { cause: err }) }, 'wrapped');
+    log.warn({ error: err }, 'other key');
+  }
+  await new Promise((r) => setImmediate(r));
+  assert.is(lines.length, errors.length * 3);
+  for (const line of lines) {
+    assert.not.match(line, secret, line);
+    assert.not.match(line, /free text/, line);
+    const entry = JSON.parse(line);
+    const e = entry.err ?? entry.error;
+    for (const k of ['detail', 'where', 'internalQuery', 'hint', 'parameters']) assert.is(e[k], undefined, `${k} in ${line}`);
+  }
+  // What helps to find the bug stays: the code and the constraint.
+  assert.ok(lines.some((l) => /"code":"23505"/.test(l) && /"constraint":"u_email_key"/.test(l)));
 });
 
 t.run();
