@@ -123,6 +123,8 @@ export class PauseReader {
 
   async #readOnce(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
+    // A read is as fresh as its start: a process stalled while it waited must not count it as new.
+    const startedAt = this.#now();
     try {
       const state = await Promise.race([
         this.#source(),
@@ -131,6 +133,7 @@ export class PauseReader {
         }),
       ]);
       this.#accept(state);
+      this.#lastGood = Math.max(this.#lastGood, startedAt);
     } catch (err) {
       this.#onError(err);
     } finally {
@@ -138,11 +141,14 @@ export class PauseReader {
     }
   }
 
+  /**
+   * Takes a newer state. Only a read makes the reader fresh: a change notice may have waited in a
+   * socket (a stalled process, a Redis restart) and says nothing about what came after it.
+   */
   #accept(state: SwitchState): void {
     if (!state || typeof state.version !== 'number' || typeof state.tenants !== 'object') throw new Error('kill switch state is malformed');
     // A read may return an older state than a notice already applied (a lagging mirror): keep the newer.
     if (!this.#state || state.version >= this.#state.version) this.#state = state;
-    this.#lastGood = this.#now();
   }
 
   #notice(message: string): void {
