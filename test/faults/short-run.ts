@@ -1,5 +1,6 @@
 /**
- * The fault suite, short (about 35 s of faults; `npm run faults` is the long one): three
+ * The fault suite, short (`npm run faults:short`, about 35 s of faults; `npm run faults` is the
+ * long one). Not in `npm test` while it still finds open defects (issue 10's closing note): three
  * control-plane instances on a private Postgres and Redis, media agents on the simulated trunk,
  * a webhook receiver, campaigns of three companies dialing, while a seeded driver kills, stops
  * and restarts instances, Redis, Postgres and agents, and puts the kill switch on and off. Then
@@ -29,7 +30,7 @@ test(`fault run (seed ${seed}) completes`, async () => {
     concurrent: 10,
     timeScale: 0.05,
     settleCapSeconds: 100,
-    replay: `FAULTS_SEED=${seed} node test/run.ts test/faults/faults.test.ts`,
+    replay: `FAULTS_SEED=${seed} npm run faults:short`,
     keepLogs: process.env.FAULTS_KEEP_LOGS === '1',
     keepData: process.env.FAULTS_KEEP_DATA === '1',
     out: (line) => console.log(JSON.stringify(line)),
