@@ -312,6 +312,9 @@ t('concurrent starts: exactly one wins', async () => {
 t('core hold: starts refused with 409 while held; pause and stop still work', async () => {
   const c = await makeCompany(cp);
   const id = await newList(c.owner);
+  // Someone to call (and no media node in this suite): the running campaign cannot complete.
+  const added = await call(base, 'POST', `${V1}/lists/${id}/people`, { session: c.owner, body: [{ phone_number: '+14155550177' }] });
+  assert.is(added.status, 200, added.text);
   const running = await newCampaign(c.owner, [id]);
   await call(base, 'POST', `${V1}/campaigns/${running}/start`, { session: c.owner });
   const draft = await newCampaign(c.owner, [id]);
