@@ -16,15 +16,31 @@ export const OFFLINE_AFTER_MS = 5_000;
 export const MAX_CALL_SECONDS = 7 * 24 * 3600;
 /** Largest frame either side accepts. */
 export const MAX_FRAME_BYTES = 64 * 1024;
+/**
+ * Most call ids a `hello` or `heartbeat` lists in `call_ids` (1,000 ids of up to 40 characters fit
+ * a frame with room to spare). An agent with more to list sends no `call_ids` at all, and the
+ * control plane then ends none of its calls for being absent.
+ */
+export const MAX_REPORTED_CALLS = 1_000;
 
-/** Why a node drains: an operator's command, or its own process shutting down. */
-export const drainReason = z.enum(['operator', 'shutdown']);
+/**
+ * Why a node drains: an operator's command, its own process shutting down, or its SIP trunk
+ * being down (the agent lifts that one itself when the trunk is back; an operator cannot).
+ */
+export const drainReason = z.enum(['operator', 'shutdown', 'trunk_down']);
 export type DrainReason = z.infer<typeof drainReason>;
 
 const nodeId = z.string().min(1).max(128);
 const callId = z.string().min(1).max(128);
 const epoch = z.number().int().nonnegative();
 const count = z.number().int().nonnegative();
+/**
+ * The calls the agent still has: every call it took (an `originate` it did not refuse) whose
+ * `call.ended` (or `call.refused`) it has not sent yet, whether the call is still up or its end
+ * waits to be sent after this connection's `welcome`. The control plane ends the calls it has up
+ * on the node that are not listed (docs/agent-protocol.md, "Calls a node no longer has").
+ */
+const callIds = z.array(callId).max(MAX_REPORTED_CALLS);
 
 // ---- agent → control plane ----
 
@@ -37,6 +53,7 @@ export const helloMessage = z.object({
   /** Carried over a reconnect: a node that was draining says so at once. */
   draining: z.boolean().optional(),
   reason: drainReason.optional(),
+  call_ids: callIds.optional(),
 });
 
 export const heartbeatMessage = z.object({
@@ -45,10 +62,11 @@ export const heartbeatMessage = z.object({
   capacity: count,
   draining: z.boolean(),
   reason: drainReason.optional(),
+  call_ids: callIds.optional(),
 });
 
 /** How a call ended, as the agent saw it. */
-export const endReason = z.enum(['completed', 'busy', 'no_answer', 'failed', 'canceled', 'hangup', 'abandoned']);
+export const endReason = z.enum(['completed', 'busy', 'no_answer', 'failed', 'canceled', 'hangup', 'abandoned', 'trunk_lost']);
 export type EndReason = z.infer<typeof endReason>;
 
 const callEventFields = {

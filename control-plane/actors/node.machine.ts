@@ -1,6 +1,6 @@
 /**
- * The media node machine: accepting, draining (by an operator, or because the node's own process
- * shuts down) and offline. Pure: no I/O. The state follows from two things kept in context: what
+ * The media node machine: accepting, draining (by an operator, because the node's own process
+ * shuts down, or because the node's SIP trunk is down) and offline. Pure: no I/O. The state follows from two things kept in context: what
  * the operator wants (`operatorDrain`, remembered while the node is offline, so a node that comes
  * back is still drained) and what the node last said of itself (`reported`). When the two differ
  * the machine sets `pending` to the command that brings the node in line (`drain` or `resume`);
@@ -13,7 +13,7 @@
 import { assign, setup } from 'xstate';
 import type { Who } from './company.machine.ts';
 
-export type NodeDrainReason = 'operator' | 'shutdown';
+export type NodeDrainReason = 'operator' | 'shutdown' | 'trunk_down';
 export type NodeCommand = 'drain' | 'resume';
 
 export type NodeContext = {
@@ -24,7 +24,10 @@ export type NodeContext = {
   drainedBy: Who | null;
   /** What the node said in its hello or latest heartbeat. */
   reported: { draining: boolean; reason: NodeDrainReason | null };
-  /** Why the node drains now (null: it does not). A shutdown outranks an operator's drain. */
+  /**
+   * Why the node drains now (null: it does not). A shutdown outranks an operator's drain, which
+   * outranks the node's own trunk_down (which only the node lifts, when its trunk is back).
+   */
   drainReason: NodeDrainReason | null;
   /** The command the node still has to get to match the operator's wish. */
   pending: NodeCommand | null;
@@ -53,12 +56,22 @@ function reportedOf(draining: boolean | undefined, reason: NodeDrainReason | nul
 
 function drainReasonOf(operatorDrain: boolean, reported: Reported): NodeDrainReason | null {
   if (reported.draining && reported.reason === 'shutdown') return 'shutdown';
-  return operatorDrain ? 'operator' : null;
+  if (operatorDrain) return 'operator';
+  return reported.draining && reported.reason === 'trunk_down' ? 'trunk_down' : null;
 }
 
-/** The command that makes an online node match the operator's wish, if any. */
+/** The node drains for a reason an operator's drain would not show: its own, or none. */
+function operatorDrainMissing(reported: Reported): boolean {
+  return !reported.draining || reported.reason === 'trunk_down';
+}
+
+/**
+ * The command that makes an online node match the operator's wish, if any. A node draining for
+ * its trunk still gets an operator's drain (it reports `operator` once it has it, so the drain
+ * outlives the trunk's return).
+ */
 function commandFor(operatorDrain: boolean, reported: Reported): NodeCommand | null {
-  if (operatorDrain && !reported.draining) return 'drain';
+  if (operatorDrain && operatorDrainMissing(reported)) return 'drain';
   if (!operatorDrain && reported.draining && reported.reason === 'operator') return 'resume';
   return null;
 }
@@ -99,8 +112,8 @@ export const nodeMachine = setup({
       if (event.type !== 'REPORT') return {};
       const reported = reportedOf(event.draining, event.reason);
       let pending = context.pending;
-      if (pending === 'drain' && reported.draining) pending = null;
-      if (pending === 'resume' && (!reported.draining || reported.reason === 'shutdown')) pending = null;
+      if (pending === 'drain' && !operatorDrainMissing(reported)) pending = null;
+      if (pending === 'resume' && reported.reason !== 'operator') pending = null;
       // With no command of ours under way, a change the node reports was made on purpose (a drain
       // or resume sent to the agent directly): take it. While one is under way, a report that
       // does not match yet is older than the command and changes nothing.
@@ -191,6 +204,9 @@ export function nodeRefusal(context: NodeContext, state: string, event: { type: 
   if (event.type === 'RESUME') {
     if (context.drainReason === 'shutdown') {
       return { code: 'conflict', message: `media node ${id} drains because its own process is shutting down; it cannot be resumed (its live calls end, then it exits)` };
+    }
+    if (context.drainReason === 'trunk_down') {
+      return { code: 'conflict', message: `media node ${id} drains because its SIP trunk is down; it accepts calls again by itself when the trunk is back` };
     }
     return { code: 'conflict', message: `media node ${id} is not drained by an operator (it is ${state})` };
   }

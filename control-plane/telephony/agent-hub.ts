@@ -45,6 +45,13 @@ export type NodeView = {
 /** A call event from an agent, with the node and connection it came on. */
 export type CallEvent = { node_id: string; epoch: number; event: CallEventMessage };
 
+/**
+ * What a node last said it still has (`call_ids` of its latest hello or heartbeat), for ending the
+ * calls it no longer has (dialer/launch-rows.ts `findCallsOffNodes`). `heard`: the calls whose
+ * events came after that report: the report may predate them, so it says nothing about them.
+ */
+export type CallReport = { node_id: string; epoch: number; call_ids: string[]; heard: string[]; age_ms: number };
+
 export type CommandResult = { ok: true; epoch: number } | { ok: false; reason: 'offline' | 'unknown_node' | 'shutting_down' };
 
 export type AgentHubOptions = {
@@ -56,7 +63,8 @@ export type AgentHubOptions = {
   helloTimeoutMs?: number;
 };
 
-type Entry = NodeView & { socket: WebSocket | null; lastSeen: number };
+type Report = { callIds: Set<string>; at: number; heard: Set<string> };
+type Entry = NodeView & { socket: WebSocket | null; lastSeen: number; report: Report | null };
 
 const CLOSE_REPLACED = 4000;
 const CLOSE_PROTOCOL = 1008;
@@ -148,7 +156,10 @@ export class AgentHub extends EventEmitter {
         // A connection its node has replaced, or that was closed as silent: what it says of the
         // node is stale, but its call events are facts the agent will not send again (it sent them
         // before it saw the close). They are taken; their writes are guarded by the call's state.
-        if (msg.type !== 'heartbeat') this.emit('call', { node_id: entry.node_id, epoch: entry.epoch, event: msg } satisfies CallEvent);
+        if (msg.type !== 'heartbeat') {
+          this.#nodes.get(entry.node_id)?.report?.heard.add(msg.call_id);
+          this.emit('call', { node_id: entry.node_id, epoch: entry.epoch, event: msg } satisfies CallEvent);
+        }
         return;
       }
       entry.lastSeen = Date.now();
@@ -160,9 +171,11 @@ export class AgentHub extends EventEmitter {
         entry.drain_reason = msg.draining ? (msg.reason ?? entry.drain_reason ?? 'operator') : null;
         entry.last_heartbeat_at = new Date();
         entry.online = true;
+        entry.report = reportOf(msg.call_ids);
         this.emit(wasOnline ? 'node.updated' : 'node.online', view(entry));
         return;
       }
+      entry.report?.heard.add(msg.call_id);
       this.emit('call', { node_id: entry.node_id, epoch: entry.epoch, event: msg } satisfies CallEvent);
     });
     ws.on('close', () => {
@@ -171,7 +184,7 @@ export class AgentHub extends EventEmitter {
     });
   }
 
-  #register(ws: WebSocket, hello: { node_id: string; capacity: number; version: string; region: string; draining?: boolean; reason?: DrainReason }): Entry {
+  #register(ws: WebSocket, hello: { node_id: string; capacity: number; version: string; region: string; draining?: boolean; reason?: DrainReason; call_ids?: string[] }): Entry {
     const old = this.#nodes.get(hello.node_id);
     if (old?.socket && old.socket !== ws) {
       const previous = old.socket;
@@ -193,6 +206,7 @@ export class AgentHub extends EventEmitter {
       last_heartbeat_at: now,
       socket: ws,
       lastSeen: now.getTime(),
+      report: reportOf(hello.call_ids),
     };
     this.#nodes.set(hello.node_id, entry);
     this.#send(ws, { type: 'welcome', epoch: entry.epoch });
@@ -204,6 +218,7 @@ export class AgentHub extends EventEmitter {
   #markOffline(entry: Entry, why: string): void {
     const socket = entry.socket;
     entry.socket = null;
+    entry.report = null;
     if (socket && socket.readyState === WebSocket.OPEN) socket.close(CLOSE_OFFLINE, why);
     if (!entry.online) return;
     entry.online = false;
@@ -242,6 +257,17 @@ export class AgentHub extends EventEmitter {
     return e ? view(e) : null;
   }
 
+  /** The latest `call_ids` report of each node online on this hub (nodes that send none are left out). */
+  callReports(): CallReport[] {
+    const now = Date.now();
+    const out: CallReport[] = [];
+    for (const e of this.#nodes.values()) {
+      if (!e.online || !e.socket || !e.report) continue;
+      out.push({ node_id: e.node_id, epoch: e.epoch, call_ids: [...e.report.callIds], heard: [...e.report.heard], age_ms: now - e.report.at });
+    }
+    return out;
+  }
+
   /**
    * Sends a command as is (its epoch included). The methods below stamp the node's current epoch;
    * this one exists for tests of the epoch rule and for the node actor's replays.
@@ -274,7 +300,7 @@ export class AgentHub extends EventEmitter {
   drain(nodeId: string): CommandResult {
     const r = this.sendCommand(nodeId, { type: 'drain', epoch: this.#epochOf(nodeId) });
     const e = this.#nodes.get(nodeId);
-    if (r.ok && e && !e.draining) {
+    if (r.ok && e && (!e.draining || e.drain_reason === 'trunk_down')) {
       e.draining = true;
       e.drain_reason = 'operator';
       this.emit('node.updated', view(e));
@@ -288,7 +314,8 @@ export class AgentHub extends EventEmitter {
     if (!e) return { ok: false, reason: 'unknown_node' };
     if (e.draining && e.drain_reason === 'shutdown') return { ok: false, reason: 'shutting_down' };
     const r = this.sendCommand(nodeId, { type: 'resume', epoch: e.epoch });
-    if (r.ok && e.draining) {
+    // Only an operator's drain is lifted here; a node draining for its trunk says when it is back.
+    if (r.ok && e.draining && e.drain_reason === 'operator') {
       e.draining = false;
       e.drain_reason = null;
       this.emit('node.updated', view(e));
@@ -330,6 +357,10 @@ function view(e: Entry): NodeView {
     connected_at: e.connected_at,
     last_heartbeat_at: e.last_heartbeat_at,
   };
+}
+
+function reportOf(callIds: string[] | undefined): Report | null {
+  return callIds ? { callIds: new Set(callIds), at: Date.now(), heard: new Set() } : null;
 }
 
 function reject(socket: Duplex, status: number, text: string, headers: Record<string, string> = {}): void {

@@ -1,6 +1,7 @@
 /**
  * Media nodes on the control plane: the node actor (accepting; draining by an operator; draining
- * because its own process shuts down; offline after 5 s of silence), the registry every instance
+ * because its own process shuts down, or because its SIP trunk is down until it is back; offline
+ * after 5 s of silence), the registry every instance
  * can read (the `media_nodes` rows), the choice of a node for a new call (the less loaded of two
  * accepting nodes with free room, picked at random), and commands to a node wherever its socket is.
  *
@@ -31,7 +32,7 @@ export type NodeRow = {
   node_id: string;
   state: 'accepting' | 'draining' | 'offline';
   draining: boolean;
-  drain_reason: 'operator' | 'shutdown' | null;
+  drain_reason: 'operator' | 'shutdown' | 'trunk_down' | null;
   capacity: number;
   live_calls: number;
   region: string | null;
@@ -596,7 +597,10 @@ function nodeEvents(nodeId: string, prev: NodeContext, prevState: string, next: 
   }
   if (event.type === 'DRAIN' && !prev.operatorDrain) ev(SUBJECT.drained, { drain_reason: 'operator', actor: event.by });
   else if (next.drainReason === 'shutdown' && prev.drainReason !== 'shutdown') ev(SUBJECT.drained, { drain_reason: 'shutdown' });
+  else if (next.drainReason === 'trunk_down' && prev.drainReason !== 'trunk_down' && state !== 'offline') ev(SUBJECT.drained, { drain_reason: 'trunk_down' });
   if (event.type === 'RESUME') ev(SUBJECT.resumed, { actor: event.by });
+  // The node's own drain lifted by the node (its SIP trunk is back), not by an operator.
+  else if (prev.drainReason === 'trunk_down' && next.drainReason === null && state === 'accepting') ev(SUBJECT.resumed, { reason: 'trunk_up' });
   if (prevState !== 'offline' && state === 'offline') ev(SUBJECT.offline, { instance: prev.instance, drain_reason: next.drainReason });
   return out;
 }

@@ -14,7 +14,7 @@ const hello = (epoch: number, extra: Partial<Extract<NodeEvent, { type: 'CONNECT
   version: '1',
   ...extra,
 });
-const report = (epoch: number, draining: boolean, reason: 'operator' | 'shutdown' | null = null): NodeEvent => ({ type: 'REPORT', epoch, draining, reason, capacity: 4 });
+const report = (epoch: number, draining: boolean, reason: 'operator' | 'shutdown' | 'trunk_down' | null = null): NodeEvent => ({ type: 'REPORT', epoch, draining, reason, capacity: 4 });
 
 function start(input: NodeInput = { nodeId: 'node_1' }) {
   const actor = createActor(nodeMachine, { input });
@@ -71,6 +71,32 @@ t('a shutdown drain: draining(shutdown), resume refused with the reason; an offl
   // An operator may still drain it (so its next process stays drained).
   assert.equal(send(a, { type: 'DRAIN', by }), { allowed: true, state: 'draining', reason: 'shutdown', pending: null });
   assert.equal(send(a, { type: 'OFFLINE', epoch: 10 }), { allowed: true, state: 'offline', reason: 'operator', pending: null });
+});
+
+t('trunk_down: the node drains itself; an operator resume is refused and does not lift it; it accepts when the node says its trunk is back', () => {
+  const a = start();
+  assert.equal(send(a, hello(10, { draining: true, reason: 'trunk_down' })), { allowed: true, state: 'draining', reason: 'trunk_down', pending: null });
+  assert.is(send(a, { type: 'RESUME', by }).allowed, false);
+  assert.match(nodeRefusal(a.getSnapshot().context, 'draining', { type: 'RESUME' }).message, /SIP trunk is down/);
+  assert.equal(send(a, report(10, false)), { allowed: true, state: 'accepting', reason: null, pending: null });
+  assert.equal(send(a, report(10, true, 'trunk_down')), { allowed: true, state: 'draining', reason: 'trunk_down', pending: null });
+  assert.is(a.getSnapshot().context.operatorDrain, false, 'a trunk_down report is not an operator drain');
+});
+
+t('an operator drain of a node draining for its trunk is sent to it and outlives the trunk coming back; a resume then leaves trunk_down', () => {
+  const a = start();
+  send(a, hello(10));
+  send(a, report(10, true, 'trunk_down'));
+  // The agent must get the drain: it reports trunk_down, which says nothing of an operator.
+  assert.equal(send(a, { type: 'DRAIN', by }), { allowed: true, state: 'draining', reason: 'operator', pending: 'drain' });
+  // A trunk_down report does not acknowledge the drain.
+  assert.equal(send(a, report(10, true, 'trunk_down')), { allowed: true, state: 'draining', reason: 'operator', pending: 'drain' });
+  assert.equal(send(a, report(10, true, 'operator')), { allowed: true, state: 'draining', reason: 'operator', pending: null });
+  // The operator resumes while the trunk is still down. The actor cannot see the trunk behind
+  // the operator's drain until the node answers: its report says it still drains, for its trunk.
+  assert.equal(send(a, { type: 'RESUME', by }), { allowed: true, state: 'accepting', reason: null, pending: 'resume' });
+  assert.equal(send(a, report(10, true, 'trunk_down')), { allowed: true, state: 'draining', reason: 'trunk_down', pending: null });
+  assert.equal(send(a, report(10, false)), { allowed: true, state: 'accepting', reason: null, pending: null });
 });
 
 t('resume of a node no operator drained is refused; drain of an offline node is remembered', () => {

@@ -9,6 +9,7 @@ import * as dialer from './20261121_0006_dialer.ts';
 import * as mediaNodes from './20261121_0007_media_nodes.ts';
 import * as webhooks from './20261122_0008_webhooks.ts';
 import * as dialerLocks from './20261123_0009_dialer_locks.ts';
+import * as nodeTrunkDown from './20261124_0010_node_trunk_down.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '20261121_0007_media_nodes': mediaNodes,
   '20261122_0008_webhooks': webhooks,
   '20261123_0009_dialer_locks': dialerLocks,
+  '20261124_0010_node_trunk_down': nodeTrunkDown,
 };

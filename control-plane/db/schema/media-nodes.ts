@@ -8,7 +8,7 @@ export interface MediaNodesTable {
   /** The node actor's state when it last moved (a silent node is offline whatever this says). */
   state: MediaNodeState;
   /** Why it drains; an operator's drain is kept while the node is offline. */
-  drain_reason: 'operator' | 'shutdown' | null;
+  drain_reason: 'operator' | 'shutdown' | 'trunk_down' | null;
   capacity: ColumnType<number, number | undefined, number>;
   /** As of the last heartbeat. */
   live_calls: ColumnType<number, number | undefined, number>;
