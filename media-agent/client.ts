@@ -9,12 +9,14 @@ import { WebSocket } from 'ws';
 import {
   HEARTBEAT_INTERVAL_MS,
   MAX_FRAME_BYTES,
+  MAX_REPORTED_CALLS,
   parseControlMessage,
   type AgentMessage,
   type CallEventMessage,
   type ControlCommand,
   type DrainReason,
   type OriginateMessage,
+  type RefusalReason,
 } from '../shared/agent-protocol.ts';
 import type { Trunk, TrunkEvent } from './trunk.ts';
 
@@ -35,6 +37,8 @@ export type AgentClientOptions = {
 };
 
 const MAX_PENDING_EVENTS = 10_000;
+/** Most bytes the `call_ids` of a hello or heartbeat may take, so the frame stays well under the limit. */
+const MAX_CALL_IDS_BYTES = MAX_FRAME_BYTES / 2;
 
 /** The agent's version, sent in `hello`. */
 export const AGENT_VERSION = '0.1.0';
@@ -48,7 +52,10 @@ export class AgentClient {
   #heartbeat: NodeJS.Timeout | null = null;
   #reconnect: NodeJS.Timeout | null = null;
   #stopped = false;
-  #draining: DrainReason | null = null;
+  /** The three causes of a drain, each kept on its own: the reason told is the strongest. */
+  #shuttingDown = false;
+  #operatorDrain = false;
+  #trunkDown = false;
   readonly #calls = new Set<string>();
   #pending: CallEventMessage[] = [];
   #idleWaiters: Array<() => void> = [];
@@ -69,11 +76,31 @@ export class AgentClient {
   get liveCalls(): number {
     return this.#calls.size;
   }
+  /** Why the agent takes no calls now: shutdown, then an operator's drain, then its trunk being down. */
   get draining(): DrainReason | null {
     return this.#draining;
   }
 
+  get #draining(): DrainReason | null {
+    if (this.#shuttingDown) return 'shutdown';
+    if (this.#operatorDrain) return 'operator';
+    if (this.#trunkDown) return 'trunk_down';
+    return null;
+  }
+
   start(): void {
+    const trunk = this.#o.trunk;
+    if (trunk.onAvailability) {
+      this.#trunkDown = trunk.available === false;
+      if (this.#trunkDown) this.#o.log('warn', 'trunk down: draining until it is back', { reason: 'trunk_down' });
+      trunk.onAvailability((available) => {
+        if (this.#trunkDown === !available) return;
+        this.#trunkDown = !available;
+        if (available) this.#o.log('info', 'trunk back: no longer draining for it', { draining: this.#draining });
+        else this.#o.log('warn', 'trunk down: draining until it is back', { reason: 'trunk_down' });
+        this.#sendHeartbeat();
+      });
+    }
     this.#connect();
   }
 
@@ -95,6 +122,7 @@ export class AgentClient {
         version: this.#o.version,
         region: this.#o.region,
         ...(this.#draining ? { draining: true, reason: this.#draining } : {}),
+        ...this.#callIds(),
       });
     });
     ws.on('unexpected-response', (_req, res) => {
@@ -159,23 +187,27 @@ export class AgentClient {
       case 'hangup':
         return this.#o.trunk.hangup(cmd.call_id);
       case 'drain':
-        if (!this.#draining) this.#draining = 'operator';
+        this.#operatorDrain = true;
         this.#o.log('info', 'draining', { reason: this.#draining });
         return this.#sendHeartbeat();
       case 'resume':
-        if (this.#draining === 'shutdown') {
+        if (this.#shuttingDown) {
           this.#o.log('warn', 'resume refused: this process is shutting down');
         } else {
-          this.#draining = null;
-          this.#o.log('info', 'accepting calls again');
+          this.#operatorDrain = false;
+          // An operator's resume lifts only the operator's drain, never the trunk's.
+          if (this.#trunkDown) this.#o.log('warn', 'resumed, but still draining: the trunk is down', { reason: 'trunk_down' });
+          else this.#o.log('info', 'accepting calls again');
         }
         return this.#sendHeartbeat();
     }
   }
 
   #originate(cmd: OriginateMessage): void {
-    const refuse = (reason: 'draining' | 'at_capacity' | 'duplicate') => this.#event({ type: 'call.refused', call_id: cmd.call_id, reason });
-    if (this.#draining) return refuse('draining');
+    const refuse = (reason: RefusalReason) => this.#event({ type: 'call.refused', call_id: cmd.call_id, reason });
+    const draining = this.#draining;
+    if (draining === 'trunk_down') return refuse('trunk_unavailable');
+    if (draining) return refuse('draining');
     if (this.#calls.has(cmd.call_id)) return refuse('duplicate');
     if (this.#calls.size >= this.#o.capacity) return refuse('at_capacity');
     this.#calls.add(cmd.call_id);
@@ -183,6 +215,14 @@ export class AgentClient {
     this.#o.trunk.originate(
       { call_id, to: cmd.to, from: cmd.from, ring_timeout_s: cmd.ring_timeout_s, handler: cmd.handler },
       (e: TrunkEvent) => {
+        if (e.type === 'refused') {
+          // Nothing left: the call was never placed.
+          this.#calls.delete(call_id);
+          this.#event({ type: 'call.refused', call_id, reason: e.reason });
+          this.#sendHeartbeat();
+          if (this.#calls.size === 0) for (const w of this.#idleWaiters.splice(0)) w();
+          return;
+        }
         const at = new Date().toISOString();
         if (e.type === 'placed') return this.#event({ type: 'call.placed', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
         if (e.type === 'answered') return this.#event({ type: 'call.answered', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
@@ -217,7 +257,24 @@ export class AgentClient {
       capacity: this.#o.capacity,
       draining: this.#draining !== null,
       ...(this.#draining ? { reason: this.#draining } : {}),
+      ...this.#callIds(),
     });
+  }
+
+  /**
+   * `call_ids` for a hello or heartbeat: the calls still up, and those whose end (or refusal) is
+   * kept to be sent after the next welcome, so the control plane never takes a call whose end is
+   * on its way for one the node lost. Too many to list (past MAX_REPORTED_CALLS or half a frame):
+   * none, and the control plane ends nothing for being absent.
+   */
+  #callIds(): { call_ids?: string[] } {
+    const ids = new Set(this.#calls);
+    for (const e of this.#pending) if (e.type === 'call.ended' || e.type === 'call.refused') ids.add(e.call_id);
+    if (ids.size > MAX_REPORTED_CALLS) return {};
+    const list = [...ids];
+    let bytes = 2;
+    for (const id of list) bytes += Buffer.byteLength(id) + 3;
+    return bytes > MAX_CALL_IDS_BYTES ? {} : { call_ids: list };
   }
 
   #sendNow(msg: AgentMessage): void {
@@ -230,7 +287,7 @@ export class AgentClient {
    * control plane, refuses new calls, waits for the live calls to end, then closes the socket.
    */
   async shutdown(): Promise<void> {
-    this.#draining = 'shutdown';
+    this.#shuttingDown = true;
     this.#o.log('info', 'shutting down: draining', { live_calls: this.#calls.size });
     this.#sendHeartbeat();
     if (this.#calls.size > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));

@@ -26,6 +26,11 @@ const schema = z
     VD_AGENT_DRACHTIO_SECRET: z.string().min(1).optional(),
     /** drachtio trunk: host[:port] of the SIP trunk calls are sent to. */
     VD_AGENT_SIP_TRUNK_HOST: z.string().min(1).optional(),
+    /**
+     * drachtio trunk: a SIP header that carries the platform's call id to the carrier (e.g.
+     * X-VD-Call-Id). Unset (the default): no such header; the carrier gets only the number.
+     */
+    VD_AGENT_SIP_CALL_ID_HEADER: z.string().regex(/^X-[A-Za-z0-9-]{1,60}$/, 'must be an X- header name (letters, digits, dashes)').optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .superRefine((c, ctx) => {

@@ -32,7 +32,8 @@ if (config.VD_AGENT_TRUNK === 'drachtio') {
     secret: config.VD_AGENT_DRACHTIO_SECRET!,
     trunkHost: config.VD_AGENT_SIP_TRUNK_HOST!,
     localSdp: PLACEHOLDER_SDP,
-    log: (msg, fields) => log('warn', msg, fields),
+    callIdHeader: config.VD_AGENT_SIP_CALL_ID_HEADER ?? null,
+    log: (level, msg, fields) => log(level, msg, fields),
   });
 } else {
   trunk = new SimulatedTrunk({
@@ -77,6 +78,8 @@ const onSignal = (sig: NodeJS.Signals) => {
 process.on('SIGTERM', onSignal);
 process.on('SIGINT', onSignal);
 
+// The drachtio trunk's start waits for its first connection's outcome and does not throw when
+// there is none: the agent then registers draining (trunk_down) until the trunk is up.
 try {
   await trunk.start();
 } catch (err) {

@@ -2,7 +2,7 @@
  * The SIP adapter seen by the agent's client: place a call, get its events, hang it up. Two
  * implementations: the simulated trunk (demo, load tests, CI) and drachtio-srf (real SIP).
  */
-import type { CallHandler, EndReason, TransferStage } from '../shared/agent-protocol.ts';
+import type { CallHandler, EndReason, RefusalReason, TransferStage } from '../shared/agent-protocol.ts';
 
 export type TrunkCall = {
   call_id: string;
@@ -15,7 +15,8 @@ export type TrunkCall = {
 };
 
 /**
- * What happens to a call, in order: `placed` once, `answered` at most once, `ended` exactly once
+ * What happens to a call, in order: either `refused` alone (the trunk could not take it: nothing
+ * was sent, the agent answers `call.refused`), or `placed` once, `answered` at most once, `ended` exactly once
  * (after which no event comes for the call). Between `answered` and `ended` a bot-handled call
  * may be handed over to a person: `transfer` with stage `requested`, then `bridged` once the
  * person is on, then `completed` just before `ended` (a call that ends before the bridge gets no
@@ -23,6 +24,7 @@ export type TrunkCall = {
  * the drachtio trunk has no bot session and never does).
  */
 export type TrunkEvent =
+  | { type: 'refused'; reason: Extract<RefusalReason, 'trunk_unavailable'> }
   | { type: 'placed'; sip_status: number }
   | { type: 'answered'; sip_status: number }
   | { type: 'transfer'; stage: TransferStage }
@@ -31,7 +33,16 @@ export type TrunkEvent =
 export interface Trunk {
   /** Connects to what carries the calls (a no-op for the simulated trunk). */
   start(): Promise<void>;
-  /** Places a call; `onEvent` gets its events. Never throws: a failure is an `ended` event. */
+  /**
+   * Whether calls can be placed now. A trunk without this is always available (the simulated
+   * one); one with it (drachtio) calls the `onAvailability` listeners on every change.
+   */
+  readonly available?: boolean;
+  onAvailability?(listener: (available: boolean) => void): void;
+  /**
+   * Places a call; `onEvent` gets its events. Never throws: a call that could not leave is a
+   * `refused` event, a failure after it left an `ended` event.
+   */
   originate(call: TrunkCall, onEvent: (event: TrunkEvent) => void): void;
   /** Ends a call: CANCEL while it rings, BYE once answered. Unknown ids are ignored. */
   hangup(callId: string): void;

@@ -1,0 +1,349 @@
+/**
+ * The drachtio trunk (media-agent/drachtio-trunk.ts) with the real drachtio-srf client against the
+ * stand-in for drachtio-server on loopback (test/support/drachtio-standin.ts): connecting and the
+ * secret, ringing and the ring timeout's CANCEL, answer and BYE either way, failed INVITEs, a 200
+ * crossing our CANCEL, a dropped admin socket with calls up, refusals while down, close().
+ * What the stand-in cannot show is listed in docs/agent-protocol.md.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DrachtioTrunk, type DrachtioTrunkOptions } from '../../media-agent/drachtio-trunk.ts';
+import { AgentClient } from '../../media-agent/client.ts';
+import type { TrunkCall, TrunkEvent } from '../../media-agent/trunk.ts';
+import { DrachtioStandin, type FarEnd } from '../support/drachtio-standin.ts';
+
+const SECRET = 'cymru';
+const t = suite('drachtio trunk against the drachtio-server stand-in');
+
+type Logged = { level: string; msg: string; fields?: Record<string, unknown> };
+type Harness = { standin: DrachtioStandin; trunk: DrachtioTrunk; logs: Logged[] };
+const open: Harness[] = [];
+
+/** Numbers the stand-in's far end reads: answer, ring, busy… */
+const FAR: Record<string, FarEnd> = {
+  '+15550001': { kind: 'answer' },
+  '+15550002': { kind: 'ring' },
+  '+15550486': { kind: 'reject', status: 486 },
+  '+15550503': { kind: 'reject', status: 503 },
+  '+15550603': { kind: 'reject', status: 603 },
+  '+15550200': { kind: 'answer-on-cancel' },
+};
+
+async function harness(opts: Partial<DrachtioTrunkOptions> = {}, standinSecret = SECRET): Promise<Harness> {
+  const standin = await DrachtioStandin.start({ secret: standinSecret, farEnd: (user) => FAR[user] ?? { kind: 'ring' } });
+  const logs: Logged[] = [];
+  const trunk = new DrachtioTrunk({
+    host: '127.0.0.1',
+    port: standin.port,
+    secret: SECRET,
+    trunkHost: 'carrier.example:5060',
+    localSdp: 'v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=vd\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n',
+    reconnectMaxDelayMs: 100,
+    startWaitMs: 2_000,
+    log: (level, msg, fields) => logs.push({ level, msg, ...(fields ? { fields } : {}) }),
+    ...opts,
+  });
+  const h = { standin, trunk, logs };
+  open.push(h);
+  return h;
+}
+
+/** Places a call and collects its events; `next(type)` waits for the next event of that type. */
+function place(trunk: DrachtioTrunk, to: string, ring_timeout_s = 30, call_id = `call_${to}_${Math.random().toString(36).slice(2, 8)}`) {
+  const events: TrunkEvent[] = [];
+  const waiters: Array<() => void> = [];
+  const call: TrunkCall = { call_id, to, from: '+15559999', ring_timeout_s, handler: 'agents' };
+  trunk.originate(call, (e) => {
+    events.push(e);
+    for (const w of waiters.splice(0)) w();
+  });
+  const next = async <T extends TrunkEvent['type']>(type: T, timeoutMs = 3_000): Promise<Extract<TrunkEvent, { type: T }>> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = events.find((e) => e.type === type);
+      if (hit) return hit as Extract<TrunkEvent, { type: T }>;
+      if (Date.now() > deadline) throw new Error(`no ${type} for ${call_id} within ${timeoutMs} ms; got ${JSON.stringify(events)}`);
+      await new Promise<void>((r) => {
+        const tm = setTimeout(r, 50);
+        waiters.push(() => {
+          clearTimeout(tm);
+          r();
+        });
+      });
+    }
+  };
+  return { call_id, events, next };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(cond: () => boolean, what: string, timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await sleep(20);
+  }
+}
+
+t.after.each(async () => {
+  for (const h of open.splice(0)) {
+    await h.trunk.close();
+    await h.standin.close();
+  }
+});
+
+t('start() waits for the connection: authenticated, available, the availability listener told', async () => {
+  const { standin, trunk, logs } = await harness();
+  const seen: boolean[] = [];
+  trunk.onAvailability((a) => seen.push(a));
+  assert.is(trunk.available, false, 'not available before start');
+  await trunk.start();
+  assert.is(trunk.available, true, 'available once start() resolved');
+  assert.equal(seen, [true]);
+  assert.is(standin.count('authenticated'), 1);
+  assert.ok(logs.some((l) => l.level === 'info' && l.msg === 'connected to drachtio'));
+});
+
+t('a wrong secret: start() resolves unavailable, logged as the secret, retried; calls refused', async () => {
+  const { standin, trunk, logs } = await harness({}, 'another-secret');
+  await trunk.start();
+  assert.is(trunk.available, false);
+  assert.ok(logs.some((l) => l.level === 'error' && /refused the secret \(VD_AGENT_DRACHTIO_SECRET\)/.test(l.msg)), JSON.stringify(logs));
+  await standin.waitFor('auth_refused');
+  // drachtio-srf reconnects after the server closes, and is refused again.
+  await until(() => standin.count('auth_refused') >= 2, 'a second authentication attempt');
+  const c = place(trunk, '+15550001');
+  assert.equal(c.events, [{ type: 'refused', reason: 'trunk_unavailable' }]);
+  assert.is(standin.count('invite'), 0, 'no INVITE left');
+});
+
+t('no server: start() resolves unavailable and logs it; the trunk connects when the server comes up', async () => {
+  const { standin, trunk, logs } = await harness();
+  const port = standin.port;
+  await standin.down();
+  const seen: boolean[] = [];
+  trunk.onAvailability((a) => seen.push(a));
+  await trunk.start();
+  assert.is(trunk.available, false);
+  assert.ok(logs.some((l) => l.level === 'error' && l.msg === 'no drachtio connection: retrying' && l.fields?.err === 'ECONNREFUSED'), JSON.stringify(logs));
+  assert.equal(place(trunk, '+15550001').events, [{ type: 'refused', reason: 'trunk_unavailable' }]);
+  await standin.up(port);
+  await until(() => trunk.available, 'connected after the server came up');
+  assert.equal(seen, [true]);
+});
+
+t('ring forever: 180, then the ring timeout CANCELs; 487 → ended(no_answer), placed once', async () => {
+  const { standin, trunk } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550002', 0.4);
+  await c.next('placed');
+  const invite = await standin.waitFor('invite');
+  await standin.waitFor('response_sent', (e) => e.callId === invite.callId && e.status === 180);
+  assert.is(standin.count('cancel'), 0, 'no CANCEL before the ring timeout');
+  const ended = await c.next('ended');
+  assert.equal(ended, { type: 'ended', sip_status: 487, talk_seconds: 0, reason: 'no_answer' });
+  assert.equal(await standin.waitFor('cancel'), { kind: 'cancel', callId: invite.callId, answered: 200, outcome: '487' });
+  assert.equal(c.events.map((e) => e.type), ['placed', 'ended']);
+});
+
+t('hang-up before answer: CANCEL, 487 → ended(canceled)', async () => {
+  const { standin, trunk } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550002');
+  await c.next('placed');
+  const invite = await standin.waitFor('invite');
+  await standin.waitFor('response_sent', (e) => e.callId === invite.callId && e.status === 180);
+  trunk.hangup(c.call_id);
+  assert.equal(await c.next('ended'), { type: 'ended', sip_status: 487, talk_seconds: 0, reason: 'canceled' });
+  assert.is(standin.count('cancel', (e) => e.kind === 'cancel' && e.callId === invite.callId), 1);
+  assert.equal(c.events.map((e) => e.type), ['placed', 'ended']);
+});
+
+t('a hang-up right after originate (before the INVITE is confirmed sent) still CANCELs', async () => {
+  const { standin, trunk } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550002');
+  trunk.hangup(c.call_id);
+  assert.equal(await c.next('ended'), { type: 'ended', sip_status: 487, talk_seconds: 0, reason: 'canceled' });
+  assert.is(standin.count('cancel'), 1);
+  assert.equal(c.events.map((e) => e.type), ['placed', 'ended']);
+});
+
+t('answered; the far end hangs up: ACK sent, ended(completed) with the talk time, BYE answered 200', async () => {
+  const { standin, trunk } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550001');
+  assert.equal(await c.next('answered'), { type: 'answered', sip_status: 200 });
+  const invite = await standin.waitFor('invite');
+  await standin.waitFor('ack', (e) => e.callId === invite.callId);
+  await sleep(300);
+  standin.farEndBye(invite.callId);
+  const ended = await c.next('ended');
+  assert.is(ended.reason, 'completed');
+  assert.is(ended.sip_status, 200);
+  assert.ok(ended.talk_seconds >= 0.2 && ended.talk_seconds < 2, `talk ${ended.talk_seconds}`);
+  await standin.waitFor('bye_answered', (e) => e.callId === invite.callId && e.by === 'app' && e.status === 200);
+  assert.equal(c.events.map((e) => e.type), ['placed', 'answered', 'ended']);
+});
+
+t('answered; our hang-up sends the BYE (answered 200 by the far end): ended(hangup)', async () => {
+  const { standin, trunk } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550001');
+  await c.next('answered');
+  const invite = await standin.waitFor('invite');
+  trunk.hangup(c.call_id);
+  assert.equal((await c.next('ended')).reason, 'hangup');
+  await standin.waitFor('bye', (e) => e.callId === invite.callId && e.from === 'app');
+  await standin.waitFor('bye_answered', (e) => e.callId === invite.callId && e.by === 'far_end' && e.status === 200);
+  assert.is(standin.callState(invite.callId), 'ended');
+});
+
+for (const [to, status, reason] of [['+15550486', 486, 'busy'], ['+15550603', 603, 'failed'], ['+15550503', 503, 'failed']] as const) {
+  t(`final ${status}: placed once, ended(${reason}, ${status})`, async () => {
+    const { trunk } = await harness();
+    await trunk.start();
+    const c = place(trunk, to);
+    assert.equal(await c.next('ended'), { type: 'ended', sip_status: status, talk_seconds: 0, reason });
+    await sleep(100);
+    assert.equal(c.events.map((e) => e.type), ['placed', 'ended']);
+  });
+}
+
+t('a 200 that crosses our CANCEL: BYE at once, reported as answered by the far end (200), no 487 claimed', async () => {
+  const { standin, trunk } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550200', 0.3);
+  const ended = await c.next('ended');
+  assert.equal(ended, { type: 'ended', sip_status: 200, talk_seconds: 0, reason: 'no_answer' });
+  const invite = await standin.waitFor('invite');
+  assert.is((await standin.waitFor('cancel')).outcome, 'crossed_200');
+  await standin.waitFor('ack', (e) => e.callId === invite.callId);
+  await standin.waitFor('bye', (e) => e.callId === invite.callId && e.from === 'app');
+  await standin.waitFor('bye_answered', (e) => e.callId === invite.callId && e.status === 200);
+  assert.is(standin.count('response_sent', (e) => e.kind === 'response_sent' && e.status === 487), 0);
+  assert.equal(c.events.map((e) => e.type), ['placed', 'ended']);
+});
+
+t('the admin socket drops: live calls end (trunk_lost), calls are refused, the trunk reconnects and places again', async () => {
+  const { standin, trunk, logs } = await harness();
+  const seen: boolean[] = [];
+  trunk.onAvailability((a) => seen.push(a));
+  await trunk.start();
+  const answered = place(trunk, '+15550001');
+  await answered.next('answered');
+  const ringing = place(trunk, '+15550002');
+  await ringing.next('placed');
+  await standin.waitFor('response_sent', (e) => e.status === 180 && e.callId === standin.callIdFor('+15550002'));
+  await sleep(200);
+  standin.dropConnections();
+  const a = await answered.next('ended');
+  assert.is(a.reason, 'trunk_lost');
+  assert.is(a.sip_status, 200);
+  assert.ok(a.talk_seconds > 0);
+  assert.equal(await ringing.next('ended'), { type: 'ended', sip_status: 503, talk_seconds: 0, reason: 'trunk_lost' });
+  assert.ok(logs.some((l) => l.level === 'error' && /drachtio connection lost/.test(l.msg)));
+  // While it is down a new call is refused, not placed and failed.
+  if (!trunk.available) assert.equal(place(trunk, '+15550001').events, [{ type: 'refused', reason: 'trunk_unavailable' }]);
+  await until(() => standin.count('authenticated') === 2 && trunk.available, 'reconnected');
+  assert.equal(seen, [true, false, true]);
+  // A hang-up of a call the lost connection ended is ignored (no crash, no event).
+  trunk.hangup(answered.call_id);
+  const again = place(trunk, '+15550001');
+  assert.equal(await again.next('answered'), { type: 'answered', sip_status: 200 });
+});
+
+t('a hang-up racing the connection loss does not crash: the BYE fails quietly, the call ends once', async () => {
+  const { standin, trunk } = await harness({ reconnectMaxDelayMs: 5_000 });
+  await trunk.start();
+  const c = place(trunk, '+15550001');
+  await c.next('answered');
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    standin.dropConnections();
+    // The drop is not seen yet by the trunk (the close comes on a later tick): the BYE goes to a
+    // socket that is closing; dialog.destroy() rejects, and nothing may escape.
+    trunk.hangup(c.call_id);
+    await sleep(300);
+    assert.equal(c.events.filter((e) => e.type === 'ended').length, 1);
+    assert.is(c.events.at(-1)!.type, 'ended');
+    assert.equal(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
+
+t('BYEs crossing: our BYE refused (dialog gone), dialog.destroy() rejects and is handled; the call ends once', async () => {
+  const { standin, trunk, logs } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550001');
+  await c.next('answered');
+  const invite = await standin.waitFor('invite');
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    standin.farEndBye(invite.callId);
+    trunk.hangup(c.call_id);
+    await until(() => logs.some((l) => l.msg === 'BYE not sent'), 'the refused BYE logged');
+    await sleep(100);
+    assert.equal(unhandled, []);
+    assert.equal(c.events.map((e) => e.type), ['placed', 'answered', 'ended']);
+    assert.is((c.events[2] as { reason: string }).reason, 'hangup');
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
+
+t('close() does not throw when never connected, nor when the server is gone', async () => {
+  const a = await harness();
+  await a.standin.down();
+  await a.trunk.start();
+  await a.trunk.close();
+  const b = await harness();
+  await b.trunk.start();
+  b.standin.dropConnections();
+  await b.trunk.close();
+  await b.trunk.close();
+  // Closed: no reconnect afterwards.
+  const before = b.standin.count('connection');
+  await sleep(400);
+  assert.is(b.standin.count('connection'), before);
+});
+
+t('the call id header: not sent by default; sent under the configured name when set', async () => {
+  const a = await harness();
+  await a.trunk.start();
+  place(a.trunk, '+15550486', 30, 'call_plain');
+  const plain = await a.standin.waitFor('invite');
+  assert.not.ok(Object.keys(plain.headers).some((h) => h.startsWith('x-')), JSON.stringify(plain.headers));
+  assert.ok(plain.headers.from?.includes('+15559999@carrier.example:5060'));
+  const b = await harness({ callIdHeader: 'X-VD-Call-Id' });
+  await b.trunk.start();
+  place(b.trunk, '+15550486', 30, 'call_tagged');
+  const tagged = await b.standin.waitFor('invite');
+  assert.is(tagged.headers['x-vd-call-id'], 'call_tagged');
+});
+
+t('the agent drains itself (trunk_down) while the trunk is down, refuses trunk_unavailable and accepts again when it is back', async () => {
+  const { standin, trunk } = await harness();
+  const port = standin.port;
+  await standin.down();
+  await trunk.start();
+  const client = new AgentClient({ url: 'ws://127.0.0.1:1/agent/v1', token: 't', nodeId: 'node_x', capacity: 2, region: 'r', version: '1', trunk, backoffBaseMs: 10_000 });
+  try {
+    client.start();
+    assert.is(client.draining, 'trunk_down');
+    await standin.up(port);
+    await until(() => client.draining === null, 'accepting once the trunk is up');
+    standin.dropConnections();
+    await until(() => client.draining === 'trunk_down', 'draining when the connection drops');
+    await until(() => client.draining === null, 'accepting after the reconnect');
+  } finally {
+    await client.close();
+  }
+});
+
+t.run();
