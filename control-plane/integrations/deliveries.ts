@@ -285,24 +285,35 @@ export async function claimDue(
     }));
 }
 
-/** One attempt's outcome, as the sender hands it to `finishAttempts`. */
-export type Outcome = { item: Claimed; at: number; result: OutboundResult };
+/**
+ * One attempt's outcome, as the sender hands it to `finishAttempts`: `at` when it started,
+ * `endedAt` when it ended (the answer came or the client cut it and closed the connection), both
+ * on the schedule's clock.
+ */
+export type Outcome = { item: Claimed; at: number; endedAt?: number; result: OutboundResult };
 
 /** Whether an attempt counts as delivered: a 2xx answer (the client cuts every attempt at 10 s). */
 export function delivered(r: OutboundResult): boolean {
   return r.kind === 'answered' && r.status >= 200 && r.status < 300;
 }
 
-/** The delivery's next state after an attempt at `at` (pure; `random` spreads the wait). */
-export function nextState(item: Claimed, at: number, result: OutboundResult, random: () => number) {
+/**
+ * The delivery's next state after an attempt that started at `at` and ended at `ended` (pure;
+ * `random` spreads the wait). The wait runs from the end of the attempt, not its start: an attempt
+ * cut at the 10 s limit has a receiver that may still be working on it after we hung up, and a
+ * wait counted from the start (10 s at most, 7.5 s with the spread) would make the next attempt
+ * due the moment the first was cut, to arrive while the receiver still answers the first.
+ */
+export function nextState(item: Claimed, at: number, result: OutboundResult, random: () => number, ended = at) {
+  const end = Math.max(at, ended);
   const first = item.first_attempt_at ?? at;
   const giveUp = item.give_up_at ?? first + GIVE_UP_AFTER_MS;
   const base = { attempts: item.attempts + 1, first_attempt_at: first, give_up_at: giveUp, last_status: result.kind === 'answered' ? result.status : null, last_outcome: result.kind };
   if (delivered(result)) return { ...base, status: 'delivered' as DeliveryStatus, next_at: null, delivered_at: at, given_up_at: null, backoff_step: item.backoff_step };
-  if (at >= giveUp) return { ...base, status: 'given_up' as DeliveryStatus, next_at: null, delivered_at: null, given_up_at: at, backoff_step: item.backoff_step + 1 };
+  if (end >= giveUp) return { ...base, status: 'given_up' as DeliveryStatus, next_at: null, delivered_at: null, given_up_at: end, backoff_step: item.backoff_step + 1 };
   const wait = retryWait(item.backoff_step, result.kind === 'answered' ? result.retryAfter : null, random);
   // The 24 h mark is itself a wake-up: a retry that would fall after it is given up then instead.
-  return { ...base, status: 'retrying' as DeliveryStatus, next_at: Math.min(at + wait, giveUp), delivered_at: null, given_up_at: null, backoff_step: item.backoff_step + 1 };
+  return { ...base, status: 'retrying' as DeliveryStatus, next_at: Math.min(end + wait, giveUp), delivered_at: null, given_up_at: null, backoff_step: item.backoff_step + 1 };
 }
 
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
@@ -315,7 +326,7 @@ const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString()
 export async function finishAttempts(store: Store, outcomes: Outcome[], random: () => number, keepBytes = 512): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
   return store.transaction(async (tx) => {
-    const states = outcomes.map((o) => ({ o, s: nextState(o.item, o.at, o.result, random) }));
+    const states = outcomes.map((o) => ({ o, s: nextState(o.item, o.at, o.result, random, o.endedAt ?? o.at) }));
     const values = states.map(({ o, s }) => ({
       id: o.item.id,
       token: o.item.token,

@@ -256,7 +256,9 @@ export class WebhookWorker {
       this.#notSent(item);
       return;
     }
-    this.#outcomes.push({ item, at, result });
+    // The client has closed the attempt's connection by now (answered, or cut and destroyed): the
+    // retry wait runs from here, so a receiver still on a cut attempt gets the wait to finish it.
+    this.#outcomes.push({ item, at, endedAt: this.#clock.now(), result });
     if (this.#outcomes.length >= 200) this.#flush();
     else this.#flushTimer ??= setTimeout(() => this.#flush(), 2);
   }
