@@ -337,6 +337,9 @@ t('core hold: starts refused with 409 while held; pause and stop still work', as
 t('operator suspend pauses a running campaign and holds core; after resume the company starts it again', async () => {
   const c = await makeCompany(cp);
   const id = await newList(c.owner);
+  // Someone to call (and no media node in this suite): the running campaign cannot complete.
+  const added = await call(base, 'POST', `${V1}/lists/${id}/people`, { session: c.owner, body: [{ phone_number: '+14155550178' }] });
+  assert.is(added.status, 200, added.text);
   const cmp = await newCampaign(c.owner, [id]);
   assert.is((await call(base, 'POST', `${V1}/campaigns/${cmp}/start`, { session: c.owner })).status, 200);
   const op = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
