@@ -181,11 +181,13 @@ export class CallEvents {
         case 'call.transfer':
           transfers.push({ id: e.call_id, stage: e.stage, at });
           break;
+        // The first end of a call wins, as it does across batches (the update is guarded by the
+        // state): a `node_lost` or other sweep's end queued behind the node's own end changes nothing.
         case 'call.ended':
-          ended.set(e.call_id, { id: e.call_id, at, talk: e.talk_seconds, ai: e.bot_seconds ?? 0, reason: e.reason ?? (e.talk_seconds > 0 ? 'completed' : 'failed'), sip: e.sip_status, refused: false });
+          if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: e.talk_seconds, ai: e.bot_seconds ?? 0, reason: e.reason ?? (e.talk_seconds > 0 ? 'completed' : 'failed'), sip: e.sip_status, refused: false });
           break;
         case 'call.refused':
-          ended.set(e.call_id, { id: e.call_id, at, talk: 0, ai: 0, reason: `refused_${e.reason}`, sip: 503, refused: true });
+          if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: 0, ai: 0, reason: `refused_${e.reason}`, sip: 503, refused: true });
           break;
       }
     }

@@ -25,7 +25,7 @@ import { lastingSubscribe, type LastingSubscription } from '../control-plane/coo
 import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
-import { claimPeople, findLostCalls, NUMBER_BUSY_RETRY, releaseClaims, releaseExpiredClaims, writeCalls, type DropReason, type Launch } from './launch-rows.ts';
+import { claimPeople, findCallsOffNodes, findLostCalls, NUMBER_BUSY_RETRY, releaseClaims, releaseExpiredClaims, writeCalls, type DropReason, type Launch } from './launch-rows.ts';
 import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace, type IdleReason } from './pacing.ts';
@@ -480,7 +480,10 @@ export class Dialer {
     }
   }
 
-  /** Finds lost end notices, and gives back people held past their claim with no call. */
+  /**
+   * Finds lost end notices, gives back people held past their claim with no call, and ends the
+   * calls their node no longer has (hanging up those it has that are ended here).
+   */
   async #reconcile(): Promise<void> {
     const ids = [...this.#live.keys()];
     if (ids.length) {
@@ -494,6 +497,17 @@ export class Dialer {
     }
     // Claims past their hold with no call up, whichever campaign (running or not) holds them.
     await releaseExpiredClaims(this.#s.store, [...this.#runs.values()].flatMap((r) => r.buffer.map((p) => p.id)));
+    // The nodes whose socket this instance holds: calls they no longer have end (node_lost), and
+    // calls they still have that the store has ended are hung up.
+    const off = await findCallsOffNodes(this.#s.store, this.#s.agentHub.callReports());
+    if (off.lost.length) {
+      this.#log.warn({ calls: off.lost.length, nodes: [...new Set(off.lost.map((e) => e.node_id))] }, 'calls their node no longer has are ended as lost');
+      for (const e of off.lost) this.events.push(e);
+    }
+    for (const h of off.hangups) {
+      this.#log.warn({ call_id: h.call_id, node: h.node_id }, 'a call its node still has was ended here: hung up');
+      this.#s.nodes.hangup(h.node_id, h.call_id);
+    }
   }
 
   // ---- launching ----

@@ -17,7 +17,7 @@ import { planLimits } from '../control-plane/companies/plans.ts';
 import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { Services } from '../control-plane/context.ts';
 import type { Store, Tx } from '../control-plane/db/store.ts';
-import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
+import type { CallEvent, CallReport } from '../control-plane/telephony/agent-hub.ts';
 
 /** A call still `dialing` (no word from its node) this long after its launch is ended as not placed. */
 const DIALING_LOST_AFTER = '60 seconds';
@@ -235,4 +235,53 @@ export async function findLostCalls(store: Store): Promise<CallEvent[]> {
       : { type: 'call.ended', call_id: r.id, sip_status: 408, talk_seconds: r.state === 'answered' ? talk : 0, reason: 'node_lost' }) as unknown as CallEventMessage;
     return { node_id: r.node_id ?? '', epoch: 0, event };
   });
+}
+
+/**
+ * A call placed this long before a node's report (its launch, by the store's clock) may be judged
+ * by that report: covers a `call.placed` that came on an older connection, possibly through
+ * another instance, and was read after the new connection's hello.
+ */
+const REPORT_GRACE_MS = 5_000;
+
+/**
+ * The calls nodes no longer have, from their latest `call_ids` reports (this instance's hub):
+ * a call up in the store on the node, placed (ringing or answered: the node had it), launched
+ * more than REPORT_GRACE_MS before the report, not listed and with no event since the report,
+ * is ended by a `call.ended` with reason `node_lost` through the normal event path (so it counts
+ * as dropped there if it was answered). `dialing` calls are left to the one-minute sweep above:
+ * their originate may still be on its way. And the calls a node still has that the store has
+ * ended (a sweep ended them while the node was away): the node is told to hang them up.
+ */
+export async function findCallsOffNodes(store: Store, reports: CallReport[]): Promise<{ lost: CallEvent[]; hangups: Array<{ node_id: string; call_id: string }> }> {
+  if (reports.length === 0) return { lost: [], hangups: [] };
+  const listed = reports.flatMap((r) => [...r.call_ids, ...r.heard]);
+  const gone = await sql<{ id: string; node_id: string; state: string; talk: number }>`
+    select k.id, k.node_id, k.state, coalesce(extract(epoch from now() - k.answered_at), 0)::float8 as talk
+    from calls k
+    join unnest(${reports.map((r) => r.node_id)}::text[], ${reports.map((r) => r.age_ms + REPORT_GRACE_MS)}::float8[]) as r(node_id, before_ms)
+      on k.node_id = r.node_id
+    where k.live and k.state in ('ringing', 'answered')
+      and k.started_at < now() - make_interval(secs => r.before_ms / 1000)
+      and not (k.id = any(${listed}::text[]))
+    limit 1000`.execute(store.db);
+  const epochOf = new Map(reports.map((r) => [r.node_id, r.epoch]));
+  const lost = gone.rows.map((r) => ({
+    node_id: r.node_id,
+    epoch: epochOf.get(r.node_id) ?? 0,
+    event: {
+      type: 'call.ended',
+      call_id: r.id,
+      sip_status: 408,
+      talk_seconds: r.state === 'answered' ? Math.min(Math.round(r.talk), MAX_CALL_SECONDS) : 0,
+      reason: 'node_lost',
+    } as unknown as CallEventMessage,
+  }));
+  const carried = reports.flatMap((r) => r.call_ids.map((id) => ({ node_id: r.node_id, call_id: id })));
+  if (carried.length === 0) return { lost, hangups: [] };
+  const ended = await sql<{ id: string; node_id: string }>`
+    select k.id, k.node_id from calls k
+    join unnest(${carried.map((c) => c.call_id)}::text[], ${carried.map((c) => c.node_id)}::text[]) as x(id, node_id) on k.id = x.id and k.node_id = x.node_id
+    where k.state = 'ended'`.execute(store.db);
+  return { lost, hangups: ended.rows.map((r) => ({ node_id: r.node_id, call_id: r.id })) };
 }
