@@ -14,8 +14,10 @@
  *    (covers IP literals, which skip lookup, and anything the lookup could not see).
  *
  * Redirects are never followed, the whole attempt is bounded in time, and only the first bytes of
- * an answer are read. `VD_ALLOW_PRIVATE_TARGETS` (tests and demos only) opens loopback, private
- * and link-local addresses and numeric/internal hosts; scheme and credential rules still apply.
+ * an answer are read. A caller may give a start deadline (`startBy`): it is checked right before
+ * the request is written, and past it nothing is (`not_sent`). `VD_ALLOW_PRIVATE_TARGETS` (tests
+ * and demos only) opens loopback, private and link-local addresses and numeric/internal hosts;
+ * scheme and credential rules still apply.
  * Nothing here logs bodies or headers: they carry signatures.
  */
 import { promises as dns, type LookupAddress, type LookupOptions } from 'node:dns';
