@@ -7,15 +7,11 @@ import { randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AGENT_PROTOCOL_PATH } from '../shared/agent-protocol.ts';
 import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
+import { unreachableCause } from '../shared/errors.ts';
 // The composition root may import media-agent/ (which otherwise stands alone) to run the embedded default's agent.
 import { AGENT_VERSION, AgentClient } from '../media-agent/client.ts';
 import { SimulatedTrunk } from '../media-agent/simulated-trunk.ts';
 import { startControlPlane, type RunningControlPlane } from './server.ts';
-
-// Declared before the start below, which reads them.
-/** Connection error codes of Postgres (and the socket under it) that a later try may not meet. */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
-const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|connection error|the database system is (starting up|shutting down|in recovery mode)/i;
 
 let config;
 try {
@@ -68,26 +64,13 @@ async function startWhenStoreAnswers(config: Config): Promise<RunningControlPlan
       return await startControlPlane(config);
     } catch (err) {
       if (err instanceof ConfigError) throw err; // a setting to fix: trying again cannot help
-      const why = unreachable(err);
+      const why = unreachableCause(err);
       if (!why) throw err;
       const wait = Math.min(2000, 250 * 2 ** Math.min(attempt, 3));
       console.error(`start: the store cannot be reached (${why}); trying again in ${wait} ms`);
       await new Promise((r) => setTimeout(r, wait));
     }
   }
-}
-
-/** Why `err` (or an error it wraps) says the store is out of reach for now; null when it says something else. */
-function unreachable(err: unknown, depth = 0): string | null {
-  if (!err || typeof err !== 'object' || depth > 8) return null;
-  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
-  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return e.code;
-  if (typeof e.message === 'string' && UNREACHABLE_MESSAGES.test(e.message)) return e.message.slice(0, 120);
-  for (const inner of Array.isArray(e.errors) ? e.errors : []) {
-    const why = unreachable(inner, depth + 1);
-    if (why) return why;
-  }
-  return unreachable(e.cause, depth + 1);
 }
 
 /**

@@ -97,3 +97,32 @@ function pickBranch(branches: Issue[][]): Issue[] {
   }
   return branches.reduce((a, b) => (b.length < a.length ? b : a));
 }
+
+/**
+ * Connection error codes of Postgres (and the socket under it) that a later try may not meet:
+ * refused, reset, timed out, unreachable, a name not resolved for now, a broken pipe, and the
+ * server's own "shutting down" (57P01, 57P02), "cannot connect now" (57P03), "too many
+ * connections" (53300) and SQLSTATE class 08 (connection exception).
+ */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+/** The same said only in words: pg's pool and client, and ioredis when Redis is away. */
+const UNREACHABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|connection error|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery mode)|Connection is closed|Reached the max retries per request limit|Stream isn't writeable/i;
+
+/**
+ * Why `err` (or an error it wraps) says a backing service (the store or the coordinator) is out
+ * of reach for now; null when it says something else. Such a failure is the spec's "a part of the
+ * service is not running; try again" (503), never a 500: a later try may succeed as it is.
+ */
+export function unreachableCause(err: unknown, depth = 0): string | null {
+  if (!err || typeof err !== 'object' || depth > 8) return null;
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown; retryable?: unknown };
+  if (err instanceof InternalError && e.retryable === true) return err.message;
+  if (typeof e.code === 'string' && (UNREACHABLE_CODES.has(e.code) || /^08[0-9A-Z]{3}$/.test(e.code))) return e.code;
+  if (typeof e.message === 'string' && UNREACHABLE_MESSAGES.test(e.message)) return e.message.slice(0, 120);
+  for (const inner of Array.isArray(e.errors) ? e.errors : []) {
+    const why = unreachableCause(inner, depth + 1);
+    if (why) return why;
+  }
+  return unreachableCause(e.cause, depth + 1);
+}

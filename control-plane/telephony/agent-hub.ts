@@ -42,8 +42,19 @@ export type NodeView = {
   last_heartbeat_at: Date;
 };
 
-/** A call event from an agent, with the node and connection it came on. */
-export type CallEvent = { node_id: string; epoch: number; event: CallEventMessage };
+/**
+ * Why an originate never reached its node although the dialer handed it over (the control plane's
+ * own refusals, never an agent's): a command forwarded from another instance that came past its
+ * deadline (`command_late`), or found the node's socket no longer here (`not_connected`).
+ */
+export type UnsentReason = 'command_late' | 'not_connected';
+
+/** A call event from an agent, with the node and connection it came on (or one of `notSent`). */
+export type CallEvent = {
+  node_id: string;
+  epoch: number;
+  event: CallEventMessage | { type: 'call.refused'; call_id: string; reason: UnsentReason };
+};
 
 /**
  * What a node last said it still has (`call_ids` of its latest hello or heartbeat), for ending the
@@ -290,6 +301,15 @@ export class AgentHub extends EventEmitter {
    */
   originate(nodeId: string, call: OriginateCall): CommandResult {
     return this.sendCommand(nodeId, { type: 'originate', epoch: this.#epochOf(nodeId), ...call });
+  }
+
+  /**
+   * An originate this instance was given for the node and did not send: its call ends as refused
+   * through the same 'call' event as an agent's own `call.refused` (no attempt spent, the row not
+   * left `dialing` for the one-minute sweep).
+   */
+  notSent(nodeId: string, callId: string, reason: UnsentReason): void {
+    this.emit('call', { node_id: nodeId, epoch: this.#epochOf(nodeId), event: { type: 'call.refused', call_id: callId, reason } } satisfies CallEvent);
   }
 
   hangup(nodeId: string, callId: string): CommandResult {

@@ -65,7 +65,17 @@ const CHANGED_CHANNEL = 'vd.nodes.changed';
 
 /** A command for an agent, as it travels between instances. */
 type AgentCommand = { type: 'originate'; call: OriginateCall } | { type: 'hangup'; call_id: string } | { type: NodeCommand };
-type Forwarded = AgentCommand & { node_id: string };
+/** `sent_at`: the sender's clock (ms) when it published an originate; see FORWARDED_ORIGINATE_TTL_MS. */
+type Forwarded = AgentCommand & { node_id: string; sent_at?: number };
+
+/**
+ * A forwarded originate is placed only if it reaches the instance holding the node's socket within
+ * this long of being sent; later, it is refused (`command_late`) and its call ends unplaced. The
+ * sender looked at the kill switch right before sending; an instance that was stopped (or a
+ * coordinator link that stalled) must not place, seconds later, calls queued before a pause it has
+ * not heard of. Instances' clocks are taken to agree within a few milliseconds (NTP).
+ */
+export const FORWARDED_ORIGINATE_TTL_MS = 500;
 
 /** A `media_nodes` row as the choice needs it, with the heartbeat's age when it was read. */
 type CachedRow = {
@@ -447,7 +457,7 @@ export class MediaNodes {
       target = row && isFresh(row) ? row.instance : null;
     }
     if (!target || target === this.#deps.instanceId) return false;
-    const msg: Forwarded = { node_id: nodeId, ...cmd };
+    const msg: Forwarded = cmd.type === 'originate' ? { node_id: nodeId, ...cmd, sent_at: Date.now() } : { node_id: nodeId, ...cmd };
     this.#deps.coordinator.publish(cmdChannel(target), JSON.stringify(msg)).catch((err) => this.#log.warn({ err, node: nodeId, instance: target }, 'command not forwarded'));
     return true;
   }
@@ -474,7 +484,22 @@ export class MediaNodes {
       return;
     }
     if (typeof msg?.node_id !== 'string') return;
-    if (!this.#deps.hub.node(msg.node_id)?.online) {
+    const { hub } = this.#deps;
+    if (msg.type === 'originate') {
+      const callId = msg.call?.call_id;
+      if (typeof callId !== 'string') return;
+      const late = Date.now() - (typeof msg.sent_at === 'number' ? msg.sent_at : 0);
+      if (late > FORWARDED_ORIGINATE_TTL_MS) {
+        this.#log.warn({ node: msg.node_id, call_id: callId, late_ms: late }, 'forwarded originate came too late: not placed');
+        return hub.notSent(msg.node_id, callId, 'command_late');
+      }
+      if (!hub.node(msg.node_id)?.online || !this.#viaHub(msg.node_id, msg)) {
+        this.#log.warn({ node: msg.node_id, call_id: callId }, 'forwarded originate for a node not held here: not placed');
+        hub.notSent(msg.node_id, callId, 'not_connected');
+      }
+      return;
+    }
+    if (!hub.node(msg.node_id)?.online) {
       this.#log.debug({ node: msg.node_id, command: msg.type }, 'forwarded command for a node not held here');
       return;
     }

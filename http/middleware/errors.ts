@@ -4,7 +4,7 @@
  */
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { ApiError, type ErrorCode } from '../../shared/errors.ts';
+import { ApiError, unreachableCause, type ErrorCode } from '../../shared/errors.ts';
 import type { AppEnv } from '../env.ts';
 
 /** An error answer in the spec's shape. */
@@ -16,7 +16,10 @@ export function errorResponse(code: ErrorCode, message: string, headers: Record<
   });
 }
 
-/** `app.onError`: ApiErrors as they are; anything else logged and answered 500 without details. */
+/**
+ * `app.onError`: ApiErrors as they are; the store or coordinator out of reach 503 (try again);
+ * anything else logged and answered 500 without details.
+ */
 export function onError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof ApiError) {
     if (err.status >= 500 && err.cause !== undefined) (c.get('log') ?? console).error({ err: err.cause }, err.message);
@@ -29,6 +32,12 @@ export function onError(err: Error, c: Context<AppEnv>): Response {
   if (refusedText(err)) {
     (c.get('log') ?? console).warn({ code: (refusedText(err) as { code: string }).code }, 'the store refused a value as text');
     return errorResponse('unprocessable', 'a value holds characters that cannot be stored (NUL, an unpaired surrogate or an invalid byte sequence)');
+  }
+  const away = unreachableCause(err);
+  if (away) {
+    // The store or the coordinator is out of reach (restarting, failing over): the spec's 503.
+    (c.get('log') ?? console).warn({ err, cause: away }, 'a backing service is out of reach');
+    return errorResponse('unavailable', 'a part of the service is not running; try again shortly', { 'retry-after': '1' });
   }
   (c.get('log') ?? console).error({ err }, 'unhandled error');
   return errorResponse('internal', 'an internal error occurred; the request id names it in our logs');

@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import type { CallEvent } from '../../control-plane/telephony/agent-hub.ts';
-import type { NodeRow } from '../../control-plane/telephony/nodes.ts';
+import { FORWARDED_ORIGINATE_TTL_MS, type NodeRow } from '../../control-plane/telephony/nodes.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
@@ -265,6 +265,33 @@ t("commands for a node held by another instance are forwarded: resume and origin
   assert.is(placed.on, 'b');
   await waitFor('ended on B', () => callOf(c.call_id, 'call.ended'), 3000);
   assert.is((await resumeNode('node_b1', owner, a)).status, 200);
+});
+
+t('a forwarded originate that comes past its deadline, or finds no socket here, is not placed: its call is refused', async () => {
+  await online('node_a1', 'accepting', a);
+  assert.ok(b.agentHub.node('node_a1')?.online, 'node_a1 is held by B');
+  const channel = `vd.agent.cmd.${b.services.instanceId}`;
+  const send = (node: string, c: ReturnType<typeof newCall>, sentAt: number) =>
+    a.services.coordinator.publish(channel, JSON.stringify({ type: 'originate', node_id: node, call: c, sent_at: sentAt }));
+  // Queued before a stall: sent 2 s ago, as an instance SIGSTOPped with it in its socket would read it.
+  const late = newCall();
+  await send('node_a1', late, Date.now() - 2_000);
+  const refused = await waitFor('refused on B', () => callOf(late.call_id, 'call.refused'), 3000);
+  assert.is(refused.on, 'b');
+  assert.is((refused.event as { reason: string }).reason, 'command_late');
+  // Just inside the deadline: placed.
+  const onTime = newCall();
+  await send('node_a1', onTime, Date.now() - (FORWARDED_ORIGINATE_TTL_MS - 200));
+  await waitFor('placed on B', () => callOf(onTime.call_id, 'call.placed'), 3000);
+  // A node whose socket B does not hold.
+  const elsewhere = newCall();
+  await send('node_a2', elsewhere, Date.now());
+  const gone = await waitFor('refused on B', () => callOf(elsewhere.call_id, 'call.refused'), 3000);
+  assert.is((gone.event as { reason: string }).reason, 'not_connected');
+  await sleep(300);
+  assert.not.ok(callOf(late.call_id, 'call.placed'), 'the late originate never reached the agent');
+  assert.not.ok(callOf(elsewhere.call_id, 'call.placed'));
+  await waitFor('ended on B', () => callOf(onTime.call_id, 'call.ended'), 3000);
 });
 
 t('a hung agent (SIGSTOP) is offline after 5 s of silence on every instance; it comes back after SIGCONT', async () => {

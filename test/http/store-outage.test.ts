@@ -1,0 +1,144 @@
+/**
+ * The store out of reach, over real HTTP and a real Postgres reached through a TCP relay the test
+ * can cut (as a restart, a failover or a network fault cuts it): requests that need the store
+ * answer the spec's 503 `unavailable` with Retry-After in the error shape, never 500; `/health`
+ * still answers; once the store is back the same requests answer as before, with nothing lost.
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { unreachableCause } from '../../shared/errors.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { call, signIn, type Answer, type Session } from '../support/http.ts';
+import { deleteRedisPrefix } from '../support/processes.ts';
+import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+
+const t = suite('store out of reach');
+let cp: RunningControlPlane;
+let drop: () => Promise<void> = async () => {};
+let prefix = '';
+let owner: Session;
+
+/** A TCP relay to the local Postgres that can be cut (every connection closed, none accepted) and restored on the same port. */
+class Relay {
+  #server: Server | null = null;
+  #sockets = new Set<Socket>();
+  port = 0;
+  readonly target: { host: string; port: number };
+  constructor(target: { host: string; port: number }) {
+    this.target = target;
+  }
+  async open(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = connect(this.target.port, this.target.host);
+      for (const s of [client, upstream]) {
+        this.#sockets.add(s);
+        s.on('close', () => this.#sockets.delete(s));
+        s.on('error', () => {});
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
+    this.port = (server.address() as { port: number }).port;
+    this.#server = server;
+  }
+  async cut(): Promise<void> {
+    const server = this.#server;
+    this.#server = null;
+    for (const s of this.#sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+const relay = new Relay({ host: '127.0.0.1', port: 5432 });
+
+function assertUnavailable(a: Answer) {
+  assert.is(a.status, 503, `${a.status} ${a.text}`);
+  assert.equal(Object.keys(a.body), ['error']);
+  assert.is(a.body.error.code, 'unavailable');
+  assert.type(a.body.error.message, 'string');
+  assert.is(a.headers.get('retry-after'), '1');
+}
+
+t.before(async () => {
+  const db = await createTestDatabase();
+  drop = db.drop;
+  await relay.open();
+  const url = new URL(db.url);
+  url.port = String(relay.port);
+  prefix = testRedisPrefix();
+  cp = await startTestServer({ databaseUrl: url.toString(), redisPrefix: prefix });
+  owner = await signIn(cp.url, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+});
+
+t.after(async () => {
+  try {
+    await cp?.close().catch(() => {});
+    await relay.cut();
+    await deleteRedisPrefix(prefix);
+  } finally {
+    await drop();
+  }
+});
+
+t('the classifier: connection failures of Postgres and Redis are "out of reach", other failures are not', () => {
+  const coded = (code: string, message = 'x') => Object.assign(new Error(message), { code });
+  assert.ok(unreachableCause(coded('ECONNREFUSED')));
+  assert.ok(unreachableCause(coded('57P01', 'terminating connection due to administrator command')));
+  assert.ok(unreachableCause(coded('08006')), 'SQLSTATE class 08');
+  assert.ok(unreachableCause(new Error('Connection terminated unexpectedly')));
+  assert.ok(unreachableCause(new Error('timeout exceeded when trying to connect')));
+  assert.ok(unreachableCause(new Error('Connection is closed.')), "ioredis's word for a closed link");
+  assert.ok(unreachableCause(new Error('outer', { cause: coded('ECONNRESET') })), 'a wrapped cause');
+  assert.ok(unreachableCause(new AggregateError([coded('ECONNREFUSED')], 'all addresses failed')), 'one of several');
+  assert.is(unreachableCause(coded('23505', 'duplicate key value violates unique constraint')), null);
+  assert.is(unreachableCause(coded('40P01', 'deadlock detected')), null);
+  assert.is(unreachableCause(new TypeError('cannot read properties of undefined')), null);
+});
+
+t('while the store is cut: reads and writes answer 503 unavailable with Retry-After, /health answers 200', async () => {
+  const before = await call(cp.url, 'GET', '/api/platform/tenants', { session: owner });
+  assert.is(before.status, 200, before.text);
+  await relay.cut();
+  try {
+    assertUnavailable(await call(cp.url, 'GET', '/api/platform/tenants', { session: owner }));
+    assertUnavailable(
+      await call(cp.url, 'POST', '/api/platform/tenants', {
+        session: owner,
+        body: { name: 'Made during the outage', slug: 'made-during-outage', plan: 'standard', owner: { email: 'outage-owner@example.com', name: 'Olive' } },
+      }),
+    );
+    assertUnavailable(await call(cp.url, 'POST', '/api/auth/v1/sign-in', { body: { email: OPERATOR_EMAIL, password: OPERATOR_PASSWORD } }));
+    const ready = await call(cp.url, 'GET', '/ready');
+    assert.is(ready.status, 503, ready.text);
+    assert.is((await call(cp.url, 'GET', '/health')).status, 200);
+  } finally {
+    await relay.open();
+  }
+});
+
+t('once the store is back the same requests answer, and the write refused during the outage was not half-made', async () => {
+  const until = Date.now() + 10_000;
+  let list: Answer;
+  for (;;) {
+    list = await call(cp.url, 'GET', '/api/platform/tenants', { session: owner });
+    if (list.status === 200 || Date.now() > until) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.is(list.status, 200, list.text);
+  assert.not.ok(
+    list.body.items.some((x: { name: string }) => x.name === 'Made during the outage'),
+    'nothing of the refused creation was stored',
+  );
+  const made = await call(cp.url, 'POST', '/api/platform/tenants', {
+    session: owner,
+    body: { name: 'Made during the outage', slug: 'made-during-outage', plan: 'standard', owner: { email: 'outage-owner@example.com', name: 'Olive' } },
+  });
+  assert.is(made.status, 201, made.text);
+  assert.is((await call(cp.url, 'GET', '/ready')).status, 200);
+});
+
+t.run();
