@@ -8,7 +8,8 @@
  * global pause, a settle (until nothing is up and every delivery is done, within the lost-call
  * sweeps' bounds), and the checks (`checks.ts`).
  *
- * Used by `short-run.ts` (`npm run faults:short`) and `run-long.ts` (`npm run faults`).
+ * Used by `short.test.ts` (in `npm test`; alone as `npm run faults:short`) and `run-long.ts`
+ * (`npm run faults`).
  */
 import { readFileSync } from 'node:fs';
 import { startReceiver } from '../support/receiver.ts';
