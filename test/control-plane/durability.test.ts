@@ -18,6 +18,7 @@ import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/
 import { call, signIn, type Session } from '../support/http.ts';
 import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
 
 const OP = { kind: 'operator' as const, id: null, email: 'durability@platform.test' };
 
@@ -55,15 +56,6 @@ async function closeServer(cp: RunningControlPlane): Promise<void> {
   await cp.close();
 }
 
-async function waitFor<T>(what: string, f: () => Promise<T | undefined | null | false>, ms: number, every = 100): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
 
 type ActorRow = { epoch: number; owner: string | null; value: string; context: any };
 
@@ -184,7 +176,7 @@ t('a SIGSTOPped owner that wakes after its lease was taken cannot overwrite the 
     // the resume) carries the old epoch and is refused; the resume then reaches C, which refuses it.
     const resumed = await resumeThroughB;
     assert.is(resumed.status, 409, resumed.text);
-    await waitFor('B to log the fenced write', async () => b.output().includes('write fenced: a newer owner holds this actor'), 5000);
+    await eventually('B to log the fenced write', async () => b.output().includes('write fenced: a newer owner holds this actor'), 5000);
 
     const now = await actorRow(tenantId);
     assert.is(now.owner, 'c');
@@ -217,7 +209,7 @@ t('fencing in-process: a former owner whose lease lapsed has its write refused a
   assert.is(mine.owner, a.services.instanceId);
   assert.is(a.services.runtime.ownedCount('company') > 0, true);
 
-  await waitFor('A\'s lease to lapse', async () => (await holder(id)) === null, 3000, 20);
+  await eventually('A\'s lease to lapse', async () => (await holder(id)) === null, 3000, 20);
   const closing = await scheduleClosing(bb.services, id, 'closing scheduled by instance B', '2031-02-28', OP);
   assert.is(closing.tenant.status, 'closing');
   const theirs = await actorRow(id);
@@ -272,12 +264,12 @@ t('a failed chain\'s retry deadline is re-armed by the instance that adopts the 
   servers.push(bb);
   // A goes away (close releases its leases; a crash would only add the lease TTL); B adopts.
   await closeServer(a);
-  await waitFor('B to adopt the actor', async () => (await actorRow(id)).owner === bb.services.instanceId, 5000);
+  await eventually('B to adopt the actor', async () => (await actorRow(id)).owner === bb.services.instanceId, 5000);
   const adopted = await actorRow(id);
   assert.is(adopted.context.chain.retryAt, retryAt, 'the deadline survived the restore');
   assert.is((await store.db.selectFrom('campaigns').select('state').where('id', '=', campaignId).executeTakeFirstOrThrow()).state, 'running', 'nothing retried before the deadline');
 
-  const done = await waitFor(
+  const done = await eventually(
     'the retried chain to complete on B',
     async () => {
       const r = await actorRow(id);

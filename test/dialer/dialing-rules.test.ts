@@ -17,7 +17,8 @@ import { makeCompany, makeOperator } from '../support/fixtures.ts';
 import { call } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
-import { makeCampaign, startAgent, until, type TestAgent } from './support.ts';
+import { makeCampaign, startAgent, type TestAgent } from './support.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('dialing rules across instances and in the store');
 
@@ -56,7 +57,7 @@ t('the plan cap is exact with two instances launching for one company at once (5
   // second. Each instance alone sees the other's calls only through a 1 s re-read.
   agents.push(startAgent(a, 'node_cap_a', 700, { talkSeconds: 10_000 }));
   agents.push(startAgent(b, 'node_cap_b', 700, { talkSeconds: 10_000 }));
-  await until(() => a.services.nodes.freeCapacity() >= 700 && b.services.nodes.freeCapacity() >= 700, 10_000, 'agents registered');
+  await eventually('agents registered', () => a.services.nodes.freeCapacity() >= 700 && b.services.nodes.freeCapacity() >= 700, 10_000);
   const co = await makeCompany(a);
   await a.services.store.db.updateTable('companies').set({ plan: 'enterprise' }).where('id', '=', co.tenantId).execute();
   const x = await makeCampaign(a, co.tenantId, co.owner, { people: 600, cps: 50, concurrent: 500, start: false, name: 'Cap A' });
@@ -65,7 +66,7 @@ t('the plan cap is exact with two instances launching for one company at once (5
   const sy = await call(b.url, 'POST', `/api/core/v1/campaigns/${y.campaignId}/start`, { session: co.owner });
   assert.is(sx.status, 200, sx.text);
   assert.is(sy.status, 200, sy.text);
-  await until(() => a.services.runtime.stateOf('campaign', x.campaignId) === 'running' && b.services.runtime.stateOf('campaign', y.campaignId) === 'running', 5000, 'each campaign running on its own instance');
+  await eventually('each campaign running on its own instance', () => a.services.runtime.stateOf('campaign', x.campaignId) === 'running' && b.services.runtime.stateOf('campaign', y.campaignId) === 'running', 5000);
   const live = async () =>
     Number((await sql<{ n: number }>`select count(*)::int as n from calls where tenant_id = ${co.tenantId} and state <> 'ended'`.execute(a.services.store.db)).rows[0].n);
   let most = 0;
@@ -91,7 +92,7 @@ t('the plan cap is exact with two instances launching for one company at once (5
 
 t('one number in two lists of one campaign never rings twice at once; both people are called in turn', async () => {
   agents.push(startAgent(a, 'node_twins', 50, { talkSeconds: 100 }));
-  await until(() => a.services.nodes.freeCapacity() >= 50, 10_000, 'agent registered');
+  await eventually('agent registered', () => a.services.nodes.freeCapacity() >= 50, 10_000);
   const co = await makeCompany(a);
   const numbers = Array.from({ length: 6 }, (_, i) => `+1415555${String(1200 + i)}`);
   const first = await makeCampaign(a, co.tenantId, co.owner, { people: 6, numbers, start: false, name: 'Twins 1' });
@@ -106,7 +107,7 @@ t('one number in two lists of one campaign never rings twice at once; both peopl
   assert.is(s.status, 200, s.text);
   const people = () =>
     a.services.store.db.selectFrom('people').select(['id', 'status', 'phone_number']).where('list_id', 'in', [first.listId, second.listId]).execute();
-  await until(async () => (await people()).every((p) => p.status === 'done'), 30_000, 'all twelve people called');
+  await eventually('all twelve people called', async () => (await people()).every((p) => p.status === 'done'), 30_000);
   const trunk = agents[0].trunk;
   const calls = trunk.calls.filter((o) => numbers.includes(o.call.to));
   assert.is(calls.length, 12, 'each of the twelve people called once');
@@ -213,11 +214,11 @@ t('answered calls lost from our side are dropped; normal ends and unanswered los
 
 t('an agent that reports an answered call abandoned (nobody took it within 2 s) makes a dropped call, end to end', async () => {
   agents.push(startAgent(a, 'node_abandon', 10, { outcome: 'abandoned' }));
-  await until(() => a.services.nodes.freeCapacity() >= 10, 10_000, 'agent registered');
+  await eventually('agent registered', () => a.services.nodes.freeCapacity() >= 10, 10_000);
   const co = await makeCompany(a);
   const { campaignId } = await makeCampaign(a, co.tenantId, co.owner, { people: 3, handler: 'agents', name: 'Abandoned' });
   const rows = () => a.services.store.db.selectFrom('calls').select(['state', 'end_reason', 'dropped', 'answered_at']).where('campaign_id', '=', campaignId).execute();
-  await until(async () => (await rows()).filter((r) => r.state === 'ended').length === 3, 15_000, 'three calls ended');
+  await eventually('three calls ended', async () => (await rows()).filter((r) => r.state === 'ended').length === 3, 15_000);
   for (const r of await rows()) {
     assert.is(r.end_reason, 'abandoned');
     assert.ok(r.answered_at, 'answered first');

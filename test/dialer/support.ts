@@ -51,15 +51,6 @@ export function startAgent(cp: RunningControlPlane, node: string, capacity: numb
   return { client, trunk: t, node };
 }
 
-/** Waits until `pred` holds (polled every 25 ms); throws with `what` after `ms`. */
-export async function until(pred: () => boolean | Promise<boolean>, ms: number, what: string): Promise<number> {
-  const start = performance.now();
-  while (performance.now() - start < ms) {
-    if (await pred()) return performance.now() - start;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}
 
 let seq = 0;
 

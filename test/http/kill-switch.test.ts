@@ -14,6 +14,7 @@ import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeKey, makeOperator } from '../support/fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('dialing kill switch and maintenance');
 let cp: RunningControlPlane;
@@ -24,15 +25,6 @@ const ops: Record<string, Session> = {};
 let n = 0;
 const readers: PauseReader[] = [];
 
-async function waitFor<T>(f: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 async function pauseEvents(target?: string): Promise<number> {
   let q = cp.services.store.db.selectFrom('outbox').select((eb) => eb.fn.countAll<string>().as('n')).where('subject', '=', PAUSE_CHANGED);
@@ -107,7 +99,7 @@ t('off → on needs a reason of 8+ characters (7 → 422, 8 → paused, one even
   assert.is(data.reason, '12345678');
   assert.equal(data.actor, { kind: 'operator', id: data.actor.id, email: OPERATOR_EMAIL });
   // the audit consumer turns it into a platform audit line
-  await waitFor(() => cp.services.store.db.selectFrom('audit_log').select('id').where('event_id', '=', ev.id).executeTakeFirst());
+  await eventually('cp.services.store.db.selectFrom(\'audit_log\').select(\'id\').where(\'event_id\', \'=\', ev.id).ex', () => cp.services.store.db.selectFrom('audit_log').select('id').where('event_id', '=', ev.id).executeTakeFirst());
   assert.is((await putGlobal(owner, { paused: false })).status, 200);
 });
 
@@ -157,7 +149,7 @@ t('a company pause holds that company only; unknown company 404; the reader answ
   const ev = await cp.services.store.db.selectFrom('outbox').selectAll().where('subject', '=', PAUSE_CHANGED).orderBy('seq', 'desc').executeTakeFirstOrThrow();
   assert.is(ev.tenant_id, a.tenantId);
   assert.is((ev.data as any).target, a.tenantId);
-  await waitFor(() => r.check(a.tenantId).idle_reason === 'platform_paused');
+  await eventually('r.check(a.tenantId).idle_reason === \'platform_paused\'', () => r.check(a.tenantId).idle_reason === 'platform_paused');
   assert.equal(r.check(b.tenantId), { launch: true, idle_reason: null }, 'the other company dials on');
   // The company detail's health check says whether the kill switch holds the company.
   const held = await call(base, 'GET', `/api/platform/tenants/${a.tenantId}`, { session: owner });
@@ -171,12 +163,12 @@ t('a company pause holds that company only; unknown company 404; the reader answ
   assert.is(await pauseEvents(a.tenantId), count);
   // a global pause holds everyone
   await putGlobal(owner, { paused: true, reason: 'everyone stops now' });
-  await waitFor(() => r.check(b.tenantId).idle_reason === 'platform_paused');
+  await eventually('r.check(b.tenantId).idle_reason === \'platform_paused\'', () => r.check(b.tenantId).idle_reason === 'platform_paused');
   await putGlobal(owner, { paused: false });
-  await waitFor(() => r.check(b.tenantId).launch);
+  await eventually('r.check(b.tenantId).launch', () => r.check(b.tenantId).launch);
   assert.is(r.check(a.tenantId).idle_reason, 'platform_paused', 'the company pause outlives the global one');
   await putTenant(owner, a.tenantId, { paused: false });
-  await waitFor(() => r.check(a.tenantId).launch);
+  await eventually('r.check(a.tenantId).launch', () => r.check(a.tenantId).launch);
 });
 
 t('the Dialing card shows who, when and why for the global and each company pause', async () => {
@@ -218,7 +210,7 @@ t('maintenance on sets the global pause and shows the message; off lifts only it
   const sw = await readSwitch(cp.services.store);
   assert.is(sw.global?.reason, 'maintenance: database upgrade until 02:00 UTC');
   assert.is(sw.global?.set_by_maintenance, true);
-  await waitFor(() => r.check(co.tenantId).idle_reason === 'platform_paused');
+  await eventually('r.check(co.tenantId).idle_reason === \'platform_paused\'', () => r.check(co.tenantId).idle_reason === 'platform_paused');
   const me = await call(base, 'GET', '/api/auth/v1/me', { session: co.owner });
   assert.is(me.body.notice.kind, 'maintenance');
   assert.is(me.body.notice.message, 'database upgrade until 02:00 UTC');
@@ -236,7 +228,7 @@ t('maintenance on sets the global pause and shows the message; off lifts only it
   assert.is(off.body.global.changed, true);
   assert.is(await pauseEvents('global'), count + 1);
   assert.is((await readSwitch(cp.services.store)).global, null);
-  await waitFor(() => r.check(co.tenantId).launch);
+  await eventually('r.check(co.tenantId).launch', () => r.check(co.tenantId).launch);
   assert.is((await call(base, 'GET', '/api/auth/v1/me', { session: co.owner })).body.notice, null);
   assert.equal((await call(base, 'GET', '/api/core/v1/notices', { key: key.key })).body, { items: [] });
 });
@@ -304,12 +296,12 @@ t('PauseReader on real time: unreadable within 2 s of the source failing, back w
   assert.is(r.check('ten_x').launch, true);
   failing = true;
   const failedAt = Date.now();
-  await waitFor(() => r.check('ten_x').idle_reason === 'platform_pause_unreadable', 3000);
+  await eventually('r.check(\'ten_x\').idle_reason === \'platform_pause_unreadable\'', () => r.check('ten_x').idle_reason === 'platform_pause_unreadable', 3000);
   const took = Date.now() - failedAt;
   assert.ok(took <= 2100, `unreadable after ${took} ms`);
   failing = false;
   const back = Date.now();
-  await waitFor(() => r.check('ten_x').launch, 3000);
+  await eventually('r.check(\'ten_x\').launch', () => r.check('ten_x').launch, 3000);
   assert.ok(Date.now() - back <= 1200, `recovered after ${Date.now() - back} ms`);
 });
 
@@ -339,10 +331,10 @@ t('a change notice makes a pause visible to the reader well under 1 s (no waitin
     const started = performance.now();
     const res = await putTenant(owner, co.tenantId, { paused: true, reason: `notice latency ${i}` });
     assert.is(res.status, 200);
-    await waitFor(() => r.check(co.tenantId).idle_reason === 'platform_paused', 2000);
+    await eventually('r.check(co.tenantId).idle_reason === \'platform_paused\'', () => r.check(co.tenantId).idle_reason === 'platform_paused', 2000);
     timings.push(performance.now() - started);
     await putTenant(owner, co.tenantId, { paused: false });
-    await waitFor(() => r.check(co.tenantId).launch, 2000);
+    await eventually('r.check(co.tenantId).launch', () => r.check(co.tenantId).launch, 2000);
   }
   const worst = Math.max(...timings);
   console.log(`  notice latency (PUT sent → reader sees pause), ms: ${timings.map((x) => x.toFixed(1)).join(', ')}`);
@@ -352,7 +344,7 @@ t('a change notice makes a pause visible to the reader well under 1 s (no waitin
 t('the coordinator mirror carries the latest state with its version as fencing token', async () => {
   await putGlobal(owner, { paused: true, reason: 'mirror check pause' });
   const truth = await readSwitch(cp.services.store);
-  const got = await waitFor(async () => {
+  const got = await eventually('the awaited row', async () => {
     const g = await cp.services.coordinator.fencedGet('dialing:switch');
     return g && g.token === truth.version ? g : null;
   });

@@ -9,6 +9,7 @@ import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { activate, makeCompany, makeKey, makeUser, makeOperator } from '../support/fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('operator company actions');
 let cp: RunningControlPlane;
@@ -23,15 +24,6 @@ const newTenant = (over: Record<string, unknown> = {}) => {
   return { name: `Acme ${k}`, slug: `acme-${k}`, plan: 'standard', owner: { name: 'Ada', email: `ada-${k}@example.com` }, ...over };
 };
 
-async function waitFor<T>(f: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 t.before(async () => {
   const db = await createTestDatabase();
@@ -150,7 +142,7 @@ t('suspend runs the whole chain: sessions, keys, campaigns, core; calls finish; 
   const row = await db.selectFrom('companies').select(['status', 'core_hold', 'status_reason']).where('id', '=', co.tenantId).executeTakeFirstOrThrow();
   assert.equal(row, { status: 'suspended', core_hold: true, status_reason: 'payment overdue' });
   assert.is((await db.selectFrom('api_keys').select('id').where('tenant_id', '=', co.tenantId).execute()).length, 1, 'nothing deleted');
-  const line = await waitFor(() => db.selectFrom('audit_log').selectAll().where('tenant_id', '=', co.tenantId).where('action', '=', 'vd.platform.company_suspended').executeTakeFirst());
+  const line = await eventually('db.selectFrom(\'audit_log\').selectAll().where(\'tenant_id\', \'=\', co.tenantId).where(\'action\'', () => db.selectFrom('audit_log').selectAll().where('tenant_id', '=', co.tenantId).where('action', '=', 'vd.platform.company_suspended').executeTakeFirst());
   assert.is(line.scope, 'platform');
   assert.is(line.reason, 'payment overdue');
   assert.ok(line.actor_email?.startsWith('op-platform_support'));
@@ -241,7 +233,7 @@ t('a parent owner suspends and resumes its own sub-account with the same chain; 
   assert.is(r.status, 200, r.text);
   assert.equal({ complete: r.body.complete, status: r.body.tenant.status }, { complete: true, status: 'suspended' });
   assert.is((await call(base, 'GET', '/api/auth/v1/me', { session: c.session })).status, 401);
-  const line = await waitFor(() => cp.services.store.db.selectFrom('audit_log').selectAll().where('tenant_id', '=', childId).where('action', '=', 'vd.platform.company_suspended').executeTakeFirst());
+  const line = await eventually('cp.services.store.db.selectFrom(\'audit_log\').selectAll().where(\'tenant_id\', \'=\', childId).', () => cp.services.store.db.selectFrom('audit_log').selectAll().where('tenant_id', '=', childId).where('action', '=', 'vd.platform.company_suspended').executeTakeFirst());
   assert.is(line.scope, 'company');
   assert.is(line.actor_email, parent.body.owner.email);
   const back = await call(base, 'POST', `/api/core/v1/sub-accounts/${childId}/resume`, { session: p.session });

@@ -25,6 +25,7 @@ import { ManualClock } from '../../shared/clock.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('webhook leases: a stalled sender never sends beside the next one');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -115,13 +116,6 @@ function worker(instance: string, client: OutboundClient, opts: ConstructorParam
 
 const row = (id: string) => store.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
-async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 /** B's send is held at the receiver for a while: a second send of the same message would overlap it. */
 function slowAnswers(path: string, delayMs: number): void {
@@ -131,7 +125,7 @@ function slowAnswers(path: string, delayMs: number): void {
 /** After A's stall: B claims and sends (or A, under a fresh claim); never both, one attempt, no overlap. */
 async function oneSender(id: string, path: string, b: WebhookWorker): Promise<void> {
   b.start();
-  await until('delivered', async () => (await row(id)).status === 'delivered');
+  await eventually('delivered', async () => (await row(id)).status === 'delivered');
   // Give A every chance to send late (its connection, its request) before counting.
   await sleep(1500);
   const got = rx.on(path);
@@ -212,11 +206,11 @@ t('an attempt cut at the answer limit is not followed by the next one while the 
   // random 0: every wait is its full step (the first one 10 s).
   const w = worker('instance-cut', plainClient(ANSWER_LIMIT), { clock, random: () => 0, answerLimitMs: ANSWER_LIMIT, pollMs: 50 });
   w.start();
-  await until('the first attempt reached the receiver', () => rx.on(path).length === 1);
+  await eventually('the first attempt reached the receiver', () => rx.on(path).length === 1);
   const firstAt = Date.now();
   // The attempt takes 10 s on the schedule's clock (as an attempt cut at the 10 s limit does).
   clock.advance(10_000);
-  await until('the first attempt was written down', async () => (await row(id)).attempts === 1);
+  await eventually('the first attempt was written down', async () => (await row(id)).attempts === 1);
   const after = await row(id);
   // Polls meanwhile (every 50 ms) find nothing due: the receiver is still on the first request.
   while (Date.now() - firstAt < RECEIVER_BUSY + 200) await sleep(50);
@@ -226,7 +220,7 @@ t('an attempt cut at the answer limit is not followed by the next one while the 
   assert.is(after.last_outcome, 'timeout');
   assert.ok(after.next_at!.getTime() >= clock.now() + 10_000, `the next attempt waits its 10 s from the cut (due ${after.next_at!.getTime() - clock.now()} ms from now)`);
   clock.advance(10_000);
-  await until('delivered', async () => (await row(id)).status === 'delivered');
+  await eventually('delivered', async () => (await row(id)).status === 'delivered');
   assert.equal(rx.overlaps.filter((x) => x === id), [], 'the message was never under way twice at once');
   assert.is(rx.on(path).length, 2);
 });

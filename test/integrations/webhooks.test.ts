@@ -19,6 +19,7 @@ import { makeCompany, makeUser } from '../support/fixtures.ts';
 import { startReceiver, type Answer, type Received, type Receiver } from '../support/receiver.ts';
 import { refusedForms } from '../support/refused-addresses.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('webhooks');
 const C = '/api/integrations/v1/connectors';
@@ -33,15 +34,6 @@ let owner: Session;
 const stripe = new Stripe('sk_test_unused');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 async function hook(body: Record<string, unknown>, session = owner) {
   const r = await call(cp.url, 'POST', C, { session, body: { kind: 'webhook', name: 'hook', ...body } });
@@ -62,10 +54,10 @@ function delivery(connectorId: string) {
 }
 
 async function attempted(connectorId: string, attempts: number) {
-  return waitFor(async () => {
+  return eventually(`attempt ${attempts} of ${connectorId}`, async () => {
     const [d] = await delivery(connectorId);
     return d && d.attempts >= attempts && !d.lease_token ? d : null;
-  }, 15_000, `attempt ${attempts} of ${connectorId}`);
+  }, 15_000);
 }
 
 /** Verifies a request the way a receiver would, with WebCrypto (independent of node:crypto's HMAC). */
@@ -197,8 +189,8 @@ t('a delivery: envelope, headers, Stripe-verified signature, masking; full numbe
   const full = await hook({ url: `${rx.url}/full`, events: ['vd.call.*'], full_numbers: true });
   const data = { call_id: 'call_1', campaign_id: 'cmp_1', journey_id: 'jny_1', direction: 'outbound', from_number: '+12025550100', to_number: '+14155550123' };
   const eventId = await send('vd.call.placed', data, { campaign: 'cmp_1' });
-  const [m] = await waitFor(async () => rx.on('/masked').length > 0 && rx.on('/masked'), 5000, 'masked delivery');
-  const [f] = await waitFor(async () => rx.on('/full').length > 0 && rx.on('/full'), 5000, 'full delivery');
+  const [m] = await eventually('masked delivery', async () => rx.on('/masked').length > 0 && rx.on('/masked'), 5000);
+  const [f] = await eventually('full delivery', async () => rx.on('/full').length > 0 && rx.on('/full'), 5000);
   assert.is(m.headers['content-type'], 'application/json');
   assert.is(m.headers['x-service-event'], 'vd.call.placed');
   assert.match(String(m.headers['x-service-delivery']), /^dlv_/);
@@ -226,7 +218,7 @@ t('a delivery: envelope, headers, Stripe-verified signature, masking; full numbe
   await send('vd.journey.fact_recorded', { campaign_id: 'cmp_other' }, { campaign: 'cmp_other' });
   await send('vd.journey.transcript_line', { text: 'hello' });
   const wanted = await send('vd.journey.closed', { campaign_id: cmp.body.id }, { campaign: cmp.body.id });
-  await waitFor(async () => rx.on('/filtered').length >= 1, 5000, 'filtered delivery');
+  await eventually('filtered delivery', async () => rx.on('/filtered').length >= 1, 5000);
   await sleep(300);
   assert.equal(rx.on('/filtered').map((r) => JSON.parse(r.body).id), [wanted]);
 });
@@ -318,10 +310,10 @@ t('given up 24 h after the first attempt; Retry gives a fresh 24 h and delivers'
     const wait = d.next_at!.getTime() - clock.now();
     waits.push(wait);
     clock.advance(wait);
-    d = await waitFor(async () => {
+    d = await eventually('the next attempt or the give-up', async () => {
       const [x] = await delivery(h.id);
       return x && !x.lease_token && (x.attempts > n || x.status === 'given_up') ? x : null;
-    }, 10_000, 'the next attempt or the give-up');
+    }, 10_000);
   }
   assert.is(d.status, 'given_up');
   assert.is(d.given_up_at!.getTime() - first, 24 * 3600_000, 'given up at 24 h');
@@ -345,10 +337,10 @@ t('given up 24 h after the first attempt; Retry gives a fresh 24 h and delivers'
   const retry = await call(cp.url, 'POST', `${C}/${h.id}/deliveries/${d.id}/retry`, { session: owner });
   assert.is(retry.status, 202, retry.text);
   assert.is(Date.parse(retry.body.give_up_at) - clock.now(), 24 * 3600_000);
-  const done = await waitFor(async () => {
+  const done = await eventually('delivered after Retry', async () => {
     const [x] = await delivery(h.id);
     return x?.status === 'delivered' ? x : null;
-  }, 5000, 'delivered after Retry');
+  }, 5000);
   assert.is(rx.on('/flaky').at(-1)!.delivery, d.id, 'the same delivery id after Retry');
   assert.is(done.attempts, d.attempts + 1);
   const again = await call(cp.url, 'POST', `${C}/${h.id}/deliveries/${d.id}/retry`, { session: owner });
@@ -363,13 +355,13 @@ t('50 failures in a row: Needs attention, nothing more is sent; Switch on re-arm
   // Seven failures one after another bring the connection down to one send at a time.
   for (let i = 0; i < 7; i++) {
     await send(`vd.na.first${i}`);
-    await waitFor(async () => (await call(cp.url, 'GET', `${C}/${h.id}`, { session: owner })).body.failures_in_a_row === i + 1, 5000, `failure ${i + 1}`);
+    await eventually(`failure ${i + 1}`, async () => (await call(cp.url, 'GET', `${C}/${h.id}`, { session: owner })).body.failures_in_a_row === i + 1, 5000);
   }
   for (let i = 0; i < 53; i++) await send(`vd.na.e${i}`);
-  const state = await waitFor(async () => {
+  const state = await eventually('needs attention', async () => {
     const r = await call(cp.url, 'GET', `${C}/${h.id}`, { session: owner });
     return r.body.state === 'needs_attention' ? r.body : null;
-  }, 20_000, 'needs attention');
+  }, 20_000);
   assert.is(state.failures_in_a_row, 50);
   assert.ok(state.needs_attention_since);
   await sleep(500);
@@ -380,7 +372,7 @@ t('50 failures in a row: Needs attention, nothing more is sent; Switch on re-arm
   up = true;
   const on = await call(cp.url, 'POST', `${C}/${h.id}/switch-on`, { session: owner });
   assert.equal([on.status, on.body.state, on.body.failures_in_a_row], [200, 'active', 0]);
-  await waitFor(async () => (await delivery(h.id)).every((d) => d.status === 'delivered'), 15_000, 'all 60 delivered');
+  await eventually('all 60 delivered', async () => (await delivery(h.id)).every((d) => d.status === 'delivered'), 15_000);
   assert.is(new Set(rx.on('/na').map((r) => r.delivery)).size, 60);
 });
 
@@ -391,12 +383,12 @@ t('rotation: the old secret signs beside the new one for the grace period, then 
   assert.match(rot.body.signing_secret, /^whsec_/);
   assert.is.not(rot.body.signing_secret, h.signing_secret);
   await send('vd.rot.one');
-  const [a] = await waitFor(async () => rx.on('/rot').length > 0 && rx.on('/rot'), 5000, 'delivery during grace');
+  const [a] = await eventually('delivery during grace', async () => rx.on('/rot').length > 0 && rx.on('/rot'), 5000);
   assert.match(String(a.headers['x-service-signature']), /^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
   assert.ok(verifies(a, rot.body.signing_secret) && verifies(a, h.signing_secret), 'both secrets verify during the grace period');
   clock.advance(2 * 3600_000 + 1000);
   await send('vd.rot.two');
-  const b = (await waitFor(async () => rx.on('/rot').length >= 2 && rx.on('/rot'), 5000, 'delivery after grace'))[1];
+  const b = (await eventually('delivery after grace', async () => rx.on('/rot').length >= 2 && rx.on('/rot'), 5000))[1];
   assert.ok(verifies(b, rot.body.signing_secret));
   assert.not.ok(verifies(b, h.signing_secret), 'the old secret no longer signs');
   const view = await call(cp.url, 'GET', `${C}/${h.id}`, { session: owner });
@@ -441,7 +433,7 @@ t('a wide fan-out (40 connections × 200 events in one batch) is written and del
           .executeTakeFirstOrThrow()
       ).n,
     );
-  await waitFor(async () => (await delivered()) >= 8000, 60_000, '8,000 deliveries');
+  await eventually('8,000 deliveries', async () => (await delivered()) >= 8000, 60_000);
   assert.is(await delivered(), 8000);
   assert.is(new Set(rx.on('/fan').map((r) => r.delivery)).size, 8000);
   for (const h of hooks) assert.is((await call(cp.url, 'DELETE', `${C}/${h.id}`, { session: owner })).status, 204);
@@ -454,10 +446,10 @@ t('a connection with a backlog on a receiver that hangs does not hold up another
     emit(tx, Array.from({ length: 1500 }, (_, i) => ({ subject: 'vd.jam.tick', tenant_id: co.tenantId, data: { i } }))),
   );
   cp.services.outbox.wake();
-  await waitFor(async () => rx.on('/hang/backlog').length >= 100, 5000, 'the slow connection busy');
+  await eventually('the slow connection busy', async () => rx.on('/hang/backlog').length >= 100, 5000);
   const started = Date.now();
   await send('vd.quick.one');
-  await waitFor(async () => rx.on('/quick').length >= 1, 3000, 'the other connection’s message');
+  await eventually('the other connection’s message', async () => rx.on('/quick').length >= 1, 3000);
   const took = Date.now() - started;
   assert.ok(took < 3000, `delivered in ${took} ms`);
   assert.ok(rx.on('/hang/backlog').length <= 128, `the hanging receiver gets at most a connection's pace (${rx.on('/hang/backlog').length})`);

@@ -25,6 +25,7 @@ import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
 import { makeCampaign } from '../dialer/support.ts';
+import { eventually } from '../support/eventually.ts';
 
 const TOKEN = 'agent-token-for-drachtio-agent-0123456789';
 const SECRET = 'drachtio-admin-secret';
@@ -54,15 +55,6 @@ let main: AgentProcess;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, f: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 10_000, every = 50): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(every);
-  }
-}
 
 function spawnAgent(node: string, env: Record<string, string> = {}): AgentProcess {
   const a = spawnAgentProcess(`${cp.url.replace('http', 'ws')}/agent/v1`, TOKEN, node, {
@@ -138,7 +130,7 @@ t.after(async () => {
 t('no drachtio at start: the node registers draining trunk_down, resume is refused, an originate is refused without spending the attempt; drachtio up → accepting', async () => {
   await standin.down();
   main = spawnAgent('node_dr1');
-  const row = await waitFor('node_dr1 draining for its trunk', async () => {
+  const row = await eventually('node_dr1 draining for its trunk', async () => {
     const r = await nodeRow('node_dr1');
     return r?.state === 'draining' ? r : null;
   });
@@ -157,16 +149,16 @@ t('no drachtio at start: the node registers draining trunk_down, resume is refus
   await sql`insert into calls (id, tenant_id, campaign_id, person_id, node_id, to_number, from_number, state, handler, direction, launched_by)
     values (${callId}, ${company.tenantId}, ${campaignId}, ${person.id}, 'node_dr1', '+13125550199', '+12025550100', 'dialing', 'agent', 'outbound', ${cp.services.instanceId})`.execute(cp.services.store.db);
   assert.ok(cp.services.nodes.originate('node_dr1', { call_id: callId, to: '+13125550199', from: '+12025550100', ring_timeout_s: 30, handler: 'agents' }));
-  const refused = await waitFor('the refusal', () => events.find((e) => e.event.call_id === callId));
+  const refused = await eventually('the refusal', () => events.find((e) => e.event.call_id === callId));
   assert.equal(refused.event, { type: 'call.refused', call_id: callId, reason: 'trunk_unavailable' });
-  const ended = await waitFor('the call row ended', async () => (await callRows(campaignId)).find((r) => r.id === callId && r.state === 'ended'));
+  const ended = await eventually('the call row ended', async () => (await callRows(campaignId)).find((r) => r.id === callId && r.state === 'ended'));
   assert.is(ended.end_reason, 'refused_trunk_unavailable');
   const p = (await sql<{ status: string; attempts: number }>`select status, attempts from people where id = ${person.id}`.execute(cp.services.store.db)).rows[0];
   assert.equal(p, { status: 'due', attempts: 0 }, 'the attempt is given back: the call never left');
   assert.is(standin.count('invite'), 0, 'no INVITE left');
 
   await standin.up(standinPort);
-  await waitFor('node_dr1 accepting', async () => (await nodeRow('node_dr1'))?.state === 'accepting', 12_000);
+  await eventually('node_dr1 accepting', async () => (await nodeRow('node_dr1'))?.state === 'accepting', 12_000);
   assert.match(main.output(), /connected to drachtio/);
   const subjects = (await nodeEvents('node_dr1')).map((e) => `${e.subject}:${e.data.drain_reason ?? e.data.reason ?? ''}`);
   assert.ok(subjects.includes('vd.platform.node_drained:trunk_down'), subjects.join(' '));
@@ -175,8 +167,8 @@ t('no drachtio at start: the node registers draining trunk_down, resume is refus
 
 t('a wrong secret is said plainly and the node takes no calls; SIGTERM with drachtio not connected exits 0', async () => {
   const bad = spawnAgent('node_dr2', { VD_AGENT_DRACHTIO_SECRET: 'not-the-secret' });
-  await waitFor('node_dr2 draining for its trunk', async () => (await nodeRow('node_dr2'))?.drain_reason === 'trunk_down');
-  await waitFor('the refusal logged', () => /drachtio refused the secret \(VD_AGENT_DRACHTIO_SECRET\)/.test(bad.output()));
+  await eventually('node_dr2 draining for its trunk', async () => (await nodeRow('node_dr2'))?.drain_reason === 'trunk_down');
+  await eventually('the refusal logged', () => /drachtio refused the secret \(VD_AGENT_DRACHTIO_SECRET\)/.test(bad.output()));
   await standin.waitFor('auth_refused');
   bad.proc.kill('SIGTERM');
   assert.is(await bad.exit, 0, bad.output());
@@ -186,7 +178,7 @@ t('a wrong secret is said plainly and the node takes no calls; SIGTERM with drac
   const port = other.port;
   await other.close();
   const lone = spawnAgent('node_dr3', { VD_AGENT_DRACHTIO_PORT: String(port) });
-  await waitFor('node_dr3 registered', async () => (await nodeRow('node_dr3'))?.drain_reason === 'trunk_down');
+  await eventually('node_dr3 registered', async () => (await nodeRow('node_dr3'))?.drain_reason === 'trunk_down');
   lone.proc.kill('SIGTERM');
   assert.is(await lone.exit, 0, lone.output());
 });
@@ -200,7 +192,7 @@ t('a bad VD_AGENT_SIP_CALL_ID_HEADER stops the start naming the setting', async 
 t('a campaign on the drachtio node: answered, 486 busy, 503 failed, ring timeout CANCEL → 487 no_answer; call.placed once each; the far end hangs up', async () => {
   const numbers = ['+13125550101', '+13125550102', '+13125550103', '+13125550104'];
   const { campaignId } = await makeCampaign(cp, company.tenantId, company.owner, { people: 4, numbers, cps: 10, concurrent: 4, handler: 'agents', name: 'Drachtio' });
-  const rows = await waitFor('the four calls settled', async () => {
+  const rows = await eventually('the four calls settled', async () => {
     const r = await callRows(campaignId);
     const first = numbers.map((n) => r.find((x) => x.to_number === n));
     return first.every((x) => x && (x.state === 'ended' || (x.to_number === numbers[0] && x.state === 'answered'))) ? (first as Row[]) : null;
@@ -220,7 +212,7 @@ t('a campaign on the drachtio node: answered, 486 busy, 503 failed, ring timeout
   assert.is((await call(cp.url, 'POST', `/api/core/v1/campaigns/${campaignId}/pause`, { session: company.owner })).status, 200);
   await sleep(1200);
   standin.farEndBye(standin.callIdFor('+13125550101')!);
-  const done = await waitFor('the answered call ended', async () => (await callRows(campaignId)).find((r) => r.id === answered.id && r.state === 'ended'));
+  const done = await eventually('the answered call ended', async () => (await callRows(campaignId)).find((r) => r.id === answered.id && r.state === 'ended'));
   assert.equal({ reason: done.end_reason, sip: done.sip_status, dropped: done.dropped }, { reason: 'completed', sip: 200, dropped: false });
   assert.ok(done.talk_seconds >= 1, `talk ${done.talk_seconds}`);
 });
@@ -228,35 +220,35 @@ t('a campaign on the drachtio node: answered, 486 busy, 503 failed, ring timeout
 t('the admin socket drops with answered calls up: they end trunk_lost (dropped); the node drains for its trunk and accepts again', async () => {
   const before = (await nodeEvents('node_dr1')).filter((e) => e.subject === 'vd.platform.node_resumed').length;
   const { campaignId } = await makeCampaign(cp, company.tenantId, company.owner, { people: 2, numbers: ['+13125550111', '+13125550112'], cps: 10, concurrent: 2, handler: 'agents', name: 'Dropped' });
-  await waitFor('two answered calls', async () => {
+  await eventually('two answered calls', async () => {
     const r = await callRows(campaignId);
     return r.length === 2 && r.every((x) => x.state === 'answered');
   });
   standin.dropConnections();
-  const ended = await waitFor('both ended', async () => {
+  const ended = await eventually('both ended', async () => {
     const r = await callRows(campaignId);
     return r.every((x) => x.state === 'ended') ? r : null;
   });
   for (const r of ended) assert.equal({ reason: r.end_reason, sip: r.sip_status, dropped: r.dropped }, { reason: 'trunk_lost', sip: 200, dropped: true });
-  await waitFor('the node drained and back', async () => (await nodeEvents('node_dr1')).filter((e) => e.subject === 'vd.platform.node_resumed').length > before, 12_000);
-  await waitFor('node_dr1 accepting', async () => (await nodeRow('node_dr1'))?.state === 'accepting');
+  await eventually('the node drained and back', async () => (await nodeEvents('node_dr1')).filter((e) => e.subject === 'vd.platform.node_resumed').length > before, 12_000);
+  await eventually('node_dr1 accepting', async () => (await nodeRow('node_dr1'))?.state === 'accepting');
   assert.match(main.output(), /drachtio connection lost/);
   assert.is(main.proc.exitCode, null, 'the agent lives on');
 });
 
 t('SIGTERM waits for a live call; the connection drops; the call ends trunk_lost and the agent exits 0', async () => {
   const { campaignId } = await makeCampaign(cp, company.tenantId, company.owner, { people: 1, numbers: ['+13125550121'], cps: 10, concurrent: 1, handler: 'agents', name: 'Last' });
-  const [up] = await waitFor('an answered call', async () => {
+  const [up] = await eventually('an answered call', async () => {
     const r = await callRows(campaignId);
     return r.length === 1 && r[0].state === 'answered' ? r : null;
   });
   main.proc.kill('SIGTERM');
-  await waitFor('node_dr1 draining for shutdown', async () => (await nodeRow('node_dr1'))?.drain_reason === 'shutdown');
+  await eventually('node_dr1 draining for shutdown', async () => (await nodeRow('node_dr1'))?.drain_reason === 'shutdown');
   await sleep(500);
   assert.is(main.proc.exitCode, null, 'still draining: a call is up');
   standin.dropConnections();
   assert.is(await main.exit, 0, main.output());
-  const [row] = await waitFor('the call ended', async () => {
+  const [row] = await eventually('the call ended', async () => {
     const r = await callRows(campaignId);
     return r[0].state === 'ended' ? r : null;
   });

@@ -11,6 +11,7 @@ import { DrachtioTrunk, type DrachtioTrunkOptions } from '../../media-agent/drac
 import { AgentClient } from '../../media-agent/client.ts';
 import type { TrunkCall, TrunkEvent } from '../../media-agent/trunk.ts';
 import { DrachtioStandin, type FarEnd } from '../support/drachtio-standin.ts';
+import { eventually } from '../support/eventually.ts';
 
 const SECRET = 'cymru';
 const t = suite('drachtio trunk against the drachtio-server stand-in');
@@ -77,13 +78,6 @@ function place(trunk: DrachtioTrunk, to: string, ring_timeout_s = 30, call_id = 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(cond: () => boolean, what: string, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await sleep(20);
-  }
-}
 
 t.after.each(async () => {
   for (const h of open.splice(0)) {
@@ -111,7 +105,7 @@ t('a wrong secret: start() resolves unavailable, logged as the secret, retried; 
   assert.ok(logs.some((l) => l.level === 'error' && /refused the secret \(VD_AGENT_DRACHTIO_SECRET\)/.test(l.msg)), JSON.stringify(logs));
   await standin.waitFor('auth_refused');
   // drachtio-srf reconnects after the server closes, and is refused again.
-  await until(() => standin.count('auth_refused') >= 2, 'a second authentication attempt');
+  await eventually('a second authentication attempt', () => standin.count('auth_refused') >= 2);
   const c = place(trunk, '+15550001');
   assert.equal(c.events, [{ type: 'refused', reason: 'trunk_unavailable' }]);
   assert.is(standin.count('invite'), 0, 'no INVITE left');
@@ -128,7 +122,7 @@ t('no server: start() resolves unavailable and logs it; the trunk connects when 
   assert.ok(logs.some((l) => l.level === 'error' && l.msg === 'no drachtio connection: retrying' && l.fields?.err === 'ECONNREFUSED'), JSON.stringify(logs));
   assert.equal(place(trunk, '+15550001').events, [{ type: 'refused', reason: 'trunk_unavailable' }]);
   await standin.up(port);
-  await until(() => trunk.available, 'connected after the server came up');
+  await eventually('connected after the server came up', () => trunk.available);
   assert.equal(seen, [true]);
 });
 
@@ -245,7 +239,7 @@ t('the admin socket drops: live calls end (trunk_lost), calls are refused, the t
   assert.ok(logs.some((l) => l.level === 'error' && /drachtio connection lost/.test(l.msg)));
   // While it is down a new call is refused, not placed and failed.
   if (!trunk.available) assert.equal(place(trunk, '+15550001').events, [{ type: 'refused', reason: 'trunk_unavailable' }]);
-  await until(() => standin.count('authenticated') === 2 && trunk.available, 'reconnected');
+  await eventually('reconnected', () => standin.count('authenticated') === 2 && trunk.available);
   assert.equal(seen, [true, false, true]);
   // A hang-up of a call the lost connection ended is ignored (no crash, no event).
   trunk.hangup(answered.call_id);
@@ -287,7 +281,7 @@ t('BYEs crossing: our BYE refused (dialog gone), dialog.destroy() rejects and is
   try {
     standin.farEndBye(invite.callId);
     trunk.hangup(c.call_id);
-    await until(() => logs.some((l) => l.msg === 'BYE not sent'), 'the refused BYE logged');
+    await eventually('the refused BYE logged', () => logs.some((l) => l.msg === 'BYE not sent'));
     await sleep(100);
     assert.equal(unhandled, []);
     assert.equal(c.events.map((e) => e.type), ['placed', 'answered', 'ended']);
@@ -337,10 +331,10 @@ t('the agent drains itself (trunk_down) while the trunk is down, refuses trunk_u
     client.start();
     assert.is(client.draining, 'trunk_down');
     await standin.up(port);
-    await until(() => client.draining === null, 'accepting once the trunk is up');
+    await eventually('accepting once the trunk is up', () => client.draining === null);
     standin.dropConnections();
-    await until(() => client.draining === 'trunk_down', 'draining when the connection drops');
-    await until(() => client.draining === null, 'accepting after the reconnect');
+    await eventually('draining when the connection drops', () => client.draining === 'trunk_down');
+    await eventually('accepting after the reconnect', () => client.draining === null);
   } finally {
     await client.close();
   }

@@ -157,9 +157,7 @@ t('drain: the agent refuses new calls; resume brings it back', async () => {
   const r = await waitFor(callEvent('call_d1', 'call.refused'), 2000, 'call_d1 refused');
   assert.is((r.call.event as { reason: string }).reason, 'draining');
   // The agent's own heartbeat reports the operator's drain.
-  await sleep(100);
-  const hb = seen.filter((s) => s.at >= since && s.kind === 'updated' && s.node.node_id === 'node_a');
-  assert.ok(hb.some((s) => s.kind === 'updated' && s.node.draining && s.node.drain_reason === 'operator'));
+  await waitFor((s) => s.kind === 'updated' && s.node.node_id === 'node_a' && s.node.draining && s.node.drain_reason === 'operator', 2000, "a heartbeat reporting the operator's drain", since);
   assert.is(cp.agentHub.node('node_a')!.draining, true);
 
   assert.ok(cp.agentHub.resume('node_a').ok);

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { WebSocket } from 'ws';
+import { eventually } from '../support/eventually.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'agent-token-for-stall-tests-0123456789';
@@ -28,14 +29,6 @@ const sockets: WebSocket[] = [];
 const beats = new Map<WebSocket, NodeJS.Timeout>();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(what: string, ms: number, pred: () => boolean): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (pred()) return;
-    await sleep(20);
-  }
-  throw new Error(`timed out waiting for ${what}; saw ${JSON.stringify(seen)}`);
-}
 
 /** A raw agent connection: says hello as `node`, heartbeats every 200 ms while open. */
 function connect(node: string): WebSocket {
@@ -87,13 +80,13 @@ t.after(() => {
 
 t('a call that ends while the hub is stopped for 6 s is reported once it runs again; the node is not cut off', async () => {
   const ws = connect('node_stop');
-  await until('node_stop online', 5000, () => seen.some((s) => s.kind === 'online' && s.node === 'node_stop'));
+  await eventually(() => `${'node_stop online'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'online' && s.node === 'node_stop'), 5000);
   hub.kill('SIGSTOP');
   await sleep(1500);
   ended(ws, 'call_during_stop');
   await sleep(4500);
   hub.kill('SIGCONT');
-  await until('the call end sent during the stop', 3000, () => seen.some((s) => s.kind === 'call' && s.call === 'call_during_stop'));
+  await eventually(() => `${'the call end sent during the stop'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'call' && s.call === 'call_during_stop'), 3000);
   await sleep(500);
   assert.is(seen.filter((s) => s.kind === 'offline' && s.node === 'node_stop').length, 0, 'a node that heartbeated all along is not cut off for the hub\'s own stop');
 });
@@ -101,12 +94,12 @@ t('a call that ends while the hub is stopped for 6 s is reported once it runs ag
 t('a node silent for real is still offline after the allowance', async () => {
   // The same node goes quiet (its socket stays open): found silent one offline period later.
   clearInterval(beats.get(sockets[0]));
-  await until('node_stop offline', 8000, () => seen.some((s) => s.kind === 'offline' && s.node === 'node_stop'));
+  await eventually(() => `${'node_stop offline'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'offline' && s.node === 'node_stop'), 8000);
 });
 
 t('call events on a connection its node has replaced are still taken', async () => {
   const a = connect('node_repl');
-  await until('node_repl online', 5000, () => seen.some((s) => s.kind === 'online' && s.node === 'node_repl'));
+  await eventually(() => `${'node_repl online'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'online' && s.node === 'node_repl'), 5000);
   const first = seen.filter((s) => s.kind === 'online' && s.node === 'node_repl').at(-1)!.epoch!;
   // A second connection of the node says hello; right behind it the first one sends a call's end
   // (it has not yet seen its close). The hub reads the hello first.
@@ -120,8 +113,8 @@ t('call events on a connection its node has replaced are still taken', async () 
   ended(a, 'call_on_old_socket');
   await sleep(200);
   hub.kill('SIGCONT');
-  await until('the replacing connection registered', 3000, () => seen.some((s) => s.kind === 'online' && s.node === 'node_repl' && s.epoch! > first));
-  await until('the call end sent on the replaced connection', 3000, () => seen.some((s) => s.kind === 'call' && s.call === 'call_on_old_socket'));
+  await eventually(() => `${'the replacing connection registered'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'online' && s.node === 'node_repl' && s.epoch! > first), 3000);
+  await eventually(() => `${'the call end sent on the replaced connection'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'call' && s.call === 'call_on_old_socket'), 3000);
 });
 
 t.run();

@@ -23,6 +23,7 @@ import { makeCompany } from '../support/fixtures.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
 import { makeCampaign } from '../dialer/support.ts';
+import { eventually } from '../support/eventually.ts';
 
 const TOKEN = 'agent-token-for-node-calls-0123456789';
 const NODE = 'node_nc1';
@@ -38,15 +39,6 @@ let newCalls: string[] = [];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, f: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 8000, every = 50): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(every);
-  }
-}
 
 /** A real agent process on the simulated trunk: every call answered, and talking for 1,000 s. */
 function spawnAgent(): AgentProcess {
@@ -97,16 +89,16 @@ t.after(async () => {
 
 t('calls a node has stay up: its reports list them, over heartbeats and over a reconnect', async () => {
   spawnAgent();
-  await waitFor('the node accepting', () => cp.services.nodes.freeCapacity() === 3);
+  await eventually('the node accepting', () => cp.services.nodes.freeCapacity() === 3);
   const co = await makeCompany(cp, 'Node Calls');
   // Six people, three at once: three calls now, three more once these have ended.
   await makeCampaign(cp, co.tenantId, co.owner, { people: 6, cps: 5, concurrent: 3, handler: 'agents' });
-  const up = await waitFor('three answered calls', async () => {
+  const up = await eventually('three answered calls', async () => {
     const r = await rows();
     return r.length === 3 && r.every((x) => x.state === 'answered') ? r : null;
   });
   oldCalls = up.map((r) => r.id);
-  const report = await waitFor('a report listing them', () => cp.agentHub.callReports().find((r) => r.node_id === NODE && r.call_ids.length === 3));
+  const report = await eventually('a report listing them', () => cp.agentHub.callReports().find((r) => r.node_id === NODE && r.call_ids.length === 3));
   assert.equal([...report.call_ids].sort(), [...oldCalls].sort());
   // Past the 5 s grace and over several heartbeats and reconciles (every 300 ms): nothing ended.
   await sleep(6500);
@@ -114,7 +106,7 @@ t('calls a node has stay up: its reports list them, over heartbeats and over a r
   // The control plane drops the socket: the agent says hello again, listing its calls.
   const before = cp.agentHub.node(NODE)!.epoch;
   assert.ok(cp.agentHub.disconnect(NODE));
-  await waitFor('the node back on a new connection', () => (cp.agentHub.node(NODE)?.online && cp.agentHub.node(NODE)!.epoch > before) || null);
+  await eventually('the node back on a new connection', () => (cp.agentHub.node(NODE)?.online && cp.agentHub.node(NODE)!.epoch > before) || null);
   await sleep(1500);
   assert.equal((await rows(oldCalls)).map((r) => r.state), ['answered', 'answered', 'answered']);
   assert.is(events.filter((e) => e.event.type === 'call.ended').length, 0);
@@ -126,7 +118,7 @@ t('a node back without its calls (agent killed and restarted at once): they end 
   await first.exit;
   spawnAgent();
   // The node is back within a second, far from the 30 s of silence after which its calls were lost.
-  const ended = await waitFor('the old calls ended', async () => {
+  const ended = await eventually('the old calls ended', async () => {
     const r = await rows(oldCalls);
     return r.every((x) => x.state === 'ended') ? r : null;
   }, 10_000);
@@ -142,7 +134,7 @@ t('a node back without its calls (agent killed and restarted at once): they end 
   for (const e of ev.rows) assert.equal({ reason: e.data.reason, answered: e.data.answered }, { reason: 'node_lost', answered: true });
   // The three people left are called on the new process. Each is launched after a report that
   // cannot list it yet, and is judged by later ones: none may be ended for being absent.
-  const fresh = await waitFor('three new calls answered', async () => {
+  const fresh = await eventually('three new calls answered', async () => {
     const r = (await rows()).filter((x) => !oldCalls.includes(x.id));
     return r.length === 3 && r.every((x) => x.state === 'answered') ? r : null;
   });
@@ -155,9 +147,9 @@ t('a call the store has ended that the node still has is hung up on the node', a
   const victim = newCalls[0];
   // What a sweep does to a call of a node away for 30 s that then comes back still carrying it.
   await sql`update calls set state = 'ended', ended_at = now(), end_reason = 'node_lost' where id = ${victim}`.execute(cp.services.store.db);
-  const hungUp = await waitFor('the agent hung the call up', () => events.find((e) => e.event.call_id === victim && e.event.type === 'call.ended'), 5000);
+  const hungUp = await eventually('the agent hung the call up', () => events.find((e) => e.event.call_id === victim && e.event.type === 'call.ended'), 5000);
   assert.is((hungUp.event as { reason?: string }).reason, 'hangup');
-  await waitFor('the node carrying two calls', () => cp.agentHub.node(NODE)?.live_calls === 2 || null, 5000);
+  await eventually('the node carrying two calls', () => cp.agentHub.node(NODE)?.live_calls === 2 || null, 5000);
   // The end the agent reports changes nothing: the row keeps the end it had.
   await sleep(500);
   assert.is((await rows([victim]))[0].end_reason, 'node_lost');
@@ -226,26 +218,26 @@ t('the agent lists the calls it has, and in its hello also those whose end waits
   const client = new AgentClient({ url: `ws://127.0.0.1:${port}/agent/v1`, token: 'x', nodeId: 'node_list', capacity: 2, region: 'r', version: 't', trunk, heartbeatMs: 100, backoffBaseMs: 100, backoffCapMs: 200 });
   try {
     client.start();
-    await waitFor('welcomed', () => frames.some((f) => f.type === 'heartbeat'));
+    await eventually('welcomed', () => frames.some((f) => f.type === 'heartbeat'));
     assert.equal(frames[0].call_ids, [], 'hello: no calls yet');
     sockets[0].send(JSON.stringify({ type: 'originate', epoch: 1, call_id: 'call_l1', to: '+15550001', from: '+15550002', ring_timeout_s: 30, handler: 'agents' }));
-    await waitFor('answered', () => frames.some((f) => f.type === 'call.answered'));
+    await eventually('answered', () => frames.some((f) => f.type === 'call.answered'));
     const n = frames.length;
-    await waitFor('a heartbeat listing the call', () => frames.slice(n).find((f) => f.type === 'heartbeat'));
+    await eventually('a heartbeat listing the call', () => frames.slice(n).find((f) => f.type === 'heartbeat'));
     assert.equal(frames.slice(n).find((f) => f.type === 'heartbeat')!.call_ids, ['call_l1']);
     // The socket goes, and no new one is let in until the call has ended: its end waits.
     accept = false;
     sockets[0].terminate();
-    await waitFor('the call ended on the trunk', () => client.liveCalls === 0, 3000);
+    await eventually('the call ended on the trunk', () => client.liveCalls === 0, 3000);
     const m = frames.length;
     accept = true;
-    await waitFor('hello again', () => frames.slice(m).find((f) => f.type === 'hello'), 3000);
+    await eventually('hello again', () => frames.slice(m).find((f) => f.type === 'hello'), 3000);
     const after = frames.slice(m);
     assert.equal(after[0].type, 'hello');
     assert.equal(after[0].call_ids, ['call_l1'], 'the hello lists the call whose end is still to be sent');
-    await waitFor('the end sent after the welcome', () => frames.slice(m).find((f) => f.type === 'call.ended' && f.call_id === 'call_l1'));
+    await eventually('the end sent after the welcome', () => frames.slice(m).find((f) => f.type === 'call.ended' && f.call_id === 'call_l1'));
     const k = frames.length;
-    await waitFor('a later heartbeat', () => frames.slice(k).find((f) => f.type === 'heartbeat'));
+    await eventually('a later heartbeat', () => frames.slice(k).find((f) => f.type === 'heartbeat'));
     assert.equal(frames.slice(k).find((f) => f.type === 'heartbeat')!.call_ids, [], 'once sent, no longer listed');
   } finally {
     await client.close();

@@ -17,6 +17,7 @@ import { makeCompany, makeOperator } from '../support/fixtures.ts';
 import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
 
 const TOKEN = 'agent-token-for-node-tests-0123456789';
 
@@ -41,15 +42,6 @@ function spawnAgent(cp: RunningControlPlane, nodeId: string, env: Record<string,
   return agent;
 }
 
-async function waitFor<T>(what: string, f: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 5000, every = 50): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const callOf = (id: string, type: string) => calls.find((c) => c.event.call_id === id && c.event.type === type);
@@ -76,7 +68,7 @@ function picks(cp: RunningControlPlane, times = 200): Set<string | null> {
 }
 
 async function online(id: string, state: NodeRow['state'] = 'accepting', cp: RunningControlPlane = a): Promise<NodeRow> {
-  return waitFor(`${id} ${state}`, async () => {
+  return eventually(`${id} ${state}`, async () => {
     const r = await nodeRow(id, cp);
     return r?.state === state ? r : null;
   });
@@ -113,10 +105,10 @@ t('GET lists every node with capacity, live calls, drain state, state and last h
   await online('node_a2');
   // A call through pick/originate shows as a live call once the agent's heartbeat says so.
   const c = newCall();
-  await waitFor('node_a1 pickable', () => picks(a).has('node_a1'));
+  await eventually('node_a1 pickable', () => picks(a).has('node_a1'));
   assert.ok(a.services.nodes.originate('node_a1', c));
-  await waitFor('call placed', () => callOf(c.call_id, 'call.placed'), 3000);
-  const row = await waitFor('a live call on node_a1', async () => {
+  await eventually('call placed', () => callOf(c.call_id, 'call.placed'), 3000);
+  const row = await eventually('a live call on node_a1', async () => {
     const r = await nodeRow('node_a1');
     return r && r.live_calls === 1 ? r : null;
   });
@@ -138,7 +130,7 @@ t('GET lists every node with capacity, live calls, drain state, state and last h
   assert.ok((await nodes(b)).some((x) => x.node_id === 'node_a1' && x.live_calls === 1));
   assert.is(a.services.nodes.freeCapacity(), 5);
   assert.ok(a.services.nodes.hangup('node_a1', c.call_id));
-  const ended = await waitFor('call hung up', () => callOf(c.call_id, 'call.ended'), 2000);
+  const ended = await eventually('call hung up', () => callOf(c.call_id, 'call.ended'), 2000);
   assert.is((ended.event as { reason?: string }).reason, 'hangup');
 });
 
@@ -161,7 +153,7 @@ t('who may: any operator reads, only platform_owner drains or resumes; companies
 });
 
 t('drain: the node drains, the agent refuses originates, pick() never returns it; resume brings it back', async () => {
-  await waitFor('B may pick node_a2 (it reads A\'s nodes from the rows)', () => picks(b).has('node_a2'), 3000);
+  await eventually('B may pick node_a2 (it reads A\'s nodes from the rows)', () => picks(b).has('node_a2'), 3000);
   const d = await drainNode('node_a2');
   assert.is(d.status, 200, d.text);
   assert.equal([d.body.node_id, d.body.state, d.body.draining, d.body.drain_reason], ['node_a2', 'draining', true, 'operator']);
@@ -169,15 +161,15 @@ t('drain: the node drains, the agent refuses originates, pick() never returns it
   assert.ok(picks(a).has('node_a1'));
   // The other instance hears of the transition at once, not at its next read of the rows.
   const heard = Date.now();
-  await waitFor('B stops picking node_a2', () => !picks(b).has('node_a2'), 300, 5);
+  await eventually('B stops picking node_a2', () => !picks(b).has('node_a2'), 300, 5);
   assert.ok(Date.now() - heard < 300);
   // The agent itself refuses: a call sent to it anyway.
   const c = newCall();
   assert.ok(a.services.nodes.originate('node_a2', c));
-  const refused = await waitFor('refused', () => callOf(c.call_id, 'call.refused'), 2000);
+  const refused = await eventually('refused', () => callOf(c.call_id, 'call.refused'), 2000);
   assert.is((refused.event as { reason: string }).reason, 'draining');
   // The agent's heartbeat says so too; a drain again is harmless.
-  await waitFor('agent reports the drain', () => a.agentHub.node('node_a2')?.drain_reason === 'operator');
+  await eventually('agent reports the drain', () => a.agentHub.node('node_a2')?.drain_reason === 'operator');
   assert.is((await drainNode('node_a2')).status, 200);
   const audit = await a.services.store.db.selectFrom('outbox').select(['subject', 'data']).where('about', '=', 'node_a2').where('subject', '=', 'vd.platform.node_drained').execute();
   assert.is(audit.length, 1);
@@ -186,11 +178,11 @@ t('drain: the node drains, the agent refuses originates, pick() never returns it
   const r = await resumeNode('node_a2');
   assert.is(r.status, 200, r.text);
   assert.equal([r.body.state, r.body.draining, r.body.drain_reason], ['accepting', false, null]);
-  await waitFor('agent accepting', () => a.agentHub.node('node_a2')?.draining === false);
+  await eventually('agent accepting', () => a.agentHub.node('node_a2')?.draining === false);
   assert.ok(picks(a).has('node_a2'));
   const c2 = newCall();
   assert.ok(a.services.nodes.originate('node_a2', c2));
-  await waitFor('placed after resume', () => callOf(c2.call_id, 'call.placed'), 2000);
+  await eventually('placed after resume', () => callOf(c2.call_id, 'call.placed'), 2000);
   // Resuming what is not drained is a conflict.
   const again = await resumeNode('node_a2');
   assert.is(again.status, 409, again.text);
@@ -200,10 +192,10 @@ t('drain: the node drains, the agent refuses originates, pick() never returns it
 t('SIGTERM: the node drains for shutdown, resume answers 409, the process exits once its call ends', async () => {
   const ag = spawnAgent(a, 'node_a3', { VD_AGENT_SIM_TALK_SECONDS: '200' });
   await online('node_a3');
-  await waitFor('node_a3 pickable', () => picks(a).has('node_a3'));
+  await eventually('node_a3 pickable', () => picks(a).has('node_a3'));
   const c = newCall();
   assert.ok(a.services.nodes.originate('node_a3', c));
-  await waitFor('answered', () => callOf(c.call_id, 'call.answered'), 2000);
+  await eventually('answered', () => callOf(c.call_id, 'call.answered'), 2000);
   ag.proc.kill('SIGTERM');
   const row = await online('node_a3', 'draining');
   assert.equal([row.draining, row.drain_reason, row.live_calls], [true, 'shutdown', 1]);
@@ -213,7 +205,7 @@ t('SIGTERM: the node drains for shutdown, resume answers 409, the process exits 
   assert.is(r.body.error.code, 'conflict');
   assert.match(r.body.error.message, /own process is shutting down/);
   assert.is(ag.proc.exitCode, null, 'still running while its call talks');
-  await waitFor('call ended', () => callOf(c.call_id, 'call.ended'), 4000);
+  await eventually('call ended', () => callOf(c.call_id, 'call.ended'), 4000);
   assert.is(await Promise.race([ag.exit, sleep(4000).then(() => 'still running')]), 0);
   const gone = await online('node_a3', 'offline');
   assert.equal([gone.draining, gone.drain_reason], [false, null]);
@@ -229,16 +221,16 @@ t('an operator drain survives a new agent process on the other instance: the dra
   const took = Date.now() - killedAt;
   assert.ok(took < 6000, `offline after ${took} ms`);
   assert.equal([off.draining, off.drain_reason], [true, 'operator']);
-  await waitFor('no instance picks node_a1', () => !picks(a).has('node_a1') && !picks(b).has('node_a1'), 300, 5);
+  await eventually('no instance picks node_a1', () => !picks(a).has('node_a1') && !picks(b).has('node_a1'), 300, 5);
   // A new process of the same node connects to instance B and says hello without a drain. The
   // actor (owned by A, where the node was first) sends the drain to B, which tells the agent.
   spawnAgent(b, 'node_a1');
   const row = await online('node_a1', 'draining', b);
   assert.is(row.drain_reason, 'operator');
-  await waitFor('the agent on B drains', () => b.agentHub.node('node_a1')?.online && b.agentHub.node('node_a1')?.draining);
+  await eventually('the agent on B drains', () => b.agentHub.node('node_a1')?.online && b.agentHub.node('node_a1')?.draining);
   const c = newCall();
   assert.ok(b.services.nodes.originate('node_a1', c));
-  const refused = await waitFor('refused on B', () => callOf(c.call_id, 'call.refused'), 2000);
+  const refused = await eventually('refused on B', () => callOf(c.call_id, 'call.refused'), 2000);
   assert.equal([refused.on, (refused.event as { reason: string }).reason], ['b', 'draining']);
   assert.not.ok(picks(a).has('node_a1'));
   assert.not.ok(picks(b).has('node_a1'));
@@ -249,21 +241,21 @@ t("commands for a node held by another instance are forwarded: resume and origin
   // Resume through A's HTTP: the actor on A sends the resume through B, where the socket is.
   const r = await resumeNode('node_a1', owner, a);
   assert.is(r.status, 200, r.text);
-  await waitFor('the agent on B accepts', () => b.agentHub.node('node_a1')?.draining === false, 3000);
+  await eventually('the agent on B accepts', () => b.agentHub.node('node_a1')?.draining === false, 3000);
   // A node that registers on B and is drained through A's HTTP (its actor lives on B).
   nodeB1 = spawnAgent(b, 'node_b1');
   await online('node_b1', 'accepting', a);
   const d = await drainNode('node_b1', owner, a);
   assert.is(d.status, 200, d.text);
-  await waitFor('node_b1 drains on B', () => b.agentHub.node('node_b1')?.drain_reason === 'operator', 3000);
+  await eventually('node_b1 drains on B', () => b.agentHub.node('node_b1')?.drain_reason === 'operator', 3000);
   assert.not.ok(picks(a).has('node_b1'));
   // A picks B's accepting node from the shared rows and its originate travels to B.
-  await waitFor('A sees node_a1 on B', () => picks(a).has('node_a1'), 3000);
+  await eventually('A sees node_a1 on B', () => picks(a).has('node_a1'), 3000);
   const c = newCall();
   assert.ok(a.services.nodes.originate('node_a1', c));
-  const placed = await waitFor('placed on B', () => callOf(c.call_id, 'call.placed'), 3000);
+  const placed = await eventually('placed on B', () => callOf(c.call_id, 'call.placed'), 3000);
   assert.is(placed.on, 'b');
-  await waitFor('ended on B', () => callOf(c.call_id, 'call.ended'), 3000);
+  await eventually('ended on B', () => callOf(c.call_id, 'call.ended'), 3000);
   assert.is((await resumeNode('node_b1', owner, a)).status, 200);
 });
 
@@ -276,22 +268,22 @@ t('a forwarded originate that comes past its deadline, or finds no socket here, 
   // Queued before a stall: sent 2 s ago, as an instance SIGSTOPped with it in its socket would read it.
   const late = newCall();
   await send('node_a1', late, Date.now() - 2_000);
-  const refused = await waitFor('refused on B', () => callOf(late.call_id, 'call.refused'), 3000);
+  const refused = await eventually('refused on B', () => callOf(late.call_id, 'call.refused'), 3000);
   assert.is(refused.on, 'b');
   assert.is((refused.event as { reason: string }).reason, 'command_late');
   // Just inside the deadline: placed.
   const onTime = newCall();
   await send('node_a1', onTime, Date.now() - (FORWARDED_ORIGINATE_TTL_MS - 200));
-  await waitFor('placed on B', () => callOf(onTime.call_id, 'call.placed'), 3000);
+  await eventually('placed on B', () => callOf(onTime.call_id, 'call.placed'), 3000);
   // A node whose socket B does not hold.
   const elsewhere = newCall();
   await send('node_a2', elsewhere, Date.now());
-  const gone = await waitFor('refused on B', () => callOf(elsewhere.call_id, 'call.refused'), 3000);
+  const gone = await eventually('refused on B', () => callOf(elsewhere.call_id, 'call.refused'), 3000);
   assert.is((gone.event as { reason: string }).reason, 'not_connected');
   await sleep(300);
   assert.not.ok(callOf(late.call_id, 'call.placed'), 'the late originate never reached the agent');
   assert.not.ok(callOf(elsewhere.call_id, 'call.placed'));
-  await waitFor('ended on B', () => callOf(onTime.call_id, 'call.ended'), 3000);
+  await eventually('ended on B', () => callOf(onTime.call_id, 'call.ended'), 3000);
 });
 
 t('a hung agent (SIGSTOP) is offline after 5 s of silence on every instance; it comes back after SIGCONT', async () => {
@@ -304,7 +296,7 @@ t('a hung agent (SIGSTOP) is offline after 5 s of silence on every instance; it 
     const took = Date.now() - stoppedAt;
     assert.ok(took >= 3000 && took < 6500, `offline after ${took} ms`);
     // Each instance's choice agrees within the time the change notice takes to travel.
-    await waitFor('no instance picks node_b1', () => !picks(a).has('node_b1') && !picks(b).has('node_b1'), 300, 5);
+    await eventually('no instance picks node_b1', () => !picks(a).has('node_b1') && !picks(b).has('node_b1'), 300, 5);
   } finally {
     ag.proc.kill('SIGCONT');
   }
@@ -313,8 +305,8 @@ t('a hung agent (SIGSTOP) is offline after 5 s of silence on every instance; it 
 
 t('pick reserves slots until released; none when every accepting node is full', async () => {
   const ids = ['node_a1', 'node_a2', 'node_b1'];
-  await waitFor('three accepting', async () => (await nodes()).filter((x) => ids.includes(x.node_id) && x.state === 'accepting' && x.live_calls === 0).length === 3, 5000);
-  await waitFor('A sees all three free', () => a.services.nodes.freeCapacity() === 9, 3000);
+  await eventually('three accepting', async () => (await nodes()).filter((x) => ids.includes(x.node_id) && x.state === 'accepting' && x.live_calls === 0).length === 3, 5000);
+  await eventually('A sees all three free', () => a.services.nodes.freeCapacity() === 9, 3000);
   const taken = Array.from({ length: 9 }, (_, i) => a.services.nodes.pick(`call_fill_${i}`));
   assert.ok(taken.every((x) => x !== null && ids.includes(x)), taken.join());
   for (const id of ids) assert.is(taken.filter((x) => x === id).length, 3, id);
