@@ -19,6 +19,7 @@ import { sql } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
 import { planLimits } from '../control-plane/companies/plans.ts';
+import { notOnDncList } from '../control-plane/compliance/dnc.ts';
 import type { Services } from '../control-plane/context.ts';
 import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
@@ -413,7 +414,7 @@ export class Dialer {
       const left = await sql<{ n: number }>`
         select count(*)::int as n from people p
         where p.tenant_id = ${run.tenantId} and p.list_id = any(${st.lists}::text[]) and p.status in ('new', 'due', 'calling')
-          and not exists (select 1 from dnc_numbers d where d.tenant_id = p.tenant_id and d.number = p.phone_number)`.execute(this.#s.store.db);
+          and ${notOnDncList('p')}`.execute(this.#s.store.db);
       const live = await sql<{ n: number }>`select count(*)::int as n from calls where campaign_id = ${run.id} and live`.execute(this.#s.store.db);
       if (left.rows[0].n === 0 && live.rows[0].n === 0 && !run.retired) {
         const r = await this.#s.runtime.send('campaign', run.id, { type: 'COMPLETE', at: Date.now() });

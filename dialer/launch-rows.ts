@@ -14,6 +14,7 @@ import { sql } from 'kysely';
 import { MAX_CALL_SECONDS, type CallEventMessage } from '../shared/agent-protocol.ts';
 import { newId } from '../shared/ids.ts';
 import { planLimits } from '../control-plane/companies/plans.ts';
+import { dncKey, notOnDncList, numbersOnDncList } from '../control-plane/compliance/dnc.ts';
 import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { Services } from '../control-plane/context.ts';
 import type { Store, Tx } from '../control-plane/db/store.ts';
@@ -75,7 +76,7 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
       select q.id from people q
       where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due')
         and (q.next_attempt_at is null or q.next_attempt_at <= now())
-        and not exists (select 1 from dnc_numbers d where d.tenant_id = q.tenant_id and d.number = q.phone_number)
+        and ${notOnDncList('q')}
         and not exists (select 1 from calls k where k.tenant_id = q.tenant_id and k.to_number = q.phone_number and k.live)
       order by q.next_attempt_at nulls first, q.id
       limit ${n}
@@ -126,10 +127,7 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
   const live = new Set(running.rows.map((r) => r.id));
   const tenantsOf = batch.map((l) => l.tenantId);
   const numbersOf = batch.map((l) => l.to);
-  const onList = await sql<{ tenant_id: string; number: string }>`
-    select d.tenant_id, d.number from dnc_numbers d
-    join unnest(${tenantsOf}::text[], ${numbersOf}::text[]) as x(t, n) on d.tenant_id = x.t and d.number = x.n`.execute(tx);
-  const blockedNumbers = new Set(onList.rows.map((r) => `${r.tenant_id}|${r.number}`));
+  const blockedNumbers = await numbersOnDncList(tx, batch.map((l) => ({ tenantId: l.tenantId, number: l.to })));
   const ringing = await sql<{ tenant_id: string; to_number: string; person_id: string | null }>`
     select k.tenant_id, k.to_number, k.person_id from calls k
     join unnest(${tenantsOf}::text[], ${numbersOf}::text[]) as x(t, n) on k.tenant_id = x.t and k.to_number = x.n
@@ -141,7 +139,7 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
     const number = `${l.tenantId}|${l.to}`;
     const left = room.get(l.tenantId);
     if (!live.has(l.campaignId) || left === undefined) dropped.set(l.callId, 'not_running');
-    else if (blockedNumbers.has(number)) blocked.add(l.callId);
+    else if (blockedNumbers.has(dncKey(l.tenantId, l.to))) blocked.add(l.callId);
     else if (l.personId && people.has(l.personId)) dropped.set(l.callId, 'duplicate');
     else if (busyNumbers.has(number)) dropped.set(l.callId, l.personId && busyNumbers.get(number) === l.personId ? 'duplicate' : 'number_busy');
     else if (left <= 0) dropped.set(l.callId, 'over_cap');

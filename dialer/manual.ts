@@ -6,6 +6,7 @@
  * `platform_pause_unreadable`).
  */
 import { sql } from 'kysely';
+import { isOnDncList } from '../control-plane/compliance/dnc.ts';
 import { ApiError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { toE164 } from '../shared/phone.ts';
@@ -81,7 +82,7 @@ export class ManualDialing {
       to = toE164(input.to ?? '');
       if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
     }
-    if (to && (await this.#d.services.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to).executeTakeFirst())) {
+    if (to && (await isOnDncList(this.#d.services.store.db, tenantId, to))) {
       this.#d.stats.denied(tenantId);
       throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
     }
@@ -128,8 +129,7 @@ export class ManualDialing {
       const why = dropped.get(callId);
       if (why === 'over_cap') throw new ApiError('conflict', `concurrency_cap: the company has ${limits.concurrent_calls} calls up, its plan's most; wait for one to end`);
       if (why === 'number_busy' || why === 'duplicate') throw new ApiError('conflict', 'this number is being called already');
-      const onList = await this.#d.services.store.db.selectFrom('dnc_numbers').select('number').where('tenant_id', '=', tenantId).where('number', '=', to!).executeTakeFirst();
-      if (onList) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
+      if (await isOnDncList(this.#d.services.store.db, tenantId, to!)) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
       this.#checkPause(tenantId);
       throw new ApiError('unavailable', 'the call could not be handed to a media node; try again');
     }

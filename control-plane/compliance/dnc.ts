@@ -1,6 +1,12 @@
-/** The company's own do-not-call list: adding numbers (repeats count once) and reading it. */
+/**
+ * The company's own do-not-call list: adding numbers (repeats count once), reading it, and the
+ * one check every dialing path makes against it (claims, the launch transaction, completion,
+ * manual dialing): `notOnDncList` inside a query over people, `numbersOnDncList` for numbers in
+ * hand. A number is on the list when the company has that E.164 number; nothing else matches.
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { toE164 } from '../../shared/phone.ts';
-import type { Store } from '../db/store.ts';
+import type { DB, Store } from '../db/store.ts';
 import { checkNumberCursor } from '../core/page.ts';
 
 export type DncAddResult = {
@@ -28,6 +34,31 @@ export async function addDncNumbers(store: Store, tenantId: string, numbers: str
     await store.db.insertInto('dnc_numbers').values(rows.slice(i, i + 1000)).onConflict((oc) => oc.columns(['tenant_id', 'number']).doNothing()).execute();
   }
   return { lines: numbers.length, accepted: valid.size, rejected, rejected_rows };
+}
+
+/**
+ * The condition "this person's number is not on their company's list", for a query over `people`
+ * under the alias `alias` (its `tenant_id` and `phone_number`).
+ */
+export function notOnDncList(alias: string): RawBuilder<boolean> {
+  return sql<boolean>`not exists (select 1 from dnc_numbers d where d.tenant_id = ${sql.ref(`${alias}.tenant_id`)} and d.number = ${sql.ref(`${alias}.phone_number`)})`;
+}
+
+/** Which of these (company, number) pairs are on their company's list, as `tenant|number` keys. */
+export async function numbersOnDncList(db: Kysely<DB>, pairs: Array<{ tenantId: string; number: string }>): Promise<Set<string>> {
+  if (pairs.length === 0) return new Set();
+  const rows = await sql<{ tenant_id: string; number: string }>`
+    select d.tenant_id, d.number from dnc_numbers d
+    join unnest(${pairs.map((p) => p.tenantId)}::text[], ${pairs.map((p) => p.number)}::text[]) as x(t, n) on d.tenant_id = x.t and d.number = x.n`.execute(db);
+  return new Set(rows.rows.map((r) => dncKey(r.tenant_id, r.number)));
+}
+
+/** The key `numbersOnDncList` answers in. */
+export const dncKey = (tenantId: string, number: string) => `${tenantId}|${number}`;
+
+/** Whether one number is on the company's list. */
+export async function isOnDncList(db: Kysely<DB>, tenantId: string, number: string): Promise<boolean> {
+  return (await numbersOnDncList(db, [{ tenantId, number }])).size > 0;
 }
 
 /** Whether a number is on the company's list, and since when. */
