@@ -11,7 +11,7 @@
  * more look at the kill switch, the originate goes to the node. A pause that lands in between
  * stops the launch: the call row ends as `not_launched` and the person is due again.
  *
- * The kill switch is read by a fail-closed `PauseReader` (every second and on each notice).
+ * The kill switch is read by a fail-closed `KillSwitchReader` (every second and on each notice).
  * Agents' call events are written by `CallEvents` on the instance holding the node's socket; a
  * call launched by another instance is reported to it over the coordinator so it frees the slot.
  */
@@ -30,7 +30,7 @@ import { claimPeople, findCallsOffNodes, findLostCalls, NUMBER_BUSY_RETRY, relea
 import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace, type IdleReason } from './pacing.ts';
-import { mirrorSource, PauseReader } from './pause-reader.ts';
+import { mirrorSource, KillSwitchReader } from './kill-switch-reader.ts';
 
 export type DialerOptions = CallEventsOptions & {
   tickMs?: number;
@@ -40,7 +40,7 @@ export type DialerOptions = CallEventsOptions & {
   reconcileEveryMs?: number;
   ringTimeoutS?: number;
   /** A reader to use instead of the default one (tests and benchmarks). */
-  pauseReader?: PauseReader;
+  pauseReader?: KillSwitchReader;
   /**
    * Whether the default reader listens for change notices (default true). False leaves it the
    * 1 s re-read only: how the dialer behaves when notices are lost (benchmarks measure it).
@@ -88,7 +88,7 @@ const RELEASE_IDLE_BUFFER_MS = 5_000;
 const BUFFER_MAX_AGE_MS = 30_000;
 
 export class Dialer {
-  readonly pause: PauseReader;
+  readonly pause: KillSwitchReader;
   readonly events: CallEvents;
   readonly stats: DialStats;
   readonly #s: Services;
@@ -131,7 +131,7 @@ export class Dialer {
     this.#ownReader = !opts.pauseReader;
     this.pause =
       opts.pauseReader ??
-      new PauseReader({
+      new KillSwitchReader({
         source: mirrorSource(services.coordinator, services.store),
         coordinator: opts.notices === false ? undefined : services.coordinator,
         onError: (err) => this.#log.debug({ err }, 'kill switch read failed'),

@@ -14,7 +14,7 @@ import { planLimits } from '../control-plane/companies/plans.ts';
 import type { Services } from '../control-plane/context.ts';
 import type { DialStats } from './dial-stats.ts';
 import { claimPeople, releaseClaims, type DropReason, type Launch } from './launch-rows.ts';
-import type { PauseReader } from './pause-reader.ts';
+import type { KillSwitchReader } from './kill-switch-reader.ts';
 
 /** A preview's person is held this long for the person at the screen. */
 const PREVIEW_HOLD = '10 minutes';
@@ -22,7 +22,7 @@ const PREVIEW_HOLD = '10 minutes';
 /** What manual dialing needs of the dialer: its reader, counters and launch path. */
 export type LaunchPort = {
   services: Services;
-  pause: PauseReader;
+  pause: KillSwitchReader;
   stats: DialStats;
   /** Counts a call about to launch as live (its campaign's and company's caps see it). */
   addLive(callId: string, campaignId: string, tenantId: string): void;

@@ -4,7 +4,7 @@
  * holding at most one second of calls) and concurrent calls, the company plan's concurrent calls
  * across all its campaigns, free room on accepting media nodes, and the people due.
  */
-import type { PauseCheck } from './pause-reader.ts';
+import type { PauseCheck } from './kill-switch-reader.ts';
 
 export type IdleReason = 'platform_paused' | 'platform_pause_unreadable' | 'tenant_paused' | 'no_capacity' | 'no_people' | 'concurrency_cap';
 

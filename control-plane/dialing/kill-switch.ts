@@ -7,7 +7,8 @@
  * After the commit the whole switch state is mirrored to the coordinator (`fencedSet` with the
  * version as token, so an older state can never overwrite a newer one) and published on
  * `DIALING_CHANNEL`. Pausing what is already paused, or resuming what is not, changes nothing and
- * records nothing.
+ * records nothing. The dialer reads it through its fail-closed reader,
+ * `dialer/kill-switch-reader.ts`.
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';

@@ -1,7 +1,7 @@
 /**
  * The dialing kill switch and maintenance mode over real HTTP, Postgres and Redis: the state
  * table and its rules, roles, the Dialing card, maintenance on/off beside a manual pause, the
- * company notice, and the dialer's PauseReader (fails closed, recovers, sees notices at once).
+ * company notice, and the dialer's KillSwitchReader (fails closed, recovers, sees notices at once).
  */
 import { sql } from 'kysely';
 import { suite } from 'uvu';
@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
 import { PAUSE_CHANGED, readSwitch, type SwitchState } from '../../control-plane/dialing/kill-switch.ts';
-import { coordinatorSource, mirrorSource, PauseReader } from '../../dialer/pause-reader.ts';
+import { coordinatorSource, mirrorSource, KillSwitchReader } from '../../dialer/kill-switch-reader.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeKey, makeOperator } from '../support/fixtures.ts';
@@ -23,7 +23,7 @@ let base = '';
 let owner: Session;
 const ops: Record<string, Session> = {};
 let n = 0;
-const readers: PauseReader[] = [];
+const readers: KillSwitchReader[] = [];
 
 
 async function pauseEvents(target?: string): Promise<number> {
@@ -36,8 +36,8 @@ const putGlobal = (s: Session, body: unknown) => call(base, 'PUT', '/api/platfor
 const putTenant = (s: Session, id: string, body: unknown) => call(base, 'PUT', `/api/platform/ops/dialing/tenants/${id}`, { session: s, body });
 const putMaintenance = (s: Session, body: unknown) => call(base, 'PUT', '/api/platform/settings/maintenance', { session: s, body });
 
-async function reader(opts: Partial<ConstructorParameters<typeof PauseReader>[0]> = {}): Promise<PauseReader> {
-  const r = new PauseReader({ source: mirrorSource(cp.services.coordinator, cp.services.store), coordinator: cp.services.coordinator, ...opts });
+async function reader(opts: Partial<ConstructorParameters<typeof KillSwitchReader>[0]> = {}): Promise<KillSwitchReader> {
+  const r = new KillSwitchReader({ source: mirrorSource(cp.services.coordinator, cp.services.store), coordinator: cp.services.coordinator, ...opts });
   readers.push(r);
   await r.start();
   return r;
@@ -255,11 +255,11 @@ t('maintenance beside a manual global pause: not taken over, and still on after 
   await putGlobal(owner, { paused: false });
 });
 
-t('PauseReader fails closed within 2 s when its source fails, and recovers when it answers again (injected clock)', async () => {
+t('KillSwitchReader fails closed within 2 s when its source fails, and recovers when it answers again (injected clock)', async () => {
   let clock = 0;
   let failing = false;
   const state: SwitchState = { version: 1, global: null, tenants: {} };
-  const r = new PauseReader({
+  const r = new KillSwitchReader({
     source: async () => {
       if (failing) throw new Error('source down');
       return state;
@@ -287,7 +287,7 @@ t('PauseReader fails closed within 2 s when its source fails, and recovers when 
   assert.equal(r.check('ten_x'), { launch: true, idle_reason: null }, 'recovers on the next good read');
 });
 
-t('PauseReader on real time: unreadable within 2 s of the source failing, back within about 1 s of it answering', async () => {
+t('KillSwitchReader on real time: unreadable within 2 s of the source failing, back within about 1 s of it answering', async () => {
   let failing = false;
   const r = await reader({ source: async () => {
     if (failing) throw new Error('source down');
@@ -305,10 +305,10 @@ t('PauseReader on real time: unreadable within 2 s of the source failing, back w
   assert.ok(Date.now() - back <= 1200, `recovered after ${Date.now() - back} ms`);
 });
 
-t('PauseReader on a coordinator that does not answer (dead port): launch nothing, platform_pause_unreadable', async () => {
+t('KillSwitchReader on a coordinator that does not answer (dead port): launch nothing, platform_pause_unreadable', async () => {
   const dead = new RedisCoordinator('redis://127.0.0.1:1', { keyPrefix: testRedisPrefix() });
   try {
-    const r = new PauseReader({ source: coordinatorSource(dead), readTimeoutMs: 300 });
+    const r = new KillSwitchReader({ source: coordinatorSource(dead), readTimeoutMs: 300 });
     readers.push(r);
     const started = Date.now();
     await r.start();

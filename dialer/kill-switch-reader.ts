@@ -1,11 +1,14 @@
 /**
- * The dialer's view of the kill switch. It re-reads the switch every second and at once on each
- * change notice, and fails closed: when no read has succeeded within the last 2 seconds (or none
- * ever has), `check()` says launch nothing with the idle reason `platform_pause_unreadable`.
+ * The dialer's fail-closed reader of the kill switch (the switch itself, its store rows, mirror
+ * and change notices, is `control-plane/dialing/kill-switch.ts`). It re-reads the switch every
+ * second and at once on each change notice, and fails closed: when no read has succeeded within
+ * the last 2 seconds (or none ever has), `check()` says launch nothing with the idle reason
+ * `platform_pause_unreadable`.
  *
  * Where it reads from is a `SwitchSource`. The default (`mirrorSource`) reads both the coordinator
- * mirror and the store (the truth); if either cannot be read, the read fails. A change notice carries the new state
- * itself, so it is applied without waiting for a read.
+ * mirror and the store (the truth); if either cannot be read, the read fails. A change notice
+ * carries the new state itself, which is applied at once (a pause stops launches without waiting
+ * for a read), but only a read makes the reader fresh.
  */
 import type { Coordinator } from '../control-plane/coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
@@ -23,11 +26,6 @@ export function coordinatorSource(coordinator: Coordinator): SwitchSource {
     if (!got) throw new Error('the kill switch mirror is missing');
     return JSON.parse(got.value) as SwitchState;
   };
-}
-
-/** Reads the store (the truth). */
-export function storeSource(store: Store): SwitchSource {
-  return () => readSwitch(store);
 }
 
 /**
@@ -49,7 +47,7 @@ export function mirrorSource(coordinator: Coordinator, store: Store): SwitchSour
   };
 }
 
-export type PauseReaderOptions = {
+export type KillSwitchReaderOptions = {
   source: SwitchSource;
   /** Where change notices arrive; without it the reader only polls. */
   coordinator?: Coordinator;
@@ -63,7 +61,7 @@ export type PauseReaderOptions = {
   onError?: (err: unknown) => void;
 };
 
-export class PauseReader {
+export class KillSwitchReader {
   readonly #source: SwitchSource;
   readonly #coordinator: Coordinator | undefined;
   readonly #intervalMs: number;
@@ -79,7 +77,7 @@ export class PauseReader {
   #again = false;
   #stopped = false;
 
-  constructor(opts: PauseReaderOptions) {
+  constructor(opts: KillSwitchReaderOptions) {
     this.#source = opts.source;
     this.#coordinator = opts.coordinator;
     this.#intervalMs = opts.intervalMs ?? 1000;

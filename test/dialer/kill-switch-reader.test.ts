@@ -8,14 +8,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MemoryCoordinator } from '../../control-plane/coordination/memory.ts';
 import { DIALING_CHANNEL, type SwitchState } from '../../control-plane/dialing/kill-switch.ts';
-import { PauseReader } from '../../dialer/pause-reader.ts';
+import { KillSwitchReader } from '../../dialer/kill-switch-reader.ts';
 
 test('a stale notice after failed reads leaves the reader unreadable; a good read opens it', async () => {
   let now = 0;
   let failing = false;
   let state: SwitchState = { version: 1, global: null, tenants: {} } as unknown as SwitchState;
   const coordinator = new MemoryCoordinator();
-  const reader = new PauseReader({
+  const reader = new KillSwitchReader({
     source: async () => {
       if (failing) throw new Error('store and mirror unreachable');
       return state;
