@@ -4,21 +4,22 @@
  * `vd.journey.transfer_requested|bridged|completed`, `vd.journey.closed`, `vd.usage.recorded`).
  *
  * Events are batched: whatever arrived since the last flush is written in one transaction, in
- * phases (placed, answered, hand-overs, ended) so a call whose events all arrive together is
- * still written in order. Two writers work at once, each on the calls whose id hashes to it, so a
- * call's events are still written in the order they came. Every write is guarded by the call's state, so an event an agent sends
- * twice (it re-sends after a reconnect) changes nothing the second time; usage items have ids
- * derived from the call and kind, inserted once. A batch that cannot be written (the store is
- * down) is kept and tried again: nothing is lost while the process lives.
+ * phases (placed, answered, hand-overs, ended, the people of ended calls), one function each, so
+ * a call whose events all arrive together is still written in order. Two writers work at once,
+ * each on the calls whose id hashes to it, so a call's events are still written in the order they
+ * came. Every write is guarded by the call's state, so an event an agent sends twice (it re-sends
+ * after a reconnect) changes nothing the second time; usage items go through the usage meter
+ * (`control-plane/usage/meter.ts`), once per call and kind. A batch that cannot be written (the
+ * store is down) is kept and tried again: nothing is lost while the process lives.
  */
 import { sql } from 'kysely';
 import type { CallEventMessage } from '../shared/agent-protocol.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { Coordinator } from '../control-plane/coordination/coordinator.ts';
 import type { Store, Tx } from '../control-plane/db/store.ts';
-import type { UsageKind } from '../control-plane/db/schema/index.ts';
 import { emit, OUTBOX_CHANNEL, type NewEvent } from '../control-plane/runtime/outbox.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
+import { aiSeconds, billableTransfer, callMinutes, meterUsage, type UsageItem } from '../control-plane/usage/meter.ts';
 
 /** A call that ended (or was refused by its node), for the instance that launched it. */
 export type EndedCall = { call_id: string; campaign_id: string | null; tenant_id: string; launched_by: string | null; node_id: string | null; refused: boolean };
@@ -162,213 +163,239 @@ export class CallEvents {
     if (ended.length) this.#onEnded(ended);
   }
 
+  /**
+   * One batch in one transaction, phase by phase (placed, answered, hand-overs, ended, the people
+   * of ended calls, usage, campaign counters, events): a call whose events all came together is
+   * still written in order, and every phase is guarded by the call's state.
+   */
   async #write(tx: Tx, batch: CallEvent[], lane: number): Promise<EndedCall[]> {
-    const placed = new Set<string>();
-    const answered = new Map<string, string>();
-    const transfers: Transfer[] = [];
-    const ended = new Map<string, Ended>();
-    const now = new Date().toISOString();
-    for (const { event } of batch) {
-      const e = event as CallEventMessage | { type: 'call.transfer'; call_id: string; stage: Transfer['stage']; at?: string };
-      const at = ('at' in e && e.at) || now;
-      switch (e.type) {
-        case 'call.placed':
-          placed.add(e.call_id);
-          break;
-        case 'call.answered':
-          answered.set(e.call_id, at);
-          break;
-        case 'call.transfer':
-          transfers.push({ id: e.call_id, stage: e.stage, at });
-          break;
-        // The first end of a call wins, as it does across batches (the update is guarded by the
-        // state): a `node_lost` or other sweep's end queued behind the node's own end changes nothing.
-        case 'call.ended':
-          if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: e.talk_seconds, ai: e.bot_seconds ?? 0, reason: e.reason ?? (e.talk_seconds > 0 ? 'completed' : 'failed'), sip: e.sip_status, refused: false });
-          break;
-        case 'call.refused':
-          if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: 0, ai: 0, reason: `refused_${e.reason}`, sip: 503, refused: true });
-          break;
-      }
-    }
-    const events: NewEvent[] = [];
-    const counters = new Map<string, { placed: number; answered: number; ended: number }>();
-    const count = (campaign: string | null, k: 'placed' | 'answered' | 'ended') => {
-      if (!campaign) return;
-      let c = counters.get(campaign);
-      if (!c) counters.set(campaign, (c = { placed: 0, answered: 0, ended: 0 }));
-      c[k]++;
-    };
-    const usage: Array<{ id: string; tenant_id: string; kind: UsageKind; quantity: number; unit: string; call_id: string; campaign_id: string | null; occurred_at: Date }> = [];
-
-    // Rows are locked in id order first, so this transaction and any other that touches the same
-    // calls (a cancelled launch, another instance's sweep) cannot deadlock on their order.
-    const touched = [...new Set([...placed, ...answered.keys(), ...transfers.map((t) => t.id), ...ended.keys()])].sort();
-    await sql`select id from calls where id = any(${touched}::text[]) order by id for update`.execute(tx);
-
-    if (placed.size) {
-      const rows = await sql<CallRow>`
-        update calls set state = 'ringing', sip_status = coalesce(sip_status, 100)
-        where id = any(${[...placed]}::text[]) and state = 'dialing'
-        returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(tx);
-      for (const r of rows.rows) {
-        count(r.campaign_id, 'placed');
-        events.push(callEvent('vd.call.placed', r, {}));
-      }
-    }
-    if (answered.size) {
-      const list = [...answered].map(([id, at]) => ({ id, at }));
-      const rows = await sql<CallRow & { answered_at: Date }>`
-        update calls c set state = 'answered', answered_at = x.at, sip_status = 200
-        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz)
-        where c.id = x.id and c.state in ('dialing', 'ringing')
-        returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at`.execute(tx);
-      for (const r of rows.rows) {
-        count(r.campaign_id, 'answered');
-        events.push(callEvent('vd.call.answered', r, { answered_at: r.answered_at.toISOString() }));
-      }
-    }
-    for (const t of transfers) {
-      // Hand-overs are rare next to call events; one guarded update each keeps their order exact.
-      const prev = PREVIOUS_STAGE[t.stage];
-      const rows = await sql<CallRow>`
-        update calls set transfer_state = ${t.stage}
-        where id = ${t.id} and state = 'answered' and transfer_state is not distinct from ${prev}
-        returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(tx);
-      for (const r of rows.rows) {
-        events.push({
-          subject: `vd.journey.transfer_${t.stage}`,
-          tenant_id: r.tenant_id,
-          about: r.id,
-          campaign_id: r.campaign_id,
-          data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, person_id: r.person_id, at: t.at },
-        });
-        if (t.stage === 'bridged') {
-          usage.push({ id: `use_${r.id}_billable_transfer`, tenant_id: r.tenant_id, kind: 'billable_transfer', quantity: 1, unit: 'transfer', call_id: r.id, campaign_id: r.campaign_id, occurred_at: new Date(t.at) });
-        }
-      }
-    }
-
-    const done: EndedCall[] = [];
-    if (ended.size) {
-      const list = [...ended.values()].map((e) => ({ ...e, talk: Math.round(e.talk), ai: Math.ceil(e.ai) }));
-      const rows = await sql<CallRow & { was: string; was_transfer: string | null; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }>`
-        update calls c set state = 'ended', ended_at = x.at, talk_seconds = x.talk, ai_seconds = x.ai, end_reason = x.reason, sip_status = x.sip,
-          transfer_state = case when c.transfer_state = 'bridged' then 'completed' else c.transfer_state end,
-          dropped = c.answered_at is not null and x.reason = any(${[...DROPPED_REASONS]}::text[])
-        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz, talk integer, ai integer, reason text, sip integer, refused boolean),
-          (select id, state, transfer_state from calls where id = any(${list.map((e) => e.id)}::text[])) o
-        where c.id = x.id and o.id = c.id and c.state <> 'ended'
-        returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at, c.handler,
-          c.launched_by, c.node_id, o.state as was, o.transfer_state as was_transfer, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(tx);
-      const people: Array<{ id: string; outcome: 'reached' | 'not_placed' | 'not_reached'; journey_id: string | null; campaign_id: string | null }> = [];
-      for (const r of rows.rows) {
-        const wasPlaced = r.was !== 'dialing';
-        done.push({ call_id: r.id, campaign_id: r.campaign_id, tenant_id: r.tenant_id, launched_by: r.launched_by, node_id: r.node_id, refused: r.refused });
-        if (r.person_id) people.push({ id: r.person_id, outcome: r.answered_at ? 'reached' : wasPlaced ? 'not_reached' : 'not_placed', journey_id: r.journey_id, campaign_id: r.campaign_id });
-        if (!wasPlaced) continue;
-        count(r.campaign_id, 'ended');
-        const endedAt = new Date(r.at);
-        if (r.was_transfer === 'bridged') {
-          // The hand-over ends with the call, whether or not the agent said `completed` first.
-          events.push({
-            subject: 'vd.journey.transfer_completed',
-            tenant_id: r.tenant_id,
-            about: r.id,
-            campaign_id: r.campaign_id,
-            data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, person_id: r.person_id, at: endedAt.toISOString() },
-          });
-        }
-        events.push(
-          callEvent('vd.call.ended', r, {
-            reason: r.reason,
-            sip_status: r.sip,
-            answered: r.answered_at !== null,
-            talk_seconds: r.talk,
-            ended_at: endedAt.toISOString(),
-          }),
-        );
-        if (r.answered_at && r.talk > 0) {
-          usage.push({ id: `use_${r.id}_call_minute`, tenant_id: r.tenant_id, kind: 'call_minute', quantity: Math.ceil(r.talk / 60), unit: 'minute', call_id: r.id, campaign_id: r.campaign_id, occurred_at: endedAt });
-        }
-        if (r.ai > 0) {
-          usage.push({ id: `use_${r.id}_ai_second`, tenant_id: r.tenant_id, kind: 'ai_second', quantity: r.ai, unit: 'second', call_id: r.id, campaign_id: r.campaign_id, occurred_at: endedAt });
-        }
-      }
-      if (people.length) {
-        people.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
-        const rows2 = await sql<{ person_id: string; status: string; tenant_id: string; journey_id: string | null; campaign_id: string | null; outcome: string }>`
-          update people p set
-            status = case when x.outcome = 'reached' then 'done'
-                          when x.outcome = 'not_placed' then 'due'
-                          when p.attempts >= ${this.#maxAttempts} then 'done' else 'due' end,
-            attempts = case when x.outcome = 'not_placed' then greatest(p.attempts - 1, 0) else p.attempts end,
-            next_attempt_at = case when x.outcome = 'not_reached' and p.attempts < ${this.#maxAttempts}
-                                   then now() + ${`${this.#retryDelayMs} milliseconds`}::interval else null end,
-            claimed_by = null, claim_epoch = null
-          from jsonb_to_recordset(${JSON.stringify(people)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text),
-            (select id from people where id = any(${people.map((x) => x.id)}::text[]) order by id for update) k
-          where p.id = x.id and k.id = p.id
-          returning p.id as person_id, p.status, p.tenant_id, x.journey_id, x.campaign_id, x.outcome`.execute(tx);
-        const finished = rows2.rows.filter((r) => r.status === 'done' && r.journey_id);
-        if (finished.length) {
-          const closed = await sql<{ id: string }>`
-            update journeys j set closed_at = now()
-            from (select id from journeys where id = any(${finished.map((r) => r.journey_id!)}::text[]) order by id for update) k
-            where j.id = k.id and j.closed_at is null
-            returning j.id`.execute(tx);
-          const closedIds = new Set(closed.rows.map((c) => c.id));
-          for (const r of finished) {
-            if (!closedIds.has(r.journey_id!)) continue;
-            events.push({
-              subject: 'vd.journey.closed',
-              tenant_id: r.tenant_id,
-              about: r.journey_id,
-              campaign_id: r.campaign_id,
-              data: { journey_id: r.journey_id, campaign_id: r.campaign_id, person_id: r.person_id, outcome: r.outcome === 'reached' ? 'reached' : 'attempts_exhausted' },
-            });
-          }
-        }
-      }
-    }
-    if (usage.length) {
-      const items = [...new Map(usage.map((u) => [u.id, u])).values()];
-      // Arrays, not a VALUES list (see `emit`); an item already counted is not counted again.
-      const inserted = await sql<{ id: string }>`
-        insert into usage_events (id, tenant_id, kind, quantity, unit, call_id, campaign_id, occurred_at)
-        select * from unnest(${items.map((u) => u.id)}::text[], ${items.map((u) => u.tenant_id)}::text[], ${items.map((u) => u.kind)}::text[],
-          ${items.map((u) => String(u.quantity))}::numeric[], ${items.map((u) => u.unit)}::text[], ${items.map((u) => u.call_id)}::text[],
-          ${items.map((u) => u.campaign_id)}::text[], ${items.map((u) => u.occurred_at.toISOString())}::timestamptz[])
-        on conflict (id) do nothing
-        returning id`.execute(tx);
-      const counted = new Set(inserted.rows.map((r) => r.id));
-      for (const u of items.filter((x) => counted.has(x.id))) {
-        events.push({
-          subject: 'vd.usage.recorded',
-          tenant_id: u.tenant_id,
-          about: u.call_id,
-          campaign_id: u.campaign_id,
-          data: { usage_id: u.id, kind: u.kind, quantity: u.quantity, unit: u.unit, call_id: u.call_id, campaign_id: u.campaign_id, at: u.occurred_at.toISOString() },
-        });
-      }
-    }
-    if (counters.size) {
-      // Last of the rows this transaction locks, in id order (docs/decisions.md, lock order).
-      const list = [...counters].map(([id, c]) => ({ id, ...c })).sort((a, b) => (a.id < b.id ? -1 : 1));
-      await sql`
-        insert into campaign_counts as n (campaign_id, lane, placed, answered, ended)
-        select x.id, ${lane}, x.placed, x.answered, x.ended
-        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, placed integer, answered integer, ended integer)
-        join campaigns c on c.id = x.id
-        order by x.id
-        on conflict (campaign_id, lane) do update set placed = n.placed + excluded.placed, answered = n.answered + excluded.answered, ended = n.ended + excluded.ended`.execute(tx);
-    }
-    if (events.length) {
-      await emit(tx, events);
+    const { placed, answered, transfers, ended } = sortEvents(batch);
+    const w: Writing = { tx, events: [], usage: [], counters: new Map() };
+    await lockCalls(tx, [...placed, ...answered.keys(), ...transfers.map((t) => t.id), ...ended.keys()]);
+    await writePlaced(w, placed);
+    await writeAnswered(w, answered);
+    await writeTransfers(w, transfers);
+    const { done, people } = await writeEnded(w, ended);
+    await settlePeople(w, people, { retryDelayMs: this.#retryDelayMs, maxAttempts: this.#maxAttempts });
+    w.events.push(...(await meterUsage(tx, w.usage)));
+    await writeCounters(tx, w.counters, lane);
+    if (w.events.length) {
+      await emit(tx, w.events);
       this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
     }
     return done;
   }
+}
+
+/** What a batch's write gathers as it goes: outbox events, usage items, campaign counter deltas. */
+type Writing = {
+  tx: Tx;
+  events: NewEvent[];
+  usage: UsageItem[];
+  counters: Map<string, { placed: number; answered: number; ended: number }>;
+};
+
+function count(w: Writing, campaign: string | null, k: 'placed' | 'answered' | 'ended'): void {
+  if (!campaign) return;
+  let c = w.counters.get(campaign);
+  if (!c) w.counters.set(campaign, (c = { placed: 0, answered: 0, ended: 0 }));
+  c[k]++;
+}
+
+/** The batch's events by kind; `at` is the agent's time when it gave one, else now. */
+function sortEvents(batch: CallEvent[]) {
+  const placed = new Set<string>();
+  const answered = new Map<string, string>();
+  const transfers: Transfer[] = [];
+  const ended = new Map<string, Ended>();
+  const now = new Date().toISOString();
+  for (const { event } of batch) {
+    const e = event as CallEventMessage | { type: 'call.transfer'; call_id: string; stage: Transfer['stage']; at?: string } | { type: 'call.refused'; call_id: string; reason: string };
+    const at = ('at' in e && e.at) || now;
+    switch (e.type) {
+      case 'call.placed':
+        placed.add(e.call_id);
+        break;
+      case 'call.answered':
+        answered.set(e.call_id, at);
+        break;
+      case 'call.transfer':
+        transfers.push({ id: e.call_id, stage: e.stage, at });
+        break;
+      // The first end of a call wins, as it does across batches (the update is guarded by the
+      // state): a `node_lost` or other sweep's end queued behind the node's own end changes nothing.
+      case 'call.ended':
+        if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: e.talk_seconds, ai: e.bot_seconds ?? 0, reason: e.reason ?? (e.talk_seconds > 0 ? 'completed' : 'failed'), sip: e.sip_status, refused: false });
+        break;
+      case 'call.refused':
+        if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: 0, ai: 0, reason: `refused_${e.reason}`, sip: 503, refused: true });
+        break;
+    }
+  }
+  return { placed, answered, transfers, ended };
+}
+
+/**
+ * Rows are locked in id order first, so this transaction and any other that touches the same
+ * calls (a cancelled launch, another instance's sweep) cannot deadlock on their order.
+ */
+async function lockCalls(tx: Tx, ids: string[]): Promise<void> {
+  const touched = [...new Set(ids)].sort();
+  await sql`select id from calls where id = any(${touched}::text[]) order by id for update`.execute(tx);
+}
+
+async function writePlaced(w: Writing, placed: Set<string>): Promise<void> {
+  if (placed.size === 0) return;
+  const rows = await sql<CallRow>`
+    update calls set state = 'ringing', sip_status = coalesce(sip_status, 100)
+    where id = any(${[...placed]}::text[]) and state = 'dialing'
+    returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(w.tx);
+  for (const r of rows.rows) {
+    count(w, r.campaign_id, 'placed');
+    w.events.push(callEvent('vd.call.placed', r, {}));
+  }
+}
+
+async function writeAnswered(w: Writing, answered: Map<string, string>): Promise<void> {
+  if (answered.size === 0) return;
+  const list = [...answered].map(([id, at]) => ({ id, at }));
+  const rows = await sql<CallRow & { answered_at: Date }>`
+    update calls c set state = 'answered', answered_at = x.at, sip_status = 200
+    from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz)
+    where c.id = x.id and c.state in ('dialing', 'ringing')
+    returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at`.execute(w.tx);
+  for (const r of rows.rows) {
+    count(w, r.campaign_id, 'answered');
+    w.events.push(callEvent('vd.call.answered', r, { answered_at: r.answered_at.toISOString() }));
+  }
+}
+
+async function writeTransfers(w: Writing, transfers: Transfer[]): Promise<void> {
+  for (const t of transfers) {
+    // Hand-overs are rare next to call events; one guarded update each keeps their order exact.
+    const prev = PREVIOUS_STAGE[t.stage];
+    const rows = await sql<CallRow>`
+      update calls set transfer_state = ${t.stage}
+      where id = ${t.id} and state = 'answered' and transfer_state is not distinct from ${prev}
+      returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(w.tx);
+    for (const r of rows.rows) {
+      w.events.push({
+        subject: `vd.journey.transfer_${t.stage}`,
+        tenant_id: r.tenant_id,
+        about: r.id,
+        campaign_id: r.campaign_id,
+        data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, person_id: r.person_id, at: t.at },
+      });
+      if (t.stage === 'bridged') w.usage.push(billableTransfer(r, new Date(t.at)));
+    }
+  }
+}
+
+/** What a call's end means for its person: reached, called and not reached, or never placed. */
+type PersonOutcome = { id: string; outcome: 'reached' | 'not_placed' | 'not_reached'; journey_id: string | null; campaign_id: string | null };
+
+async function writeEnded(w: Writing, ended: Map<string, Ended>): Promise<{ done: EndedCall[]; people: PersonOutcome[] }> {
+  const done: EndedCall[] = [];
+  const people: PersonOutcome[] = [];
+  if (ended.size === 0) return { done, people };
+  const list = [...ended.values()].map((e) => ({ ...e, talk: Math.round(e.talk), ai: Math.ceil(e.ai) }));
+  const rows = await sql<CallRow & { was: string; was_transfer: string | null; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }>`
+    update calls c set state = 'ended', ended_at = x.at, talk_seconds = x.talk, ai_seconds = x.ai, end_reason = x.reason, sip_status = x.sip,
+      transfer_state = case when c.transfer_state = 'bridged' then 'completed' else c.transfer_state end,
+      dropped = c.answered_at is not null and x.reason = any(${[...DROPPED_REASONS]}::text[])
+    from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz, talk integer, ai integer, reason text, sip integer, refused boolean),
+      (select id, state, transfer_state from calls where id = any(${list.map((e) => e.id)}::text[])) o
+    where c.id = x.id and o.id = c.id and c.state <> 'ended'
+    returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at, c.handler,
+      c.launched_by, c.node_id, o.state as was, o.transfer_state as was_transfer, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(w.tx);
+  for (const r of rows.rows) {
+    const wasPlaced = r.was !== 'dialing';
+    done.push({ call_id: r.id, campaign_id: r.campaign_id, tenant_id: r.tenant_id, launched_by: r.launched_by, node_id: r.node_id, refused: r.refused });
+    if (r.person_id) people.push({ id: r.person_id, outcome: r.answered_at ? 'reached' : wasPlaced ? 'not_reached' : 'not_placed', journey_id: r.journey_id, campaign_id: r.campaign_id });
+    if (!wasPlaced) continue;
+    count(w, r.campaign_id, 'ended');
+    const endedAt = new Date(r.at);
+    if (r.was_transfer === 'bridged') {
+      // The hand-over ends with the call, whether or not the agent said `completed` first.
+      w.events.push({
+        subject: 'vd.journey.transfer_completed',
+        tenant_id: r.tenant_id,
+        about: r.id,
+        campaign_id: r.campaign_id,
+        data: { call_id: r.id, campaign_id: r.campaign_id, journey_id: r.journey_id, person_id: r.person_id, at: endedAt.toISOString() },
+      });
+    }
+    w.events.push(
+      callEvent('vd.call.ended', r, {
+        reason: r.reason,
+        sip_status: r.sip,
+        answered: r.answered_at !== null,
+        talk_seconds: r.talk,
+        ended_at: endedAt.toISOString(),
+      }),
+    );
+    const minutes = r.answered_at ? callMinutes(r, r.talk, endedAt) : null;
+    const ai = aiSeconds(r, r.ai, endedAt);
+    if (minutes) w.usage.push(minutes);
+    if (ai) w.usage.push(ai);
+  }
+  return { done, people };
+}
+
+/**
+ * The people of ended calls take their next step: reached, done; called and not reached, due
+ * again after the retry delay until their attempts are spent; never placed, due again with the
+ * attempt given back. A person done closes their journey (`vd.journey.closed`).
+ */
+async function settlePeople(w: Writing, people: PersonOutcome[], retry: { retryDelayMs: number; maxAttempts: number }): Promise<void> {
+  if (people.length === 0) return;
+  people.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  const rows = await sql<{ person_id: string; status: string; tenant_id: string; journey_id: string | null; campaign_id: string | null; outcome: string }>`
+    update people p set
+      status = case when x.outcome = 'reached' then 'done'
+                    when x.outcome = 'not_placed' then 'due'
+                    when p.attempts >= ${retry.maxAttempts} then 'done' else 'due' end,
+      attempts = case when x.outcome = 'not_placed' then greatest(p.attempts - 1, 0) else p.attempts end,
+      next_attempt_at = case when x.outcome = 'not_reached' and p.attempts < ${retry.maxAttempts}
+                             then now() + ${`${retry.retryDelayMs} milliseconds`}::interval else null end,
+      claimed_by = null, claim_epoch = null
+    from jsonb_to_recordset(${JSON.stringify(people)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text),
+      (select id from people where id = any(${people.map((x) => x.id)}::text[]) order by id for update) k
+    where p.id = x.id and k.id = p.id
+    returning p.id as person_id, p.status, p.tenant_id, x.journey_id, x.campaign_id, x.outcome`.execute(w.tx);
+  const finished = rows.rows.filter((r) => r.status === 'done' && r.journey_id);
+  if (finished.length) {
+    const closed = await sql<{ id: string }>`
+      update journeys j set closed_at = now()
+      from (select id from journeys where id = any(${finished.map((r) => r.journey_id!)}::text[]) order by id for update) k
+      where j.id = k.id and j.closed_at is null
+      returning j.id`.execute(w.tx);
+    const closedIds = new Set(closed.rows.map((c) => c.id));
+    for (const r of finished) {
+      if (!closedIds.has(r.journey_id!)) continue;
+      w.events.push({
+        subject: 'vd.journey.closed',
+        tenant_id: r.tenant_id,
+        about: r.journey_id,
+        campaign_id: r.campaign_id,
+        data: { journey_id: r.journey_id, campaign_id: r.campaign_id, person_id: r.person_id, outcome: r.outcome === 'reached' ? 'reached' : 'attempts_exhausted' },
+      });
+    }
+  }
+}
+
+/** The batch's counter deltas, on this writer lane's own rows (summed when read). */
+async function writeCounters(tx: Tx, counters: Writing['counters'], lane: number): Promise<void> {
+  if (counters.size === 0) return;
+  // Last of the rows this transaction locks, in id order (docs/decisions.md, lock order).
+  const list = [...counters].map(([id, c]) => ({ id, ...c })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  await sql`
+    insert into campaign_counts as n (campaign_id, lane, placed, answered, ended)
+    select x.id, ${lane}, x.placed, x.answered, x.ended
+    from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, placed integer, answered integer, ended integer)
+    join campaigns c on c.id = x.id
+    order by x.id
+    on conflict (campaign_id, lane) do update set placed = n.placed + excluded.placed, answered = n.answered + excluded.answered, ended = n.ended + excluded.ended`.execute(tx);
 }
 
 type CallRow = { id: string; tenant_id: string; campaign_id: string | null; journey_id: string | null; person_id: string | null; direction: string; from_number: string; to_number: string };

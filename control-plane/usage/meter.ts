@@ -1,0 +1,71 @@
+/**
+ * The usage meter: the one way a usage item of any kind (`ai_second`, `call_minute`,
+ * `billable_transfer`, `list_verify`, `qa_review`) is written. An item's id names its source (the
+ * call and kind, the list check, the review), so the same work reported twice is counted once:
+ * the insert of an id already present does nothing, in the same transaction as the work it
+ * meters. For each item newly counted the caller gets its `vd.usage.recorded` event to emit in
+ * that transaction too.
+ */
+import { sql } from 'kysely';
+import type { Tx } from '../db/store.ts';
+import type { UsageKind } from '../db/schema/index.ts';
+import type { NewEvent } from '../runtime/outbox.ts';
+
+export type UsageItem = {
+  /** The item's source, as the ids below make it. */
+  id: string;
+  tenant_id: string;
+  kind: UsageKind;
+  quantity: number;
+  unit: string;
+  call_id: string | null;
+  campaign_id: string | null;
+  occurred_at: Date;
+};
+
+/** The ids of a call's items: one of each kind per call. */
+export const callUsageId = (callId: string, kind: 'call_minute' | 'ai_second' | 'billable_transfer') => `use_${callId}_${kind}`;
+
+/** Started minutes of talk of an answered call (none without talk). */
+export function callMinutes(call: { id: string; tenant_id: string; campaign_id: string | null }, talkSeconds: number, at: Date): UsageItem | null {
+  if (talkSeconds <= 0) return null;
+  return { id: callUsageId(call.id, 'call_minute'), tenant_id: call.tenant_id, kind: 'call_minute', quantity: Math.ceil(talkSeconds / 60), unit: 'minute', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at };
+}
+
+/** Seconds a bot talked on a call (none without). */
+export function aiSeconds(call: { id: string; tenant_id: string; campaign_id: string | null }, seconds: number, at: Date): UsageItem | null {
+  if (seconds <= 0) return null;
+  return { id: callUsageId(call.id, 'ai_second'), tenant_id: call.tenant_id, kind: 'ai_second', quantity: seconds, unit: 'second', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at };
+}
+
+/** A hand-over to a person that was bridged. */
+export function billableTransfer(call: { id: string; tenant_id: string; campaign_id: string | null }, at: Date): UsageItem {
+  return { id: callUsageId(call.id, 'billable_transfer'), tenant_id: call.tenant_id, kind: 'billable_transfer', quantity: 1, unit: 'transfer', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at };
+}
+
+/**
+ * Writes the items in the caller's transaction, each id at most once ever; answers the
+ * `vd.usage.recorded` events of those newly counted, for the caller to emit in that transaction.
+ */
+export async function meterUsage(tx: Tx, items: UsageItem[]): Promise<NewEvent[]> {
+  if (items.length === 0) return [];
+  const unique = [...new Map(items.map((u) => [u.id, u])).values()];
+  // Arrays, not a VALUES list (see `emit`); an item already counted is not counted again.
+  const inserted = await sql<{ id: string }>`
+    insert into usage_events (id, tenant_id, kind, quantity, unit, call_id, campaign_id, occurred_at)
+    select * from unnest(${unique.map((u) => u.id)}::text[], ${unique.map((u) => u.tenant_id)}::text[], ${unique.map((u) => u.kind)}::text[],
+      ${unique.map((u) => String(u.quantity))}::numeric[], ${unique.map((u) => u.unit)}::text[], ${unique.map((u) => u.call_id)}::text[],
+      ${unique.map((u) => u.campaign_id)}::text[], ${unique.map((u) => u.occurred_at.toISOString())}::timestamptz[])
+    on conflict (id) do nothing
+    returning id`.execute(tx);
+  const counted = new Set(inserted.rows.map((r) => r.id));
+  return unique
+    .filter((u) => counted.has(u.id))
+    .map((u) => ({
+      subject: 'vd.usage.recorded',
+      tenant_id: u.tenant_id,
+      about: u.call_id ?? u.id,
+      campaign_id: u.campaign_id,
+      data: { usage_id: u.id, kind: u.kind, quantity: u.quantity, unit: u.unit, call_id: u.call_id, campaign_id: u.campaign_id, at: u.occurred_at.toISOString() },
+    }));
+}
