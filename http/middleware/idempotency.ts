@@ -4,11 +4,12 @@
  * method, path or body gets 422. Keys are scoped to the company (or the operator) that sent
  * them. Answers of 5xx and 429 are not stored, so a retry runs again. A secret in an answer (an
  * API key, a signing secret, a temporary password) is shown once: the stored copy has it blanked.
+ * The records themselves live in `control-plane/idempotency/records.ts`.
  */
 import { createHash } from 'node:crypto';
 import { createMiddleware } from 'hono/factory';
-import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
+import { findKey, releaseKey, saveAnswer, takeKey } from '../../control-plane/idempotency/records.ts';
 import type { AppEnv } from '../env.ts';
 
 const KEEP_MS = 24 * 3600_000;
@@ -45,31 +46,16 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     .update(c.get('rawBody') ?? Buffer.alloc(0))
     .digest('hex');
   const { store } = c.get('services');
-  const now = new Date();
-  const fresh = { request_hash: requestHash, state: 'running' as const, status: null, body: null, content_type: null, locked_until: new Date(now.getTime() + LOCK_MS), expires_at: new Date(now.getTime() + KEEP_MS) };
+  const use = { scope, key, requestHash };
 
   // Take the key: insert it, or take over a record that expired or whose holder died.
-  const taken = await store.db
-    .insertInto('idempotency_records')
-    .values({ scope, key, ...fresh })
-    .onConflict((oc) =>
-      oc.columns(['scope', 'key']).doUpdateSet({ ...fresh, created_at: now }).where((eb) =>
-        eb.or([
-          eb('idempotency_records.expires_at', '<', now),
-          eb.and([eb('idempotency_records.state', '=', 'running'), eb('idempotency_records.locked_until', '<', now), eb('idempotency_records.request_hash', '=', requestHash)]),
-        ]),
-      ),
-    )
-    .returning(sql<boolean>`true`.as('ok'))
-    .executeTakeFirst();
-
-  if (!taken) {
-    const row = await store.db.selectFrom('idempotency_records').selectAll().where('scope', '=', scope).where('key', '=', key).executeTakeFirst();
+  if (!(await takeKey(store, use, new Date(), LOCK_MS, KEEP_MS))) {
+    const row = await findKey(store, scope, key);
     if (!row) throw new ApiError('conflict', 'a request with this Idempotency-Key is still running');
-    if (row.request_hash !== requestHash) throw new ApiError('unprocessable', 'this Idempotency-Key was used with a different request');
+    if (row.requestHash !== requestHash) throw new ApiError('unprocessable', 'this Idempotency-Key was used with a different request');
     if (row.state === 'running') throw new ApiError('conflict', 'a request with this Idempotency-Key is still running');
     return c.newResponse(row.body ?? '', row.status as 200, {
-      'content-type': row.content_type ?? 'application/json; charset=utf-8',
+      'content-type': row.contentType ?? 'application/json; charset=utf-8',
       'idempotent-replayed': 'true',
     });
   }
@@ -77,15 +63,9 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   const status = c.res.status;
   if (status >= 500 || status === 429) {
-    await store.db.deleteFrom('idempotency_records').where('scope', '=', scope).where('key', '=', key).where('request_hash', '=', requestHash).execute();
+    await releaseKey(store, use);
     return;
   }
   const body = withoutSecrets(await c.res.clone().text(), c.res.headers.get('content-type'));
-  await store.db
-    .updateTable('idempotency_records')
-    .set({ state: 'done', status, body, content_type: c.res.headers.get('content-type') })
-    .where('scope', '=', scope)
-    .where('key', '=', key)
-    .where('request_hash', '=', requestHash)
-    .execute();
+  await saveAnswer(store, use, { status, body, contentType: c.res.headers.get('content-type') });
 });
