@@ -1,8 +1,10 @@
 /**
  * The Hono app: middleware in the order of ARCHITECTURE.md (request id and logging, body limit,
- * authentication, CSRF, rate limit, idempotency), then the route groups.
+ * authentication, CSRF, rate limit, idempotency), then the route groups. Every route under `/api`
+ * is declared with its schemas (`openapi/route.ts`), and the OpenAPI document is made from them.
  */
 import { Hono } from 'hono';
+import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../control-plane/context.ts';
 import type { AppEnv } from './env.ts';
 import { authenticate } from './middleware/auth.ts';
@@ -13,11 +15,15 @@ import { storableInput } from './middleware/input.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestLog } from './middleware/request-log.ts';
+import { apiDocument } from './openapi/document.ts';
+import { validationHook } from './openapi/route.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { connectorRoutes } from './routes/connectors.ts';
 import { authRoutes } from './routes/auth.ts';
 import { complianceRoutes } from './routes/compliance.ts';
-import { coreRoutes } from './routes/core.ts';
+import { campaignRoutes } from './routes/core/campaigns.ts';
+import { listRoutes } from './routes/core/lists.ts';
+import { docsRoutes } from './routes/docs.ts';
 import { inboundRoutes } from './routes/inbound.ts';
 import { dialingRoutes, noticeRoutes } from './routes/platform/dialing.ts';
 import { opsRoutes } from './routes/platform/ops.ts';
@@ -43,22 +49,25 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   app.use('*', requestLog);
   app.use('*', storableInput);
   app.route('/', systemRoutes);
-  const api = new Hono<AppEnv>();
+  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   api.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES), authenticate, csrf, rateLimit, idempotency);
-  api.route('/auth/v1', authRoutes);
-  api.route('/integrations/v1/api-keys', apiKeyRoutes);
-  api.route('/integrations/v1/connectors', connectorRoutes);
-  api.route('/integrations/v1/inbound', inboundRoutes);
-  api.route('/core/v1/notices', noticeRoutes);
-  api.route('/core/v1', coreRoutes);
-  api.route('/compliance/v1', complianceRoutes);
-  api.route('/platform/tenants', tenantReadRoutes);
-  api.route('/platform/tenants', tenantWriteRoutes);
-  api.route('/platform', dialingRoutes);
-  api.route('/platform/ops', opsRoutes);
-  api.route('/dialer/v1', dialerRoutes);
-  api.route('/platform', telephonyRoutes);
-  api.route('/core/v1/sub-accounts', subAccountRoutes);
+  let document: Record<string, unknown> | null = null;
+  api.route('/', docsRoutes(() => (document ??= apiDocument(api))).app);
+  api.route('/auth/v1', authRoutes.app);
+  api.route('/integrations/v1/api-keys', apiKeyRoutes.app);
+  api.route('/integrations/v1/connectors', connectorRoutes.app);
+  api.route('/integrations/v1/inbound', inboundRoutes.app);
+  api.route('/core/v1/notices', noticeRoutes.app);
+  api.route('/core/v1', listRoutes.app);
+  api.route('/core/v1/campaigns', campaignRoutes.app);
+  api.route('/compliance/v1', complianceRoutes.app);
+  api.route('/platform/tenants', tenantReadRoutes.app);
+  api.route('/platform/tenants', tenantWriteRoutes.app);
+  api.route('/platform', dialingRoutes.app);
+  api.route('/platform/ops', opsRoutes.app);
+  api.route('/dialer/v1', dialerRoutes.app);
+  api.route('/platform', telephonyRoutes.app);
+  api.route('/core/v1/sub-accounts', subAccountRoutes.app);
   app.route('/api', api);
   return app;
 }

@@ -4,18 +4,20 @@
  * message that begins `platform_paused` (or `platform_pause_unreadable` when the switch cannot be
  * read: the dialer fails closed).
  */
-import { Hono } from 'hono';
-import { z } from 'zod';
+import { z } from '@hono/zod-openapi';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppEnv } from '../env.ts';
-import { allow, tenantOf } from '../middleware/auth.ts';
-import { readJson } from '../middleware/body.ts';
+import { companyMembers, tenantOf } from '../middleware/guards.ts';
+import { ApiRoutes } from '../openapi/route.ts';
+import { idParam, json, pathOf, record } from '../openapi/schemas.ts';
 
 const ManualCall = z
   .object({ campaign_id: z.string().min(1).max(64), to: z.string().min(1).max(40).optional(), person_id: z.string().min(1).max(64).optional() })
-  .refine((b) => !!b.to !== !!b.person_id, { message: 'give either to or person_id' });
+  .refine((b) => !!b.to !== !!b.person_id, { message: 'give either to or person_id' })
+  .openapi({ description: 'Either `to` (a number) or `person_id`.' });
 
-const callers = allow({ session: 'company' });
+const Call = record('Call', { call_id: z.string(), campaign_id: z.string() });
+const PAUSED = 'Dialing is paused (message platform_paused) or the pause cannot be read (platform_pause_unreadable), or no dialer runs on this instance.';
 
 function dialerOf(c: { get(k: 'dialer'): AppEnv['Variables']['dialer'] }) {
   const d = c.get('dialer');
@@ -23,11 +25,32 @@ function dialerOf(c: { get(k: 'dialer'): AppEnv['Variables']['dialer'] }) {
   return d;
 }
 
-export const dialerRoutes = new Hono<AppEnv>()
-  .post('/calls', callers, async (c) => {
-    const body = readJson(c, ManualCall);
-    const call = await dialerOf(c).manualDial(tenantOf(c.get('principal')), body);
-    c.get('log').info({ call_id: call.call_id, campaign_id: call.campaign_id }, 'manual call placed');
-    return c.json(call, 201);
-  })
-  .post('/campaigns/:id/next', callers, async (c) => c.json(await dialerOf(c).previewNext(tenantOf(c.get('principal')), c.req.param('id'))));
+export const dialerRoutes = new ApiRoutes('Dialing')
+  .add(
+    {
+      method: 'post',
+      path: '/calls',
+      guard: companyMembers,
+      summary: 'Dial by hand',
+      body: ManualCall,
+      answers: { 201: json('The call placed.', Call) },
+      errors: { 422: 'The number is not valid or is on the do-not-call list.', 503: PAUSED },
+    },
+    async (c, { body }) => {
+      const call = await dialerOf(c).manualDial(tenantOf(c.get('principal')), body);
+      c.get('log').info({ call_id: call.call_id, campaign_id: call.campaign_id }, 'manual call placed');
+      return c.json(call, 201);
+    },
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/campaigns/{id}/next',
+      guard: companyMembers,
+      summary: "A preview campaign's next person",
+      params: pathOf({ id: idParam('The campaign id (cmp_…).') }),
+      answers: { 200: json('The next person to call.') },
+      errors: { 503: PAUSED },
+    },
+    async (c, { params }) => c.json(await dialerOf(c).previewNext(tenantOf(c.get('principal')), params.id)),
+  );

@@ -2,17 +2,23 @@
  * Inbound write endpoints under `/api/integrations/v1/inbound`, for API keys with the matching
  * write scope only (each scope opens its own endpoint and nothing else).
  */
-import { Hono } from 'hono';
-import { z } from 'zod';
+import { z } from '@hono/zod-openapi';
 import { addDncNumbers } from '../../control-plane/compliance/dnc.ts';
-import type { AppEnv } from '../env.ts';
-import { allow, tenantOf } from '../middleware/auth.ts';
-import { readJson } from '../middleware/body.ts';
+import { keyScope, tenantOf } from '../middleware/guards.ts';
+import { ApiRoutes } from '../openapi/route.ts';
+import { json } from '../openapi/schemas.ts';
 
 const DncBody = z.object({ numbers: z.array(z.string().max(64)).min(1).max(10_000) });
+const DncResult = z.looseObject({ lines: z.number(), accepted: z.number(), rejected: z.number() });
 
-export const inboundRoutes = new Hono<AppEnv>().post('/dnc', allow({ key: 'dnc:write' }), async (c) => {
-  const body = readJson(c, DncBody);
-  const result = await addDncNumbers(c.get('services').store, tenantOf(c.get('principal')), body.numbers, 'api');
-  return c.json(result, 200);
-});
+export const inboundRoutes = new ApiRoutes('Inbound writes').add(
+  {
+    method: 'post',
+    path: '/dnc',
+    guard: keyScope('dnc:write'),
+    summary: "Add numbers to the company's do-not-call list",
+    body: DncBody,
+    answers: { 200: json('Numbers read, accepted (repeated numbers once) and refused.', DncResult) },
+  },
+  async (c, { body }) => c.json(await addDncNumbers(c.get('services').store, tenantOf(c.get('principal')), body.numbers, 'api'), 200),
+);

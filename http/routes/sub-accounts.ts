@@ -2,29 +2,35 @@
  * A parent company's owner suspends and resumes its own sub-accounts under
  * `/api/core/v1/sub-accounts`: the same chain as the operator's suspend.
  */
-import { Hono } from 'hono';
-import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import { resumeCompany, suspendCompany } from '../../control-plane/companies/lifecycle.ts';
+import { isSubAccountOf } from '../../control-plane/companies/sub-accounts.ts';
+import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { allow, tenantOf } from '../middleware/auth.ts';
-import { readJson } from '../middleware/body.ts';
-import { who } from './platform/tenants-write.ts';
+import { actorOf, companyOwners, tenantOf } from '../middleware/guards.ts';
+import { ApiRoutes } from '../openapi/route.ts';
+import { idParam, json, pathOf } from '../openapi/schemas.ts';
+import { LifecycleAnswer, Reason } from './platform/tenants-write.ts';
 
-const owners = allow({ session: 'company', roles: ['owner'] });
-
-async function ownSubAccount(c: { get: (k: 'services') => AppEnv['Variables']['services'] }, parent: string, id: string): Promise<void> {
-  const row = await c.get('services').store.db.selectFrom('companies').select('parent_id').where('id', '=', id).executeTakeFirst();
-  if (!row || row.parent_id !== parent) throw new ApiError('not_found', `no sub-account ${id}`);
+/** 404 unless `id` is a sub-account of the caller's company. */
+async function ownSubAccount(c: Context<AppEnv>, id: string): Promise<void> {
+  if (!(await isSubAccountOf(c.get('services').store, tenantOf(c.get('principal')), id))) throw new ApiError('not_found', `no sub-account ${id}`);
 }
 
-export const subAccountRoutes = new Hono<AppEnv>()
-  .post('/:id/suspend', owners, async (c) => {
-    const { reason } = readJson(c, z.object({ reason: z.string().max(2000) }));
-    await ownSubAccount(c, tenantOf(c.get('principal')), c.req.param('id'));
-    return c.json(await suspendCompany(c.get('services'), c.req.param('id'), reason, who(c.get('principal'))));
-  })
-  .post('/:id/resume', owners, async (c) => {
-    await ownSubAccount(c, tenantOf(c.get('principal')), c.req.param('id'));
-    return c.json(await resumeCompany(c.get('services'), c.req.param('id'), who(c.get('principal'))));
-  });
+const SubAccountId = pathOf({ id: idParam('The sub-account’s company id (ten_…).') });
+
+export const subAccountRoutes = new ApiRoutes('Sub-accounts')
+  .add(
+    { method: 'post', path: '/{id}/suspend', guard: companyOwners, summary: 'Suspend a sub-account', description: "The same chain as an operator's suspend.", params: SubAccountId, body: Reason, answers: { 200: json('The suspension and its steps.', LifecycleAnswer) }, errors: { 409: 'The sub-account is closing.' } },
+    async (c, { params, body }) => {
+      await ownSubAccount(c, params.id);
+      return c.json(await suspendCompany(c.get('services'), params.id, body.reason, actorOf(c.get('principal'))));
+    },
+  )
+  .add(
+    { method: 'post', path: '/{id}/resume', guard: companyOwners, summary: 'Switch a sub-account back on', params: SubAccountId, answers: { 200: json('The sub-account, switched on.', LifecycleAnswer) }, errors: { 409: 'The sub-account is closing.' } },
+    async (c, { params }) => {
+      await ownSubAccount(c, params.id);
+      return c.json(await resumeCompany(c.get('services'), params.id, actorOf(c.get('principal'))));
+    },
+  );

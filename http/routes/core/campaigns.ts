@@ -1,14 +1,10 @@
 /** Campaigns under `/api/core/v1/campaigns`: create, read, and start, pause or stop. */
-import { Hono } from 'hono';
-import { z } from 'zod';
+import { z } from '@hono/zod-openapi';
 import { commandCampaign, createCampaign, findCampaign, listCampaigns } from '../../../control-plane/core/campaigns.ts';
 import type { CampaignCommand } from '../../../control-plane/core/campaign-rules.ts';
-import type { Who } from '../../../control-plane/actors/company.machine.ts';
-import type { Principal } from '../../../control-plane/auth/principal.ts';
-import type { AppEnv } from '../../env.ts';
-import { tenantOf } from '../../middleware/auth.ts';
-import { readJson } from '../../middleware/body.ts';
-import { readers, writers } from './access.ts';
+import { actorOf, companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
+import { ApiRoutes } from '../../openapi/route.ts';
+import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';
 
 const NewCampaign = z.object({
   name: z.string().trim().min(1).max(200),
@@ -20,21 +16,41 @@ const NewCampaign = z.object({
   caller_id: z.string().min(1).max(40),
 });
 
-export const campaignRoutes = new Hono<AppEnv>()
-  .get('/', readers, async (c) => c.json(await listCampaigns(c.get('services').store, tenantOf(c.get('principal')), c.req.query('cursor'))))
-  .post('/', writers, async (c) => {
-    const input = readJson(c, NewCampaign);
-    return c.json(await createCampaign(c.get('services'), tenantOf(c.get('principal')), input), 201);
-  })
-  .get('/:id', readers, async (c) => c.json(await findCampaign(c.get('services').store, tenantOf(c.get('principal')), c.req.param('id'))))
-  .post('/:id/:command{start|pause|stop}', writers, async (c) => {
-    const command = c.req.param('command') as CampaignCommand;
-    return c.json(await commandCampaign(c.get('services'), tenantOf(c.get('principal')), c.req.param('id'), command, whoOf(c.get('principal'))));
-  });
+const Campaign = record('Campaign', {
+  id: z.string(),
+  name: z.string(),
+  state: z.string(),
+  idle_reason: z.string().nullable(),
+  list_ids: z.array(z.string()),
+  mode: z.enum(['progressive', 'preview']),
+  handler: z.enum(['bot', 'agents']),
+  max_concurrent_calls: z.number(),
+  calls_per_second: z.number(),
+  counters: z.looseObject({ placed: z.number(), answered: z.number(), ended: z.number(), live: z.number() }),
+  created_at: z.string(),
+});
+const CampaignId = pathOf({ id: idParam('The campaign id (cmp_…).') });
 
-/** Who gave a campaign command: the signed-in person, or the API key. */
-export function whoOf(p: Principal | null): Who {
-  if (!p) return { kind: 'system', id: null, email: null };
-  if (p.kind === 'key') return { kind: 'company', id: p.keyId, email: null };
-  return { kind: p.kind, id: p.userId, email: p.email };
+const COMMANDS: ReadonlyArray<{ command: CampaignCommand; summary: string }> = [
+  { command: 'start', summary: 'Start a campaign' },
+  { command: 'pause', summary: 'Pause a campaign' },
+  { command: 'stop', summary: 'Stop a campaign' },
+];
+
+export const campaignRoutes = new ApiRoutes('Campaigns')
+  .add({ method: 'get', path: '/', guard: companyReaders, summary: "The company's campaigns", query: z.object({ cursor: Cursor }), answers: { 200: json('A page of campaigns.', pageOf(Campaign)) } }, async (c, { query }) =>
+    c.json(await listCampaigns(c.get('services').store, tenantOf(c.get('principal')), query.cursor)),
+  )
+  .add({ method: 'post', path: '/', guard: companyWriters, summary: 'Create a campaign', body: NewCampaign, answers: { 201: json('The new campaign.', Campaign) } }, async (c, { body }) =>
+    c.json(await createCampaign(c.get('services'), tenantOf(c.get('principal')), body), 201),
+  )
+  .add({ method: 'get', path: '/{id}', guard: companyReaders, summary: 'One campaign', description: 'Its state, idle_reason and counters.', params: CampaignId, answers: { 200: json('The campaign.', Campaign) } }, async (c, { params }) =>
+    c.json(await findCampaign(c.get('services').store, tenantOf(c.get('principal')), params.id)),
+  );
+
+for (const { command, summary } of COMMANDS) {
+  campaignRoutes.add(
+    { method: 'post', path: `/{id}/${command}`, guard: companyWriters, summary, params: CampaignId, answers: { 200: json('The campaign after the command.', Campaign) }, errors: { 409: 'The campaign cannot take this command in its state.' } },
+    async (c, { params }) => c.json(await commandCampaign(c.get('services'), tenantOf(c.get('principal')), params.id, command, actorOf(c.get('principal')))),
+  );
 }

@@ -1,28 +1,49 @@
 /** Lists and people under `/api/core/v1`: `/lists`, `/lists/{id}/people`, `/people/{id}`. */
-import { Hono } from 'hono';
-import { z } from 'zod';
+import { z } from '@hono/zod-openapi';
 import { createList, findList, listLists } from '../../../control-plane/core/lists.ts';
 import { addPeople, findPerson, listPeople } from '../../../control-plane/core/people.ts';
-import type { AppEnv } from '../../env.ts';
-import { tenantOf } from '../../middleware/auth.ts';
-import { readJson } from '../../middleware/body.ts';
-import { readers, writers } from './access.ts';
+import { companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
+import { ApiRoutes } from '../../openapi/route.ts';
+import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';
 
 const NewList = z.object({ name: z.string().trim().min(1).max(200) });
+/** Each element is checked on its own by the list import, so one bad person is listed instead of failing the rest. */
+const NewPeople = z.array(z.unknown()).openapi({ description: 'People: `{phone_number, first_name?, last_name?, …}` each; up to 10,000 a request.' });
 
-export const listRoutes = new Hono<AppEnv>()
-  .get('/lists', readers, async (c) => c.json(await listLists(c.get('services').store, tenantOf(c.get('principal')), c.req.query('cursor'))))
-  .post('/lists', writers, async (c) => {
-    const { name } = readJson(c, NewList);
-    return c.json(await createList(c.get('services').store, tenantOf(c.get('principal')), name), 201);
-  })
-  .get('/lists/:id', readers, async (c) => c.json(await findList(c.get('services').store, tenantOf(c.get('principal')), c.req.param('id'))))
-  .get('/lists/:id/people', readers, async (c) =>
-    c.json(await listPeople(c.get('services').store, tenantOf(c.get('principal')), c.req.param('id'), c.req.query('cursor'))),
+const List = record('List', { id: z.string(), name: z.string(), people: z.number(), created_at: z.string() });
+const Person = record('Person', { id: z.string(), list_id: z.string(), phone_number: z.string() });
+const AddResult = z.looseObject({ added: z.number(), skipped_duplicates: z.number(), rejected: z.number() });
+const ListId = pathOf({ id: idParam('The list id (lst_…).') });
+const PersonId = pathOf({ id: idParam('The person id (per_…).') });
+const Paging = z.object({ cursor: Cursor });
+
+export const listRoutes = new ApiRoutes('Lists and people')
+  .add({ method: 'get', path: '/lists', guard: companyReaders, summary: "The company's lists", query: Paging, answers: { 200: json('A page of lists.', pageOf(List)) } }, async (c, { query }) =>
+    c.json(await listLists(c.get('services').store, tenantOf(c.get('principal')), query.cursor)),
   )
-  .post('/lists/:id/people', writers, async (c) => {
-    // Each element is checked on its own, so one bad person is listed instead of failing the rest.
-    const people = readJson(c, z.array(z.unknown()));
-    return c.json(await addPeople(c.get('services').store, tenantOf(c.get('principal')), c.req.param('id'), people));
-  })
-  .get('/people/:id', readers, async (c) => c.json(await findPerson(c.get('services').store, tenantOf(c.get('principal')), c.req.param('id'))));
+  .add({ method: 'post', path: '/lists', guard: companyWriters, summary: 'Create a list', body: NewList, answers: { 201: json('The new list.', List) } }, async (c, { body }) =>
+    c.json(await createList(c.get('services').store, tenantOf(c.get('principal')), body.name), 201),
+  )
+  .add({ method: 'get', path: '/lists/{id}', guard: companyReaders, summary: 'One list', params: ListId, answers: { 200: json('The list.', List) } }, async (c, { params }) =>
+    c.json(await findList(c.get('services').store, tenantOf(c.get('principal')), params.id)),
+  )
+  .add(
+    { method: 'get', path: '/lists/{id}/people', guard: companyReaders, summary: 'The people of a list', params: ListId, query: Paging, answers: { 200: json('A page of people.', pageOf(Person)) } },
+    async (c, { params, query }) => c.json(await listPeople(c.get('services').store, tenantOf(c.get('principal')), params.id, query.cursor)),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/lists/{id}/people',
+      guard: companyWriters,
+      summary: 'Add people to a list',
+      description: 'Repeated numbers are skipped and numbers already in the list left unchanged; a person without a valid number is refused by its index.',
+      params: ListId,
+      body: NewPeople,
+      answers: { 200: json('What was added, skipped and refused.', AddResult) },
+    },
+    async (c, { params, body }) => c.json(await addPeople(c.get('services').store, tenantOf(c.get('principal')), params.id, body)),
+  )
+  .add({ method: 'get', path: '/people/{id}', guard: companyReaders, summary: 'One person', params: PersonId, answers: { 200: json('The person.', Person) } }, async (c, { params }) =>
+    c.json(await findPerson(c.get('services').store, tenantOf(c.get('principal')), params.id)),
+  );

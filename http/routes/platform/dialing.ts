@@ -3,14 +3,12 @@
  * operator), pause/resume global or per company and maintenance on/off (platform_owner). Also the
  * company-side notices (`/api/core/v1/notices`): the maintenance message for every company.
  */
-import { Hono } from 'hono';
-import { z } from 'zod';
+import { z } from '@hono/zod-openapi';
 import { dialingCard, readMaintenance, setMaintenance, setPause, type Maintenance } from '../../../control-plane/dialing/kill-switch.ts';
 import type { Store } from '../../../control-plane/db/store.ts';
-import type { AppEnv } from '../../env.ts';
-import { allow } from '../../middleware/auth.ts';
-import { readJson } from '../../middleware/body.ts';
-import { who } from './tenants-write.ts';
+import { actorOf, companyReaders, operators } from '../../middleware/guards.ts';
+import { ApiRoutes } from '../../openapi/route.ts';
+import { idParam, itemsOf, json, pathOf } from '../../openapi/schemas.ts';
 
 const PauseBody = z.union([
   z.object({ paused: z.literal(true), reason: z.string().max(2000) }),
@@ -21,30 +19,65 @@ const MaintenanceBody = z.union([
   z.object({ on: z.literal(false), message: z.string().max(2000).nullish() }),
 ]);
 
-const anyOperator = allow({ session: 'operator' });
-const owners = allow({ session: 'operator', roles: ['platform_owner'] });
+const PauseChange = z.looseObject({ changed: z.boolean(), paused: z.boolean() });
+const MaintenanceChange = z.looseObject({ maintenance: z.looseObject({ on: z.boolean(), message: z.string().nullable() }), global: PauseChange });
+const REASON = { 422: 'A pause without a reason of at least 8 characters.' };
 
-export const dialingRoutes = new Hono<AppEnv>()
-  .get('/ops/dialing', anyOperator, async (c) => c.json(await dialingCard(c.get('services').store)))
-  .put('/ops/dialing/global', owners, async (c) => {
-    const body = readJson(c, PauseBody);
-    const r = await setPause(c.get('services'), 'global', { paused: body.paused, reason: body.paused ? body.reason : null, by: who(c.get('principal')) });
-    if (r.changed) c.get('log').info({ paused: r.paused }, 'global dialing pause changed');
-    return c.json(r);
-  })
-  .put('/ops/dialing/tenants/:id', owners, async (c) => {
-    const body = readJson(c, PauseBody);
-    const id = c.req.param('id');
-    const r = await setPause(c.get('services'), id, { paused: body.paused, reason: body.paused ? body.reason : null, by: who(c.get('principal')) });
-    if (r.changed) c.get('log').info({ tenant_id: id, paused: r.paused }, 'company dialing pause changed');
-    return c.json(r);
-  })
-  .put('/settings/maintenance', owners, async (c) => {
-    const body = readJson(c, MaintenanceBody);
-    const r = await setMaintenance(c.get('services'), { on: body.on, message: body.on ? body.message : null, by: who(c.get('principal')) });
-    c.get('log').info({ on: r.maintenance.on, global_changed: r.global.changed }, 'maintenance mode set');
-    return c.json(r);
-  });
+export const dialingRoutes = new ApiRoutes('Dialing kill switch')
+  .add({ method: 'get', path: '/ops/dialing', guard: operators(), summary: 'The Dialing card', description: 'The global pause and every company pause: who paused, when, why.', answers: { 200: json('The kill switch state.') } }, async (c) =>
+    c.json(await dialingCard(c.get('services').store)),
+  )
+  .add(
+    {
+      method: 'put',
+      path: '/ops/dialing/global',
+      guard: operators('platform_owner'),
+      summary: 'Pause or resume all dialing',
+      description: 'Body `{paused:true, reason}` or `{paused:false}`. A pause already in that state changes nothing and records nothing.',
+      body: PauseBody,
+      answers: { 200: json('Whether it changed, and the state now.', PauseChange) },
+      errors: REASON,
+    },
+    async (c, { body }) => {
+      const r = await setPause(c.get('services'), 'global', { paused: body.paused, reason: body.paused ? body.reason : null, by: actorOf(c.get('principal')) });
+      if (r.changed) c.get('log').info({ paused: r.paused }, 'global dialing pause changed');
+      return c.json(r);
+    },
+  )
+  .add(
+    {
+      method: 'put',
+      path: '/ops/dialing/tenants/{id}',
+      guard: operators('platform_owner'),
+      summary: "Pause or resume one company's dialing",
+      params: pathOf({ id: idParam('The company id (ten_…).') }),
+      body: PauseBody,
+      answers: { 200: json('Whether it changed, and the state now.', PauseChange) },
+      errors: REASON,
+    },
+    async (c, { params, body }) => {
+      const id = params.id;
+      const r = await setPause(c.get('services'), id, { paused: body.paused, reason: body.paused ? body.reason : null, by: actorOf(c.get('principal')) });
+      if (r.changed) c.get('log').info({ tenant_id: id, paused: r.paused }, 'company dialing pause changed');
+      return c.json(r);
+    },
+  )
+  .add(
+    {
+      method: 'put',
+      path: '/settings/maintenance',
+      guard: operators('platform_owner'),
+      summary: 'Maintenance mode on or off',
+      description: "On sets the global pause with the reason 'maintenance: <message>'; off lifts only a pause that maintenance set itself.",
+      body: MaintenanceBody,
+      answers: { 200: json('Maintenance mode and the global pause now.', MaintenanceChange) },
+    },
+    async (c, { body }) => {
+      const r = await setMaintenance(c.get('services'), { on: body.on, message: body.on ? body.message : null, by: actorOf(c.get('principal')) });
+      c.get('log').info({ on: r.maintenance.on, global_changed: r.global.changed }, 'maintenance mode set');
+      return c.json(r);
+    },
+  );
 
 export type Notice = { kind: 'maintenance'; message: string; since: string | null };
 
@@ -59,6 +92,7 @@ export async function currentNotices(store: Store): Promise<Notice[]> {
 }
 
 /** `GET /api/core/v1/notices`: company sessions and keys with `read`. */
-export const noticeRoutes = new Hono<AppEnv>().get('/', allow({ session: 'company', key: 'read' }), async (c) => {
-  return c.json({ items: await currentNotices(c.get('services').store) });
-});
+export const noticeRoutes = new ApiRoutes('Notices').add(
+  { method: 'get', path: '/', guard: companyReaders, summary: 'Notices for the company', answers: { 200: json('The maintenance message, when there is one.', itemsOf(z.looseObject({ kind: z.literal('maintenance'), message: z.string(), since: z.string().nullable() }))) } },
+  async (c) => c.json({ items: await currentNotices(c.get('services').store) }),
+);

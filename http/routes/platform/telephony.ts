@@ -3,20 +3,20 @@
  * (any operator), and the operator's drain and resume of one node (platform_owner). A resume of a
  * node that drains because its own process is shutting down is refused with 409.
  */
-import { Hono } from 'hono';
+import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppEnv } from '../../env.ts';
-import { allow } from '../../middleware/auth.ts';
-import { who } from './tenants-write.ts';
+import { actorOf, operators } from '../../middleware/guards.ts';
+import { ApiRoutes } from '../../openapi/route.ts';
+import { idParam, itemsOf, json, pathOf, record } from '../../openapi/schemas.ts';
 
-const anyOperator = allow({ session: 'operator' });
-const owners = allow({ session: 'operator', roles: ['platform_owner'] });
+const Node = record('MediaNode', { id: z.string(), state: z.string(), capacity: z.number(), live_calls: z.number() });
+const NodeId = pathOf({ id: idParam('The media node id (node_…).') });
 
-async function act(c: Context<AppEnv>, action: 'drain' | 'resume') {
+async function act(c: Context<AppEnv>, id: string, action: 'drain' | 'resume') {
   const { nodes } = c.get('services');
-  const id = c.req.param('id') ?? '';
-  const reply = await nodes[action](id, who(c.get('principal')));
+  const reply = await nodes[action](id, actorOf(c.get('principal')));
   if (!reply.ok) throw new ApiError(reply.code, reply.message);
   const row = await nodes.get(id);
   if (!row) throw new ApiError('not_found', `no media node ${id}`);
@@ -24,7 +24,22 @@ async function act(c: Context<AppEnv>, action: 'drain' | 'resume') {
   return c.json(row);
 }
 
-export const telephonyRoutes = new Hono<AppEnv>()
-  .get('/telephony/nodes', anyOperator, async (c) => c.json({ items: await c.get('services').nodes.list() }))
-  .post('/telephony/nodes/:id/drain', owners, (c) => act(c, 'drain'))
-  .post('/telephony/nodes/:id/resume', owners, (c) => act(c, 'resume'));
+export const telephonyRoutes = new ApiRoutes('Media nodes')
+  .add({ method: 'get', path: '/telephony/nodes', guard: operators(), summary: 'The media nodes', description: 'Capacity, live calls, draining, last heartbeat.', answers: { 200: json('Every media node.', itemsOf(Node)) } }, async (c) =>
+    c.json({ items: await c.get('services').nodes.list() }),
+  )
+  .add({ method: 'post', path: '/telephony/nodes/{id}/drain', guard: operators('platform_owner'), summary: 'Drain a media node', description: 'It takes no new calls.', params: NodeId, answers: { 200: json('The node, draining.', Node) } }, (c, { params }) =>
+    act(c, params.id, 'drain'),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/telephony/nodes/{id}/resume',
+      guard: operators('platform_owner'),
+      summary: 'Resume a media node',
+      params: NodeId,
+      answers: { 200: json('The node, accepting again.', Node) },
+      errors: { 409: 'The node drains because its own process is shutting down (or its trunk is down); an operator cannot resume it.' },
+    },
+    (c, { params }) => act(c, params.id, 'resume'),
+  );

@@ -3,15 +3,12 @@
  * cancel closing. platform_support and platform_owner only; every action leaves an audit line
  * (through the outbox) with who, what, when and why.
  */
-import { Hono } from 'hono';
-import { z } from 'zod';
+import { z } from '@hono/zod-openapi';
 import { createCompany } from '../../../control-plane/companies/create-company.ts';
 import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany } from '../../../control-plane/companies/lifecycle.ts';
-import type { Who } from '../../../control-plane/actors/company.machine.ts';
-import type { Principal } from '../../../control-plane/auth/principal.ts';
-import type { AppEnv } from '../../env.ts';
-import { allow, sessionOf } from '../../middleware/auth.ts';
-import { readJson } from '../../middleware/body.ts';
+import { actorOf, operators } from '../../middleware/guards.ts';
+import { ApiRoutes } from '../../openapi/route.ts';
+import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
 
 const NewTenant = z.object({
   name: z.string().trim().min(1).max(200),
@@ -21,36 +18,61 @@ const NewTenant = z.object({
   plan: z.enum(['trial', 'standard', 'enterprise']),
   owner: z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320) }),
 });
-const Reason = z.object({ reason: z.string().max(2000) });
-const Closing = z.object({ reason: z.string().max(2000), date: z.string().max(10) });
+/** A suspend reason (at least 8 characters: checked by the company's rules, which name the field). */
+export const Reason = z.object({ reason: z.string().max(2000) });
+const Closing = z.object({ reason: z.string().max(2000), date: z.string().max(10).openapi({ description: 'YYYY-MM-DD, today or later.' }) });
 
-const managers = allow({ session: 'operator', roles: ['platform_support', 'platform_owner'] });
+const managers = operators('platform_support', 'platform_owner');
+const TenantId = pathOf({ id: idParam('The company id (ten_…).') });
 
-/** Who acted, for the audit line. */
-export function who(p: Principal | null): Who {
-  const s = sessionOf(p);
-  return { kind: s.kind, id: s.userId, email: s.email };
-}
+const Tenant = record('TenantRecord', { id: z.string(), name: z.string(), slug: z.string(), status: z.string() });
+const Created = z.object({ tenant: Tenant, owner: z.object({ id: z.string(), email: z.string() }), temporary_password: z.string().openapi({ description: "The first owner's one-time password, shown in this answer only." }) });
+/** The answer of every lifecycle action: a suspension stands even when a step failed (repeat to retry). */
+export const LifecycleAnswer = z.object({ complete: z.boolean(), failures: z.array(z.object({ step: z.string(), message: z.string() })), tenant: Tenant }).openapi('LifecycleAnswer');
+const NOT_ON = 'The company is closing (resume refused until closing is cancelled), or not in a state that allows this.';
 
-export const tenantWriteRoutes = new Hono<AppEnv>()
-  .post('/', managers, async (c) => {
-    const body = readJson(c, NewTenant);
-    const services = c.get('services');
-    const made = await createCompany(services.store, body, { setup: services.companySetup, by: who(c.get('principal')) });
-    c.get('log').info({ tenant_id: made.tenant.id }, 'company created');
-    return c.json(made, 201);
-  })
-  .post('/:id/suspend', managers, async (c) => {
-    const { reason } = readJson(c, Reason);
-    return c.json(await suspendCompany(c.get('services'), c.req.param('id'), reason, who(c.get('principal'))));
-  })
-  .post('/:id/resume', managers, async (c) => {
-    return c.json(await resumeCompany(c.get('services'), c.req.param('id'), who(c.get('principal'))));
-  })
-  .post('/:id/closing', managers, async (c) => {
-    const { reason, date } = readJson(c, Closing);
-    return c.json(await scheduleClosing(c.get('services'), c.req.param('id'), reason, date, who(c.get('principal'))));
-  })
-  .delete('/:id/closing', managers, async (c) => {
-    return c.json(await cancelClosing(c.get('services'), c.req.param('id'), who(c.get('principal'))));
-  });
+export const tenantWriteRoutes = new ApiRoutes('Companies')
+  .add(
+    {
+      method: 'post',
+      path: '/',
+      guard: managers,
+      summary: 'Create a company with its first owner',
+      description: 'All or nothing: if a set-up step fails nothing is created (503).',
+      body: NewTenant,
+      answers: { 201: json('The company, its first owner and the owner’s one-time password.', Created) },
+      errors: { 409: 'The slug is taken, the e-mail already registered, or the parent is closing.', 422: "An operator's e-mail is refused; a sub-account cannot have sub-accounts." },
+    },
+    async (c, { body }) => {
+      const services = c.get('services');
+      const made = await createCompany(services.store, body, { setup: services.companySetup, by: actorOf(c.get('principal')) });
+      c.get('log').info({ tenant_id: made.tenant.id }, 'company created');
+      return c.json(made, 201);
+    },
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/{id}/suspend',
+      guard: managers,
+      summary: 'Suspend a company',
+      description: 'Everyone is signed out, its keys stop, its running campaigns pause. `complete: false` lists the failed steps; the suspension stands and repeating the call retries them.',
+      params: TenantId,
+      body: Reason,
+      answers: { 200: json('The suspension and its steps.', LifecycleAnswer) },
+      errors: { 409: NOT_ON },
+    },
+    async (c, { params, body }) => c.json(await suspendCompany(c.get('services'), params.id, body.reason, actorOf(c.get('principal')))),
+  )
+  .add(
+    { method: 'post', path: '/{id}/resume', guard: managers, summary: 'Switch a suspended company back on', description: 'Campaigns are not restarted.', params: TenantId, answers: { 200: json('The company, switched on.', LifecycleAnswer) }, errors: { 409: NOT_ON } },
+    async (c, { params }) => c.json(await resumeCompany(c.get('services'), params.id, actorOf(c.get('principal')))),
+  )
+  .add(
+    { method: 'post', path: '/{id}/closing', guard: managers, summary: 'Schedule closing', description: 'Stops the company as suspend does; it is never hard-deleted.', params: TenantId, body: Closing, answers: { 200: json('The closing and its steps.', LifecycleAnswer) } },
+    async (c, { params, body }) => c.json(await scheduleClosing(c.get('services'), params.id, body.reason, body.date, actorOf(c.get('principal')))),
+  )
+  .add(
+    { method: 'delete', path: '/{id}/closing', guard: managers, summary: 'Cancel closing', description: 'The company stays suspended.', params: TenantId, answers: { 200: json('The company, still suspended.', LifecycleAnswer) }, errors: { 409: 'The company is not closing.' } },
+    async (c, { params }) => c.json(await cancelClosing(c.get('services'), params.id, actorOf(c.get('principal')))),
+  );
