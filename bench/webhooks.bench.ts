@@ -156,7 +156,7 @@ async function main(): Promise<void> {
   const { makeCompany } = await import('../test/support/fixtures.ts');
   const { call } = await import('../test/support/http.ts');
   const { emit, OUTBOX_CHANNEL } = await import('../control-plane/runtime/outbox.ts');
-  const { OutboundClient } = await import('../control-plane/integrations/outbound.ts');
+  const { OutboundClient } = await import('../control-plane/integrations/guarded-client.ts');
   const { signatureHeader } = await import('../control-plane/integrations/signature.ts');
 
   const receiver = await startReceiverProcess();

@@ -23,7 +23,7 @@ import { ActorRuntime, type RuntimeOptions } from './runtime/runtime.ts';
 import { AgentHub } from './telephony/agent-hub.ts';
 import { MediaNodes } from './telephony/nodes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
-import { OutboundClient, type LookupFn } from './integrations/outbound.ts';
+import { OutboundClient, type LookupFn } from './integrations/guarded-client.ts';
 import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
 
 export type Services = {

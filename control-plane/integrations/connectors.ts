@@ -11,7 +11,7 @@ import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { holdForNewConnection } from '../runtime/outbox.ts';
-import { checkTargetAddress, type LookupFn, type OutboundClient, type OutboundResult } from './outbound.ts';
+import { checkTargetAddress, type LookupFn, type OutboundClient, type OutboundResult } from './guarded-client.ts';
 import { messageHeaders, newSigningSecret } from './signature.ts';
 import { delivered } from './deliveries.ts';
 import { ANSWER_LIMIT_MS } from './retry-schedule.ts';

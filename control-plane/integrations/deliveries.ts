@@ -20,7 +20,7 @@ import { newId } from '../../shared/ids.ts';
 import { maskPhoneNumbers } from '../../shared/masking.ts';
 import type { Store, Tx } from '../db/store.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
-import type { OutboundResult } from './outbound.ts';
+import type { OutboundResult } from './guarded-client.ts';
 import { GIVE_UP_AFTER_MS, NEEDS_ATTENTION_AFTER, retryWait } from './retry-schedule.ts';
 import type { SigningKeys } from './signature.ts';
 

@@ -29,7 +29,7 @@ import type { Logger } from '../../shared/logger.ts';
 import type { Store } from '../db/store.ts';
 import type { ConsumerHandler } from '../runtime/outbox.ts';
 import { claimDue, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type Outcome } from './deliveries.ts';
-import type { OutboundClient, OutboundResult } from './outbound.ts';
+import type { OutboundClient, OutboundResult } from './guarded-client.ts';
 import { messageHeaders } from './signature.ts';
 
 export type WebhookWorkerOptions = {

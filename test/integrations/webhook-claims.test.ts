@@ -15,7 +15,7 @@ import pg from 'pg';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../../control-plane/db/store.ts';
 import { claimDue } from '../../control-plane/integrations/deliveries.ts';
-import { OutboundClient } from '../../control-plane/integrations/outbound.ts';
+import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
 import { WebhookWorker } from '../../control-plane/integrations/webhook-worker.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { createTestDatabase } from '../support/db.ts';

@@ -18,7 +18,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { OutboundClient } from '../../control-plane/integrations/outbound.ts';
+import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
 import { WebhookWorker } from '../../control-plane/integrations/webhook-worker.ts';
 import type { ConsumedEvent } from '../../control-plane/runtime/outbox.ts';
 import { ManualClock } from '../../shared/clock.ts';

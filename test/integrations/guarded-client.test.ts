@@ -16,7 +16,7 @@ import {
   isAllowedAddress,
   isPublicAddress,
   type LookupFn,
-} from '../../control-plane/integrations/outbound.ts';
+} from '../../control-plane/integrations/guarded-client.ts';
 
 // ---- the receiver -------------------------------------------------------------------------
 
