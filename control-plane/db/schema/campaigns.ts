@@ -1,4 +1,4 @@
-/** Campaign rows: what the company set up and its state; the dialer's counters beside them. */
+/** Campaigns: what the company set up and the campaign actor's state. */
 import type { ColumnType } from 'kysely';
 
 export type CampaignState = 'draft' | 'running' | 'paused' | 'stopped' | 'completed';
@@ -18,13 +18,4 @@ export interface CampaignsTable {
   caller_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
-}
-
-/** A campaign's call counters, kept by the call event writers: one row per writer lane, summed. */
-export interface CampaignCountsTable {
-  campaign_id: string;
-  lane: ColumnType<number, number | undefined, number>;
-  placed: ColumnType<number, number | undefined, number>;
-  answered: ColumnType<number, number | undefined, number>;
-  ended: ColumnType<number, number | undefined, number>;
 }

@@ -1,4 +1,4 @@
-/** Connections of a company (webhook, recording import, legacy) and webhook deliveries with their attempts. */
+/** A company's connections (webhook, recording import, legacy). */
 import type { ColumnType } from 'kysely';
 
 export type ConnectorKind = 'webhook' | 'recording_import' | 'legacy';
@@ -29,41 +29,4 @@ export interface ConnectorsTable {
   created_by: string | null;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
-}
-
-export interface WebhookDeliveriesTable {
-  id: string;
-  connector_id: string;
-  tenant_id: string;
-  event_id: string;
-  subject: string;
-  /** The envelope as sent, frozen at creation (masked for this connection). */
-  body: string;
-  status: DeliveryStatus;
-  attempts: ColumnType<number, number | undefined, number>;
-  backoff_step: ColumnType<number, number | undefined, number>;
-  event_at: Date;
-  created_at: Date;
-  next_at: Date | null;
-  first_attempt_at: Date | null;
-  give_up_at: Date | null;
-  delivered_at: Date | null;
-  given_up_at: Date | null;
-  last_status: number | null;
-  last_outcome: string | null;
-  lease_owner: string | null;
-  lease_token: string | null;
-  lease_until: Date | null;
-}
-
-export interface WebhookAttemptsTable {
-  delivery_id: string;
-  n: number;
-  at: Date;
-  duration_ms: number;
-  http_status: number | null;
-  /** answered (with http_status), timeout, connection_refused, connection_failed, refused_address, error. */
-  outcome: string;
-  body_start: string | null;
-  message: string | null;
 }

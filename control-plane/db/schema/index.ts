@@ -1,23 +1,35 @@
 /** The database type: every table, one file each, joined here. */
+import type { ActorsTable } from './actors.ts';
 import type { ApiKeysTable } from './api-keys.ts';
+import type { AuditLogTable } from './audit-log.ts';
 import type { CallsTable } from './calls.ts';
-import type { CampaignCountsTable, CampaignsTable } from './campaigns.ts';
+import type { CampaignCountsTable } from './campaign-counts.ts';
+import type { CampaignsTable } from './campaigns.ts';
 import type { CompaniesTable } from './companies.ts';
-import type { ListsTable, PeopleTable } from './core.ts';
-import type { ActorsTable, AuditLogTable, OutboxPendingTable, OutboxTable } from './runtime.ts';
-import type { DncNumbersTable } from './dnc.ts';
-import type { DialingPausesTable, PlatformSettingsTable } from './dialing.ts';
-import type { DialStatsTable, JourneysTable, UsageEventsTable } from './dialer.ts';
+import type { CompanyUsersTable } from './company-users.ts';
+import type { ConnectorsTable } from './connectors.ts';
+import type { DialStatsTable } from './dial-stats.ts';
+import type { DialingPausesTable } from './dialing-pauses.ts';
+import type { DncNumbersTable } from './dnc-numbers.ts';
+import type { IdempotencyRecordsTable } from './idempotency-records.ts';
+import type { JourneysTable } from './journeys.ts';
+import type { ListsTable } from './lists.ts';
 import type { MediaNodesTable } from './media-nodes.ts';
-import type { ConnectorsTable, WebhookAttemptsTable, WebhookDeliveriesTable } from './connectors.ts';
-import type { IdempotencyRecordsTable } from './idempotency.ts';
+import type { OperatorsTable } from './operators.ts';
+import type { OutboxPendingTable } from './outbox-pending.ts';
+import type { OutboxTable } from './outbox.ts';
+import type { PeopleTable } from './people.ts';
+import type { PlatformSettingsTable } from './platform-settings.ts';
+import type { RegisteredEmailsTable } from './registered-emails.ts';
 import type { SessionsTable } from './sessions.ts';
-import type { CompanyUsersTable, OperatorsTable, RegisteredEmailsTable } from './users.ts';
+import type { UsageEventsTable } from './usage-events.ts';
+import type { WebhookAttemptsTable } from './webhook-attempts.ts';
+import type { WebhookDeliveriesTable } from './webhook-deliveries.ts';
 
 export type { CompanyStatus, PlanName } from './companies.ts';
 export type { CampaignState } from './campaigns.ts';
-export type { PersonStatus } from './core.ts';
-export type { UsageKind } from './dialer.ts';
+export type { PersonStatus } from './people.ts';
+export type { UsageKind } from './usage-events.ts';
 export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
 
 export interface DB {

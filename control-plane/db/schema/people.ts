@@ -1,12 +1,5 @@
-/** Core's lists and the people in them. */
+/** The people in a company's lists, and where each is in dialing. */
 import type { ColumnType } from 'kysely';
-
-export interface ListsTable {
-  id: string;
-  tenant_id: string;
-  name: string;
-  created_at: ColumnType<Date, Date | undefined, never>;
-}
 
 /** Where a person is in dialing: not yet checked, due for a call, being called, finished. */
 export type PersonStatus = 'new' | 'due' | 'calling' | 'done';

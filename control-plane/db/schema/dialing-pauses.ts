@@ -1,4 +1,4 @@
-/** The dialing kill switch and platform settings (maintenance mode, the switch's version). */
+/** The dialing kill switch: one row per target (global or a company) with who paused, when and why. */
 import type { ColumnType } from 'kysely';
 
 export interface DialingPausesTable {
@@ -13,9 +13,4 @@ export interface DialingPausesTable {
   /** True when maintenance mode set this (global) pause; maintenance off lifts only such a pause. */
   set_by_maintenance: ColumnType<boolean, boolean | undefined, boolean>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
-}
-
-export interface PlatformSettingsTable {
-  key: string;
-  value: unknown;
 }
