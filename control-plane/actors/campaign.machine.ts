@@ -1,13 +1,14 @@
 /**
- * The campaign machine: draft, running, paused, stopped, completed. Pure: the rules come from
- * `core/campaign-rules.ts` (the same table the API's refusals quote). A start needs the company
+ * The campaign machine: draft, running, paused, stopped, completed, and the one home of the
+ * campaign's state rules: which command moves a campaign from which states to which is read off
+ * the machine's own states (`CAMPAIGN_TRANSITIONS`), so the refusals the API quotes cannot
+ * disagree with what the machine does. A start needs the company
  * switched on and free of core's hold; the caller reads that and passes it in (`held`). The dialer
  * sends COMPLETE when a running campaign has nobody left to call and no call up. Why a running
  * campaign is not dialing (its idle reason) is live dialer state, not machine state: it changes
  * every second and is written to the campaign row by the dialer.
  */
 import { assign, setup } from 'xstate';
-import { applyCommand, type CampaignCommand } from '../core/campaign-rules.ts';
 import type { CampaignState } from '../db/schema/index.ts';
 import type { Who } from './company.machine.ts';
 
@@ -58,7 +59,41 @@ export const campaignMachine = setup({
   },
 });
 
-const COMMANDS: Record<string, CampaignCommand> = { START: 'start', PAUSE: 'pause', STOP: 'stop' };
+export type CampaignCommand = 'start' | 'pause' | 'stop';
+
+/** The machine's event for each command of the API. */
+export const CAMPAIGN_EVENT_OF = { start: 'START', pause: 'PAUSE', stop: 'STOP' } as const satisfies Record<CampaignCommand, CampaignEvent['type']>;
+const COMMANDS = Object.fromEntries(Object.entries(CAMPAIGN_EVENT_OF).map(([c, e]) => [e, c])) as Record<string, CampaignCommand>;
+
+/** For each command: the states it is allowed from, and the state it leads to, as the machine has them. */
+export const CAMPAIGN_TRANSITIONS: Readonly<Record<CampaignCommand, { from: readonly CampaignState[]; to: CampaignState }>> = (() => {
+  const states = campaignMachine.config.states as Record<string, { on?: Record<string, { target?: string } | undefined> }>;
+  const table = {} as Record<CampaignCommand, { from: CampaignState[]; to: CampaignState }>;
+  for (const command of Object.keys(CAMPAIGN_EVENT_OF) as CampaignCommand[]) {
+    const from: CampaignState[] = [];
+    let to: string | undefined;
+    for (const [state, def] of Object.entries(states)) {
+      const t = def.on?.[CAMPAIGN_EVENT_OF[command]];
+      if (!t?.target) continue;
+      from.push(state as CampaignState);
+      to = t.target;
+    }
+    if (!to) throw new Error(`the campaign machine has no ${CAMPAIGN_EVENT_OF[command]} transition`);
+    table[command] = { from, to: to as CampaignState };
+  }
+  return table;
+})();
+
+/** Why a start is refused while core holds the company (the suspend chain's `core_hold`). */
+export const CORE_HOLD_REFUSAL = 'core refuses campaign starts while the company is suspended';
+
+/** The state `command` leads to from `state`, or a refusal message. `held`: the company's core hold. */
+export function applyCommand(command: CampaignCommand, state: CampaignState, held: boolean): { ok: true; to: CampaignState } | { ok: false; message: string } {
+  const rule = CAMPAIGN_TRANSITIONS[command];
+  if (!rule.from.includes(state)) return { ok: false, message: `a ${state} campaign cannot ${command}; ${command} needs a campaign that is ${rule.from.join(' or ')}` };
+  if (command === 'start' && held) return { ok: false, message: CORE_HOLD_REFUSAL };
+  return { ok: true, to: rule.to };
+}
 
 /** Why `event` is refused in `state`, in the words of the campaign rules. */
 export function campaignRefusal(state: string, event: { type: string; held?: unknown }): { code: 'conflict'; message: string } {

@@ -13,7 +13,7 @@ import type { CampaignState } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
 import type { Who } from '../actors/company.machine.ts';
 import type { ActorRuntime } from '../runtime/runtime.ts';
-import { type CampaignCommand } from './campaign-rules.ts';
+import { CAMPAIGN_EVENT_OF, type CampaignCommand } from '../actors/campaign.machine.ts';
 import { foreignLists } from './lists.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
 
@@ -140,8 +140,6 @@ export async function listCampaigns(store: Store, tenantId: string, cursor: stri
   return { items: page.items.map(view), next_cursor: page.next_cursor };
 }
 
-const EVENTS: Record<CampaignCommand, 'START' | 'PAUSE' | 'STOP'> = { start: 'START', pause: 'PAUSE', stop: 'STOP' };
-
 /**
  * Runs `command` on the company's campaign `id` through its actor: 404 when it is not the
  * company's, 409 with the rule's message when its state (or the company's hold, for a start)
@@ -157,7 +155,7 @@ export async function commandCampaign({ store, runtime }: CampaignDeps, tenantId
     .executeTakeFirst();
   if (!row) throw new ApiError('not_found', `no campaign ${id}`);
   const held = row.core_hold || row.status !== 'on';
-  const reply = await runtime.send('campaign', id, { type: EVENTS[command], held, by });
+  const reply = await runtime.send('campaign', id, { type: CAMPAIGN_EVENT_OF[command], held, by });
   if (!reply.ok) throw new ApiError(reply.code, reply.message);
   return findCampaign(store, tenantId, id);
 }

@@ -8,7 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { PLANS } from '../../control-plane/companies/plans.ts';
-import { applyCommand, CORE_HOLD_REFUSAL } from '../../control-plane/core/campaign-rules.ts';
+import { applyCommand, CORE_HOLD_REFUSAL } from '../../control-plane/actors/campaign.machine.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeKey, makeUser } from '../support/fixtures.ts';

@@ -1,7 +1,7 @@
 /** Campaigns under `/api/core/v1/campaigns`: create, read, and start, pause or stop. */
 import { z } from '@hono/zod-openapi';
 import { commandCampaign, createCampaign, findCampaign, listCampaigns } from '../../../control-plane/core/campaigns.ts';
-import type { CampaignCommand } from '../../../control-plane/core/campaign-rules.ts';
+import type { CampaignCommand } from '../../../control-plane/actors/campaign.machine.ts';
 import { actorOf, companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';
