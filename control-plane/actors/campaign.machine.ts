@@ -10,7 +10,7 @@
  */
 import { assign, setup } from 'xstate';
 import type { CampaignState } from '../db/schema/index.ts';
-import type { Who } from './company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 
 export type CampaignContext = { campaignId: string; tenantId: string; changedBy: Who | null; completedAt: number | null };
 

@@ -5,8 +5,8 @@
  * (an absolute time, so it survives a restore), and a repeated suspend retries it at once.
  */
 import { assign, setup } from 'xstate';
+import type { Who } from '../../shared/who.ts';
 
-export type Who = { kind: 'operator' | 'company' | 'system'; id: string | null; email: string | null };
 export type StepFailure = { step: string; message: string };
 
 export type CompanyContext = {

@@ -11,7 +11,7 @@
  * closed socket cannot take a node offline that is online elsewhere.
  */
 import { assign, setup } from 'xstate';
-import type { Who } from './company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 
 export type NodeDrainReason = 'operator' | 'shutdown' | 'trunk_down';
 export type NodeCommand = 'drain' | 'resume';

@@ -6,7 +6,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { normalEmail, registerEmail } from '../auth/accounts.ts';
 import { hashPassword, temporaryPassword } from '../auth/passwords.ts';
-import type { Who } from '../actors/company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 import type { PlanName } from '../db/schema/index.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { emit } from '../runtime/outbox.ts';

@@ -5,7 +5,8 @@
  */
 import { ApiError } from '../../shared/errors.ts';
 import type { Services } from '../context.ts';
-import type { CompanyEvent, StepFailure, Who } from '../actors/company.machine.ts';
+import type { CompanyEvent, StepFailure } from '../actors/company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 import type { CompanyReply } from './company-actor.ts';
 import { companyView, type CompanyView } from './create-company.ts';
 

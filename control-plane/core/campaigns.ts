@@ -11,7 +11,7 @@ import { toE164 } from '../../shared/phone.ts';
 import { planLimits } from '../companies/plans.ts';
 import type { CampaignState } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
-import type { Who } from '../actors/company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 import type { ActorRuntime } from '../runtime/runtime.ts';
 import { CAMPAIGN_EVENT_OF, type CampaignCommand } from '../actors/campaign.machine.ts';
 import { foreignLists } from './lists.ts';

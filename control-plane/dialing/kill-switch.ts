@@ -13,7 +13,7 @@
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { Who } from '../actors/company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { emit, OUTBOX_CHANNEL } from '../runtime/outbox.ts';

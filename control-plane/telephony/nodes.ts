@@ -16,7 +16,7 @@ import { sql } from 'kysely';
 import { OFFLINE_AFTER_MS, type DrainReason, type OriginateCall } from '../../shared/agent-protocol.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { chooseNode, freeRoom, type NodeLoad } from '../../shared/node-choice.ts';
-import type { Who } from '../actors/company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 import { nodeMachine, nodeRefusal, type NodeCommand, type NodeContext, type NodeEvent, type NodeInput } from '../actors/node.machine.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';

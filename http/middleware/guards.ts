@@ -10,7 +10,7 @@ import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ApiError } from '../../shared/errors.ts';
 import { COMPANY_ADMIN_ROLES, type KeyScope, type Principal, type SessionPrincipal } from '../../control-plane/auth/principal.ts';
-import type { Who } from '../../control-plane/actors/company.machine.ts';
+import type { Who } from '../../shared/who.ts';
 import type { AppEnv } from '../env.ts';
 
 export type Access = {
