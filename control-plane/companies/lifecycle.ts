@@ -4,15 +4,21 @@
  * endpoints both call these, so both run the same chain.
  */
 import { ApiError } from '../../shared/errors.ts';
-import type { Services } from '../context.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { ApiKeys } from '../auth/api-keys.ts';
+import type { Store } from '../db/store.ts';
+import type { ActorRuntime } from '../runtime/runtime.ts';
 import type { CompanyEvent, StepFailure } from '../actors/company.machine.ts';
 import type { Who } from '../../shared/who.ts';
 import type { CompanyReply } from './company-actor.ts';
 import { companyView, type CompanyView } from './create-company.ts';
 
+/** What the lifecycle actions use of the services (any `Services` will do). */
+export type LifecycleDeps = { runtime: ActorRuntime; store: Store; apiKeys: ApiKeys; clock: Clock };
+
 export type LifecycleAnswer = { complete: boolean; failures: StepFailure[]; tenant: CompanyView };
 
-async function send(services: Services, tenantId: string, event: CompanyEvent): Promise<LifecycleAnswer> {
+async function send(services: LifecycleDeps, tenantId: string, event: CompanyEvent): Promise<LifecycleAnswer> {
   const reply = await services.runtime.send('company', tenantId, event);
   if (!reply.ok) throw new ApiError(reply.code, reply.message);
   const r = reply.result as CompanyReply;
@@ -21,12 +27,12 @@ async function send(services: Services, tenantId: string, event: CompanyEvent): 
 }
 
 /** Suspends a company (or retries a suspension's failed steps). */
-export function suspendCompany(services: Services, tenantId: string, reason: string, by: Who): Promise<LifecycleAnswer> {
+export function suspendCompany(services: LifecycleDeps, tenantId: string, reason: string, by: Who): Promise<LifecycleAnswer> {
   return send(services, tenantId, { type: 'SUSPEND', reason, by });
 }
 
 /** Switches a suspended company back on; its campaigns stay paused. */
-export async function resumeCompany(services: Services, tenantId: string, by: Who): Promise<LifecycleAnswer> {
+export async function resumeCompany(services: LifecycleDeps, tenantId: string, by: Who): Promise<LifecycleAnswer> {
   const answer = await send(services, tenantId, { type: 'RESUME', by });
   // Keys refused while the company was suspended may sit in caches as refused: forget them.
   await services.apiKeys.forgetTenant(tenantId).catch(() => {});
@@ -49,13 +55,13 @@ export function closingDateProblem(date: string, now: number): string | null {
 }
 
 /** Schedules closing: the company stops the same way as a suspension. 422 for a date that is not a calendar date or is past. */
-export function scheduleClosing(services: Services, tenantId: string, reason: string, date: string, by: Who): Promise<LifecycleAnswer> {
+export function scheduleClosing(services: LifecycleDeps, tenantId: string, reason: string, date: string, by: Who): Promise<LifecycleAnswer> {
   const problem = closingDateProblem(date, services.clock.now());
   if (problem) return Promise.reject(new ApiError('unprocessable', problem));
   return send(services, tenantId, { type: 'SCHEDULE_CLOSING', reason, date, by });
 }
 
 /** Cancels closing; the company stays suspended. */
-export function cancelClosing(services: Services, tenantId: string, by: Who): Promise<LifecycleAnswer> {
+export function cancelClosing(services: LifecycleDeps, tenantId: string, by: Who): Promise<LifecycleAnswer> {
   return send(services, tenantId, { type: 'CANCEL_CLOSING', by });
 }
