@@ -7,13 +7,12 @@ import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { CompanyStatus, PlanName } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
+import { PAGE_SIZE, pageOf, positionCursor } from '../db/page.ts';
 import { companyView, type CompanyView } from './create-company.ts';
 import { readSwitch, type PauseRecord } from '../dialing/kill-switch.ts';
 import { COLUMN_TIME_LIMIT_MS, gatherListColumns, minutesOf, withinTime, type ColumnSources, type ListColumns, type SourceReport } from './list-columns.ts';
 import { planLimits, type PlanLimits } from './plans.ts';
 
-/** Companies per page of the list (the spec's "50 per load"). */
-export const PAGE_SIZE = 50;
 /** Audit lines of each kind on the detail. */
 export const AUDIT_LINES = 20;
 
@@ -34,24 +33,6 @@ const SUMMARY = ['c.id', 'c.name', 'c.slug', 'c.status', 'c.plan', 'c.parent_id'
 
 function summary(r: { id: string; name: string; slug: string; status: CompanyStatus; plan: PlanName; parent_id: string | null; created_at: Date }): CompanySummary {
   return { id: r.id, name: r.name, slug: r.slug, status: r.status, plan: r.plan, parent_id: r.parent_id, created_at: r.created_at.toISOString() };
-}
-
-// The cursor carries the last row's created_at as Postgres text (microseconds: a JS Date would
-// cut them and repeat rows) and its id, which breaks ties.
-function encodeCursor(createdAt: string, id: string): string {
-  return Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]))) {
-      return [v[0], v[1]];
-    }
-  } catch {
-    // falls through to the refusal below
-  }
-  throw new ApiError('unprocessable', 'cursor is not one this list gave out');
 }
 
 /** A LIKE pattern matching `text` anywhere, its own wildcards taken literally. */
@@ -84,18 +65,12 @@ export async function listTenants(
     );
   }
   if (query.status) q = q.where('c.status', '=', query.status);
-  if (query.cursor) {
-    const [at, id] = decodeCursor(query.cursor);
-    q = q.where(sql<boolean>`(c.created_at, c.id) > (cast(${at} as timestamptz), ${id})`);
-  }
-  const rows = await q.orderBy('c.created_at').orderBy('c.id').limit(PAGE_SIZE + 1).execute();
-  const page = rows.slice(0, PAGE_SIZE);
+  const after = positionCursor.check(query.cursor);
+  if (after) q = q.where(sql<boolean>`(c.created_at, c.id) > (cast(${after[0]} as timestamptz), ${after[1]})`);
+  const rows = await q.orderBy('c.created_at').orderBy('c.id').limit(PAGE_SIZE.companies + 1).execute();
+  const { items: page, next_cursor } = pageOf(rows, PAGE_SIZE.companies, (last) => positionCursor.encode(last.position, last.id));
   const { columns } = await gatherListColumns(sources, page.map((r) => r.id));
-  const last = page[page.length - 1];
-  return {
-    items: page.map((r) => ({ ...summary(r), ...columns.get(r.id)! })),
-    next_cursor: rows.length > PAGE_SIZE ? encodeCursor(last.position, last.id) : null,
-  };
+  return { items: page.map((r) => ({ ...summary(r), ...columns.get(r.id)! })), next_cursor };
 }
 
 /** Every top-level company in creation order, each with its sub-accounts (one level) nested. */

@@ -7,7 +7,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { toE164 } from '../../shared/phone.ts';
 import type { DB, Store } from '../db/store.ts';
-import { checkNumberCursor } from '../core/page.ts';
+import { checkNumberCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
 
 export type DncAddResult = {
   lines: number;
@@ -67,12 +67,9 @@ export async function findDncNumber(store: Store, tenantId: string, number: stri
 }
 
 /** A page of the company's list in number order, after `cursor`. */
-export async function listDncNumbers(store: Store, tenantId: string, cursor: string | undefined, limit: number) {
+export async function listDncNumbers(store: Store, tenantId: string, cursor: string | undefined, limit: number = PAGE_SIZE.dnc) {
   const after = checkNumberCursor(cursor);
   let q = store.db.selectFrom('dnc_numbers').select(['number', 'source', 'created_at']).where('tenant_id', '=', tenantId).orderBy('number').limit(limit + 1);
   if (after) q = q.where('number', '>', after);
-  const rows = await q.execute();
-  const more = rows.length > limit;
-  const items = rows.slice(0, limit);
-  return { items, next_cursor: more ? items[items.length - 1].number : null };
+  return pageOf(await q.execute(), limit, (last) => last.number);
 }

@@ -15,7 +15,7 @@ import type { Who } from '../../shared/who.ts';
 import type { ActorRuntime } from '../runtime/runtime.ts';
 import { CAMPAIGN_EVENT_OF, type CampaignCommand } from '../actors/campaign.machine.ts';
 import { foreignLists } from './lists.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
 
 /** What a company sends to create a campaign (already shape-checked). */
 export type CampaignInput = {

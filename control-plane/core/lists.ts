@@ -2,7 +2,7 @@
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Store } from '../db/store.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
 
 /** A list as the API shows it. */
 export type ListView = { id: string; name: string; people: number; created_at: string };

@@ -13,7 +13,7 @@ import { toE164 } from '../../shared/phone.ts';
 import type { PersonStatus } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
 import { findList } from './lists.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from './page.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
 
 /** People one request may add. */
 export const MAX_PEOPLE_PER_REQUEST = 10_000;

@@ -6,13 +6,12 @@ import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Store } from '../db/store.ts';
-import { checkCursor } from '../core/page.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
 import { OUTBOX_CONSUMERS } from '../runtime/outbox.ts';
 import { GIVE_UP_AFTER_MS } from './retry-schedule.ts';
 
 export const DELIVERY_STATUSES = ['pending', 'retrying', 'delivered', 'given_up'] as const;
-const PAGE = 50;
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
@@ -31,11 +30,10 @@ export async function listDeliveries(store: Store, tenantId: string, connectorId
     .select(['id', 'event_id', 'subject', 'status', 'attempts', 'created_at', 'next_at', 'first_attempt_at', 'give_up_at', 'delivered_at', 'given_up_at', 'last_status', 'last_outcome', 'body'])
     .where('connector_id', '=', connectorId)
     .orderBy('id', 'desc')
-    .limit(PAGE + 1);
+    .limit(PAGE_SIZE.deliveries + 1);
   if (opts.status) q = q.where('status', '=', opts.status);
   if (after) q = q.where('id', '<', after);
-  const rows = await q.execute();
-  const page = rows.slice(0, PAGE);
+  const { items: page, next_cursor } = pageOf(await q.execute(), PAGE_SIZE.deliveries);
   const attempts = page.length
     ? await store.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', page.map((r) => r.id)).orderBy('delivery_id').orderBy('n').execute()
     : [];
@@ -64,7 +62,7 @@ export async function listDeliveries(store: Store, tenantId: string, connectorId
         message: a.message,
       })),
     })),
-    next_cursor: rows.length > PAGE ? page[page.length - 1].id : null,
+    next_cursor,
   };
 }
 

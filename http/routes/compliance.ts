@@ -41,7 +41,7 @@ export const complianceRoutes = new ApiRoutes('Compliance').add(
       const hit = await findDncNumber(store, tenant, query.number);
       return c.json({ number: query.number, listed: !!hit, source: hit?.source ?? null, added_at: hit?.created_at.toISOString() ?? null });
     }
-    const page = await listDncNumbers(store, tenant, query.cursor, 100);
+    const page = await listDncNumbers(store, tenant, query.cursor);
     return c.json({
       items: page.items.map((r) => ({ number: r.number, source: r.source, added_at: r.created_at.toISOString() })),
       next_cursor: page.next_cursor,
