@@ -49,6 +49,9 @@ export function companyActor(steps: () => SuspendStep[]): ActorDefinition<typeof
       if (e.type === 'SCHEDULE_CLOSING') data.date = e.date;
       emit([{ subject, tenant_id: id, about: id, data } satisfies NewEvent]);
     },
+    // The chain's outcome and a retry's start change only the snapshot: on the suspension's path
+    // (CHAIN_FINISHED is written before the answer), one statement instead of a transaction.
+    snapshotOnly: (event) => !Object.hasOwn(SUBJECTS, event.type),
     async effects(id, snap) {
       if (!snap.context.chain.pending) return [];
       const failures = await runChain(steps(), id);

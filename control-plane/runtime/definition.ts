@@ -45,6 +45,13 @@ export type ActorDefinition<M extends AnyStateMachine = AnyStateMachine> = {
   /** Writes the domain rows and outbox events of a transition, in the snapshot's transaction. */
   onTransition(args: TransitionArgs<M>): Promise<void>;
   /**
+   * Whether a transition on `event` writes nothing but the snapshot (`onTransition` writes no row
+   * and no event for it): the runtime then writes it in one fenced statement, without a
+   * transaction of its own (begin and commit are two round trips more). Only for a kind without
+   * `prepare`. Optional: without it, every transition gets its transaction.
+   */
+  snapshotOnly?(event: ActorEvent): boolean;
+  /**
    * Writes the rows of many actors' transitions at once (one transaction for a batch of
    * `sendMany`), locking rows in id order. Optional: without it, `onTransition` runs for each.
    */

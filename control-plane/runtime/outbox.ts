@@ -148,12 +148,15 @@ export async function consumeBatch(store: Store, consumer: string, limit: number
         campaign_id: r.campaign_id,
       })),
     );
-    await tx.deleteFrom('outbox_pending').where('consumer', '=', consumer).where('seq', 'in', claimed.map((r) => r.seq)).execute();
+    await sql`delete from outbox_pending where consumer = ${consumer} and seq = any(${claimed.map((r) => String(r.seq))}::bigint[])`.execute(tx);
     return claimed.length;
   });
   (afterCommit as void | (() => void))?.();
   return n;
 }
+
+/** How many events a consumer claims at a time. */
+const DRAIN_BATCH = 200;
 
 /** Runs consumers: woken by commit notices and, as a fallback, every `pollMs`. */
 export class OutboxWorker {
@@ -202,7 +205,9 @@ export class OutboxWorker {
   async #drain(): Promise<void> {
     for (const [name, handler] of this.#consumers) {
       try {
-        while (!this.#stopped && (await consumeBatch(this.#store, name, 200, handler)) > 0);
+        // A batch short of the limit took all there was: one more claim would only find nothing
+        // (events committed since then woke the worker again, and `#again` drains once more).
+        while (!this.#stopped && (await consumeBatch(this.#store, name, DRAIN_BATCH, handler)) === DRAIN_BATCH);
       } catch (err) {
         if (!this.#stopped) this.#log.error({ err, consumer: name }, 'outbox consumer failed; will retry');
       }

@@ -16,7 +16,7 @@ import { createActor, type AnyActorRef, type AnyStateMachine } from 'xstate';
 import type { Logger } from '../../shared/logger.ts';
 import type { Coordinator, Lease } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
-import type { Store } from '../db/store.ts';
+import type { Store, Tx } from '../db/store.ts';
 import type { ActorDefinition, ActorEvent, ActorReply, BatchItem } from './definition.ts';
 import { emit, OUTBOX_CHANNEL, type NewEvent } from './outbox.ts';
 
@@ -399,9 +399,12 @@ export class ActorRuntime {
 
   /**
    * One transaction for many actors' transitions (their queues are held by the caller): the
-   * snapshot rows are locked in id order and checked against each owner's epoch (a fenced actor is
-   * given up and the rest written without it), every snapshot is written in one statement, then
-   * the kind's rows (`onTransitions`) and outbox events. Effects and deadlines follow the commit.
+   * machines take the event (completed by `prepare` first, inside the transaction), then one
+   * statement locks the snapshot rows in id order, checks each against its owner's epoch and
+   * writes the new snapshots, then come the kind's rows (`onTransitions`) and outbox events. A
+   * fenced actor (a newer owner raised its epoch) rolls it all back: the other machines are put
+   * back to the snapshots they had, the fenced ones given up, and the rest written without them.
+   * Effects and deadlines follow the commit.
    */
   async #applyBatch(list: Owned[], event: ActorEvent): Promise<Map<string, ActorReply | typeof LOST>> {
     const out = new Map<string, ActorReply | typeof LOST>();
@@ -424,12 +427,6 @@ export class ActorRuntime {
       let fenced: Owned[] = [];
       try {
         await this.#store.transaction(async (tx) => {
-          const ids = cands.map((c) => c.o.id);
-          const held = await sql<{ id: string; epoch: string }>`
-            select id, epoch from actors where kind = ${def.kind} and id = any(${ids}::text[]) order by id for update`.execute(tx);
-          const epochs = new Map(held.rows.map((r) => [r.id, Number(r.epoch)]));
-          fenced = cands.filter((c) => epochs.get(c.o.id) !== c.o.epoch).map((c) => c.o);
-          if (fenced.length) throw FENCED;
           for (const { o, prev } of cands) {
             let e = event;
             if (def.prepare) {
@@ -443,10 +440,21 @@ export class ActorRuntime {
             items.push({ o, id: o.id, prev, next: o.actor.getSnapshot(), event: e });
           }
           if (items.length === 0) return;
-          await sql`
+          // The fence and the write in one round trip: the subquery locks the rows in id order
+          // (the order of every writer of several actors) and reads their epochs; a row whose
+          // epoch moved on is not written, and not returned.
+          const ids = items.map((i) => i.id);
+          const written = await sql<{ id: string }>`
             update actors a set snapshot = x.snapshot::jsonb, machine_version = ${def.version}, updated_at = now()
-            from unnest(${items.map((i) => i.id)}::text[], ${items.map((i) => JSON.stringify(i.o.actor.getPersistedSnapshot()))}::text[]) as x(id, snapshot)
-            where a.kind = ${def.kind} and a.id = x.id`.execute(tx);
+            from unnest(${ids}::text[], ${items.map((i) => i.o.epoch)}::bigint[], ${items.map((i) => JSON.stringify(i.o.actor.getPersistedSnapshot()))}::text[]) as x(id, epoch, snapshot),
+              (select id, epoch from actors where kind = ${def.kind} and id = any(${ids}::text[]) order by id for update) h
+            where a.kind = ${def.kind} and a.id = x.id and h.id = x.id and h.epoch = x.epoch
+            returning a.id`.execute(tx);
+          if (written.rows.length < items.length) {
+            const landed = new Set(written.rows.map((r) => r.id));
+            fenced = items.filter((i) => !landed.has(i.id)).map((i) => i.o);
+            throw FENCED;
+          }
           const push = (e: NewEvent[]) => events.push(...e);
           if (def.onTransitions) await def.onTransitions({ tx, items, emit: push });
           else for (const i of items) await def.onTransition({ tx, id: i.id, prev: i.prev, next: i.next, event: i.event, emit: push });
@@ -454,7 +462,9 @@ export class ActorRuntime {
         });
       } catch (err) {
         if (err === FENCED) {
-          // Rolled back before any actor saw the event: give up the fenced ones, write the rest.
+          // Rolled back: the machines that took the event go back to where they were, the fenced
+          // ones are given up, and the rest are written again without them.
+          for (const i of items) if (!fenced.includes(i.o)) this.#restore(i.o, i.prev);
           for (const o of fenced) {
             this.#log.warn({ kind: o.def.kind, id: o.id, epoch: o.epoch }, 'write fenced: a newer owner holds this actor');
             await this.#drop(o, 'fenced');
@@ -514,8 +524,9 @@ export class ActorRuntime {
 
   /**
    * Applies `event` and writes the new snapshot, the kind's rows and outbox events in one
-   * transaction. With `prepare`, the event is first completed inside that transaction and refused
-   * (nothing written, the actor untouched) when the machine cannot take it.
+   * transaction (or only the snapshot, in one statement, for an event of the kind's `snapshotOnly`).
+   * With `prepare`, the event is first completed inside that transaction and refused (nothing
+   * written, the actor untouched) when the machine cannot take it.
    */
   async #transition(o: Owned, event: ActorEvent): Promise<void | typeof LOST | Refusal> {
     const prev = o.actor.getSnapshot();
@@ -523,28 +534,27 @@ export class ActorRuntime {
     let sent = false;
     let written: boolean | Refusal;
     try {
-      written = await this.#store.transaction(async (tx) => {
-        let e = event;
-        if (o.def.prepare) {
-          e = await o.def.prepare({ tx, id: o.id, snapshot: prev, event });
-          if (!prev.can(e)) return { refused: o.def.refusal(prev, e) };
-        }
+      if (!o.def.prepare && o.def.snapshotOnly?.(event)) {
+        // Nothing but the snapshot to write: one statement, which commits on its own.
         sent = true;
-        o.actor.send(e);
-        const next = o.actor.getSnapshot();
-        const r = await tx
-          .updateTable('actors')
-          .set({ snapshot: JSON.stringify(o.actor.getPersistedSnapshot()), machine_version: o.def.version, updated_at: new Date() })
-          .where('kind', '=', o.def.kind)
-          .where('id', '=', o.id)
-          .where('epoch', '=', o.epoch)
-          .returning('epoch')
-          .executeTakeFirst();
-        if (!r) return false;
-        await o.def.onTransition({ tx, id: o.id, prev, next, event: e, emit: (x) => events.push(...x) });
-        await emit(tx, events);
-        return true;
-      });
+        o.actor.send(event);
+        written = await this.#writeSnapshot(this.#store.db, o);
+      } else {
+        written = await this.#store.transaction(async (tx) => {
+          let e = event;
+          if (o.def.prepare) {
+            e = await o.def.prepare({ tx, id: o.id, snapshot: prev, event });
+            if (!prev.can(e)) return { refused: o.def.refusal(prev, e) };
+          }
+          sent = true;
+          o.actor.send(e);
+          const next = o.actor.getSnapshot();
+          if (!(await this.#writeSnapshot(tx, o))) return false;
+          await o.def.onTransition({ tx, id: o.id, prev, next, event: e, emit: (x) => events.push(...x) });
+          await emit(tx, events);
+          return true;
+        });
+      }
     } catch (err) {
       // The in-memory state ran ahead of the stored one: forget it; the next event restores it.
       if (sent) await this.#drop(o, 'store write failed');
@@ -557,6 +567,27 @@ export class ActorRuntime {
       return LOST;
     }
     if (events.length) this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+  }
+
+  /** Puts an owned actor's machine back to `snapshot`, which it had before a write that was rolled back. */
+  #restore(o: Owned, snapshot: ReturnType<AnyActorRef['getSnapshot']>): void {
+    const persisted = o.def.machine.getPersistedSnapshot(snapshot);
+    o.actor.stop();
+    o.actor = createActor(o.def.machine, { snapshot: persisted });
+    o.actor.start();
+  }
+
+  /** Writes the actor's current snapshot while its owner's epoch is still the stored one; false when fenced. */
+  async #writeSnapshot(db: Store['db'] | Tx, o: Owned): Promise<boolean> {
+    const r = await db
+      .updateTable('actors')
+      .set({ snapshot: JSON.stringify(o.actor.getPersistedSnapshot()), machine_version: o.def.version, updated_at: new Date() })
+      .where('kind', '=', o.def.kind)
+      .where('id', '=', o.id)
+      .where('epoch', '=', o.epoch)
+      .returning('epoch')
+      .executeTakeFirst();
+    return !!r;
   }
 
   #arm(o: Owned): void {
