@@ -69,6 +69,8 @@ type Run = {
   buffer: Person[];
   refilling: boolean;
   exhausted: boolean;
+  /** Claims in a row that found nobody due (the next one waits longer: `exhaustedWait`). */
+  emptyClaims: number;
   lastRefill: number;
   idle: IdleReason | null;
   idleSince: number;
@@ -86,6 +88,16 @@ const CLAIM_HOLD = '1 minute';
 const RELEASE_IDLE_BUFFER_MS = 5_000;
 /** A claimed person not called within this long goes back (well inside the claim's hold). */
 const BUFFER_MAX_AGE_MS = 30_000;
+
+/**
+ * How long a campaign that found nobody due waits before it asks the store again: 1 s, doubling
+ * with each empty claim in a row, up to 5 s. A campaign between retry windows (or whose people
+ * are all called) costs the store one claim every 5 s instead of one a second, and people added
+ * to its lists are called within 5 s.
+ */
+export function exhaustedWait(emptyClaims: number): number {
+  return Math.min(1000 * 2 ** Math.max(0, emptyClaims - 1), 5000);
+}
 
 export class Dialer {
   readonly pause: KillSwitchReader;
@@ -241,6 +253,7 @@ export class Dialer {
         buffer: [],
         refilling: false,
         exhausted: false,
+        emptyClaims: 0,
         lastRefill: 0,
         idle: null,
         idleSince: now,
@@ -302,7 +315,7 @@ export class Dialer {
       }
       const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
       const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity';
-      if (mayRefill && !run.refilling && run.buffer.length < target / 2 && (!run.exhausted || now - run.lastRefill > 1000)) {
+      if (mayRefill && !run.refilling && run.buffer.length < target / 2 && (!run.exhausted || now - run.lastRefill > exhaustedWait(run.emptyClaims))) {
         void this.#refill(run, target - run.buffer.length);
       }
       // Completion only while dialing could go on: a pause never changes a campaign's state.
@@ -360,14 +373,19 @@ export class Dialer {
     const list = [...this.#idleWrites].map(([id, r]) => ({ id, r }));
     this.#idleWrites.clear();
     try {
-      // Campaign rows in id order (the lock order of launches: docs/decisions.md).
-      await sql`update campaigns c set idle_reason = x.r
+      // Campaign rows in id order (the lock order of launches: docs/decisions.md). A row another
+      // transaction holds is skipped, not waited for: it is changing (a pause, a stop), and an
+      // idle reason is only worth writing to a campaign that keeps running; it is tried again at
+      // the next tick if it still is.
+      const done = await sql<{ id: string }>`update campaigns c set idle_reason = x.r
         from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, r text),
-          (select id from campaigns where id = any(${list.map((l) => l.id)}::text[]) order by id for no key update) k
-        where c.id = x.id and k.id = c.id and c.state = 'running'`.execute(this.#s.store.db);
+          (select id from campaigns where id = any(${list.map((l) => l.id)}::text[]) order by id for no key update skip locked) k
+        where c.id = x.id and k.id = c.id and c.state = 'running'
+        returning c.id`.execute(this.#s.store.db);
+      const written = new Set(done.rows.map((r) => r.id));
       for (const { id, r } of list) {
         const run = this.#runs.get(id);
-        if (run) run.written = r as IdleReason | null;
+        if (run && written.has(id)) run.written = r as IdleReason | null;
       }
     } catch (err) {
       this.#log.debug({ err }, 'idle reasons could not be written');
@@ -399,6 +417,7 @@ export class Dialer {
       const at = Date.now();
       run.buffer.push(...rows.map((r) => ({ id: r.id, phone: r.phone_number, claimedAt: at })));
       run.exhausted = rows.length === 0;
+      run.emptyClaims = rows.length === 0 ? run.emptyClaims + 1 : 0;
     } catch (err) {
       this.#log.warn({ err, campaign_id: run.id }, 'people could not be claimed');
     } finally {
@@ -423,8 +442,8 @@ export class Dialer {
     } catch (err) {
       this.#log.warn({ err, campaign_id: run.id }, 'completion check failed');
     } finally {
-      // Look again no sooner than the next refill.
-      setTimeout(() => (run.completing = false), 1000).unref();
+      // Look again no sooner than the next claim of an empty campaign.
+      setTimeout(() => (run.completing = false), exhaustedWait(run.emptyClaims)).unref();
     }
   }
 
