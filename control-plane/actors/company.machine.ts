@@ -5,6 +5,7 @@
  * (an absolute time, so it survives a restore), and a repeated suspend retries it at once.
  */
 import { assign, setup } from 'xstate';
+import { MIN_REASON, reasonLongEnough } from '../../shared/reason.ts';
 import type { Who } from '../../shared/who.ts';
 
 export type StepFailure = { step: string; message: string };
@@ -24,13 +25,10 @@ export type CompanyEvent =
   | { type: 'CHAIN_FINISHED'; failures: StepFailure[]; at: number }
   | { type: 'TICK'; at: number };
 
-/** Minimum length of a suspend or closing reason (the spec's Limits). */
-export const MIN_REASON = 8;
 /** First automatic retry of a failed chain; doubles each time, up to `MAX_RETRY_MS`. */
 export const RETRY_BASE_MS = 30_000;
 export const MAX_RETRY_MS = 15 * 60_000;
 
-const reasonOk = (reason: unknown) => typeof reason === 'string' && reason.trim().length >= MIN_REASON;
 const dateOk = (date: unknown) => typeof date === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(date) && !Number.isNaN(Date.parse(`${date}T00:00:00Z`));
 
 export const companyMachine = setup({
@@ -40,8 +38,8 @@ export const companyMachine = setup({
     input: {} as { tenantId: string },
   },
   guards: {
-    suspendAllowed: ({ event }) => event.type === 'SUSPEND' && reasonOk(event.reason),
-    closingAllowed: ({ event }) => event.type === 'SCHEDULE_CLOSING' && reasonOk(event.reason) && dateOk(event.date),
+    suspendAllowed: ({ event }) => event.type === 'SUSPEND' && reasonLongEnough(event.reason),
+    closingAllowed: ({ event }) => event.type === 'SCHEDULE_CLOSING' && reasonLongEnough(event.reason) && dateOk(event.date),
     retryDue: ({ context, event }) => event.type === 'TICK' && context.chain.retryAt !== null && event.at >= context.chain.retryAt,
   },
   actions: {
@@ -99,7 +97,7 @@ export const companyMachine = setup({
 
 /** Why an event is refused in a state, for the caller. */
 export function companyRefusal(state: string, event: { type: string; reason?: unknown; date?: unknown }): { code: 'unprocessable' | 'conflict'; message: string } {
-  if ((event.type === 'SUSPEND' || event.type === 'SCHEDULE_CLOSING') && !reasonOk(event.reason)) {
+  if ((event.type === 'SUSPEND' || event.type === 'SCHEDULE_CLOSING') && !reasonLongEnough(event.reason)) {
     return { code: 'unprocessable', message: `reason must be at least ${MIN_REASON} characters` };
   }
   if (event.type === 'SCHEDULE_CLOSING' && !dateOk(event.date)) return { code: 'unprocessable', message: 'date must be a YYYY-MM-DD date' };

@@ -13,6 +13,7 @@
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
+import { MIN_REASON, reasonLongEnough } from '../../shared/reason.ts';
 import type { Who } from '../../shared/who.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import type { Store, Tx } from '../db/store.ts';
@@ -23,8 +24,6 @@ export const DIALING_MIRROR_KEY = 'dialing:switch';
 /** Channel of change notices; the message is the new switch state as JSON. */
 export const DIALING_CHANNEL = 'vd.dialing.switch_changed';
 export const PAUSE_CHANGED = 'vd.platform.dialing_pause_changed';
-/** The spec's Limits: a pause reason has at least 8 characters. */
-export const MIN_PAUSE_REASON = 8;
 const VERSION_KEY = 'dialing_version';
 const MAINTENANCE_KEY = 'maintenance';
 
@@ -155,8 +154,8 @@ function afterChange(deps: Deps, afterCommit: (cb: () => unknown) => void): void
  */
 export async function setPause(deps: Deps, target: string, input: { paused: boolean; reason?: string | null; by: Who }): Promise<PauseAnswer> {
   const reason = input.reason?.trim() ?? '';
-  if (input.paused && reason.length < MIN_PAUSE_REASON) {
-    throw new ApiError('unprocessable', `a pause needs a reason of at least ${MIN_PAUSE_REASON} characters`);
+  if (input.paused && !reasonLongEnough(reason)) {
+    throw new ApiError('unprocessable', `a pause needs a reason of at least ${MIN_REASON} characters`);
   }
   if (target !== 'global') {
     const company = await deps.store.db.selectFrom('companies').select('id').where('id', '=', target).executeTakeFirst();

@@ -3,6 +3,7 @@
  * operator), pause/resume global or per company and maintenance on/off (platform_owner). Also the
  * company-side notices (`/api/core/v1/notices`): the maintenance message for every company.
  */
+import { MIN_REASON } from '../../../shared/reason.ts';
 import { z } from '@hono/zod-openapi';
 import { dialingCard, readMaintenance, setMaintenance, setPause, type Maintenance } from '../../../control-plane/dialing/kill-switch.ts';
 import type { Store } from '../../../control-plane/db/store.ts';
@@ -21,7 +22,7 @@ const MaintenanceBody = z.union([
 
 const PauseChange = z.looseObject({ changed: z.boolean(), paused: z.boolean() });
 const MaintenanceChange = z.looseObject({ maintenance: z.looseObject({ on: z.boolean(), message: z.string().nullable() }), global: PauseChange });
-const REASON = { 422: 'A pause without a reason of at least 8 characters.' };
+const REASON = { 422: `A pause without a reason of at least ${MIN_REASON} characters.` };
 
 export const dialingRoutes = new ApiRoutes('Dialing kill switch')
   .add({ method: 'get', path: '/ops/dialing', guard: operators(), summary: 'The Dialing card', description: 'The global pause and every company pause: who paused, when, why.', answers: { 200: json('The kill switch state.') } }, async (c) =>
