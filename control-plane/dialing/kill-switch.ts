@@ -1,5 +1,6 @@
 /**
- * The dialing kill switch (global or per company) and maintenance mode.
+ * The dialing kill switch (global or per company). Maintenance mode, which sets and lifts the
+ * global pause, is `maintenance.ts`; the operators' Dialing card over both is `card.ts`.
  *
  * Truth is Postgres (`dialing_pauses`, with who/when/why). Every real change runs in one
  * transaction that first locks the `dialing_version` setting (so changes are serialised and
@@ -25,7 +26,6 @@ export const DIALING_MIRROR_KEY = 'dialing:switch';
 export const DIALING_CHANNEL = 'vd.dialing.switch_changed';
 export const PAUSE_CHANGED = 'vd.platform.dialing_pause_changed';
 const VERSION_KEY = 'dialing_version';
-const MAINTENANCE_KEY = 'maintenance';
 
 export type PauseRecord = {
   reason: string | null;
@@ -42,11 +42,9 @@ export type SwitchState = {
   tenants: Record<string, PauseRecord>;
 };
 
-export type Maintenance = { on: boolean; message: string | null; set_at: string | null; set_by: { id: string | null; email: string | null } | null };
+export type SwitchDeps = { store: Store; coordinator: Coordinator; logger?: Logger };
 
-type Deps = { store: Store; coordinator: Coordinator; logger?: Logger };
-
-type PauseRow = { target: string; paused: boolean; reason: string | null; paused_by: string | null; paused_by_email: string | null; paused_at: Date | null; set_by_maintenance: boolean };
+export type PauseRow = { target: string; paused: boolean; reason: string | null; paused_by: string | null; paused_by_email: string | null; paused_at: Date | null; set_by_maintenance: boolean };
 
 function record(r: PauseRow): PauseRecord {
   return {
@@ -75,7 +73,7 @@ export async function readSwitch(store: Store): Promise<SwitchState> {
 }
 
 /** Mirrors the switch to the coordinator and sends the change notice. Failures are logged, not thrown. */
-export async function mirrorSwitch(deps: Deps): Promise<SwitchState | null> {
+export async function mirrorSwitch(deps: SwitchDeps): Promise<SwitchState | null> {
   try {
     const state = await readSwitch(deps.store);
     const json = JSON.stringify(state);
@@ -89,20 +87,20 @@ export async function mirrorSwitch(deps: Deps): Promise<SwitchState | null> {
 }
 
 /** Locks the version row: every change of the switch (and of maintenance) runs one at a time. */
-async function lockVersion(tx: Tx): Promise<number> {
+export async function lockVersion(tx: Tx): Promise<number> {
   await sql`insert into platform_settings (key, value) values (${VERSION_KEY}, '0'::jsonb) on conflict do nothing`.execute(tx);
   const row = await tx.selectFrom('platform_settings').select('value').where('key', '=', VERSION_KEY).forUpdate().executeTakeFirstOrThrow();
   return Number(row.value);
 }
 
-async function currentRow(tx: Tx, target: string): Promise<PauseRow | undefined> {
+export async function currentRow(tx: Tx, target: string): Promise<PauseRow | undefined> {
   return tx.selectFrom('dialing_pauses').selectAll().where('target', '=', target).executeTakeFirst();
 }
 
-type Change = { paused: true; reason: string; by: Who; maintenance: boolean } | { paused: false; by: Who };
+export type Change = { paused: true; reason: string; by: Who; maintenance: boolean } | { paused: false; by: Who };
 
 /** Writes one real change (the caller checked it is one), raises the version, emits the event. */
-async function applyChange(tx: Tx, version: number, target: string, change: Change): Promise<PauseRow> {
+export async function applyChange(tx: Tx, version: number, target: string, change: Change): Promise<PauseRow> {
   const now = new Date();
   const values = change.paused
     ? { paused: true, reason: change.reason, paused_by: change.by.id, paused_by_email: change.by.email, paused_at: now, set_by_maintenance: change.maintenance }
@@ -135,13 +133,13 @@ async function applyChange(tx: Tx, version: number, target: string, change: Chan
 
 export type PauseAnswer = { target: string; tenant_id: string | null; paused: boolean; changed: boolean; pause: PauseRecord | null };
 
-function answer(target: string, row: PauseRow | undefined, changed: boolean): PauseAnswer {
+export function answer(target: string, row: PauseRow | undefined, changed: boolean): PauseAnswer {
   const paused = row?.paused ?? false;
   return { target, tenant_id: target === 'global' ? null : target, paused, changed, pause: paused && row ? record(row) : null };
 }
 
 /** After a commit that changed the switch: wake the outbox, mirror, notify. */
-function afterChange(deps: Deps, afterCommit: (cb: () => unknown) => void): void {
+export function afterChange(deps: SwitchDeps, afterCommit: (cb: () => unknown) => void): void {
   afterCommit(async () => {
     deps.coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
     await mirrorSwitch(deps);
@@ -152,7 +150,7 @@ function afterChange(deps: Deps, afterCommit: (cb: () => unknown) => void): void
  * Pauses or resumes dialing for `target` ('global' or a company id). The caller checked the role
  * (platform_owner). 422 for a pause reason under 8 characters, 404 for an unknown company.
  */
-export async function setPause(deps: Deps, target: string, input: { paused: boolean; reason?: string | null; by: Who }): Promise<PauseAnswer> {
+export async function setPause(deps: SwitchDeps, target: string, input: { paused: boolean; reason?: string | null; by: Who }): Promise<PauseAnswer> {
   const reason = input.reason?.trim() ?? '';
   if (input.paused && !reasonLongEnough(reason)) {
     throw new ApiError('unprocessable', `a pause needs a reason of at least ${MIN_REASON} characters`);
@@ -170,65 +168,4 @@ export async function setPause(deps: Deps, target: string, input: { paused: bool
     afterChange(deps, afterCommit);
     return answer(target, row, true);
   });
-}
-
-/** Maintenance mode as stored (off when never set). */
-export async function readMaintenance(store: Store): Promise<Maintenance> {
-  const row = await store.db.selectFrom('platform_settings').select('value').where('key', '=', MAINTENANCE_KEY).executeTakeFirst();
-  const v = row?.value as Partial<Maintenance> | undefined;
-  return { on: v?.on === true, message: v?.message ?? null, set_at: v?.set_at ?? null, set_by: v?.set_by ?? null };
-}
-
-/**
- * Maintenance on: stores the message and sets the global pause with reason
- * `maintenance: <message>`, marked as set by maintenance, unless a global pause already holds
- * (a manual one is left as it is, and stays manual). Maintenance off: lifts the global pause
- * only when maintenance set it.
- */
-export async function setMaintenance(deps: Deps, input: { on: boolean; message?: string | null; by: Who }): Promise<{ maintenance: Maintenance; global: PauseAnswer }> {
-  const message = input.message?.trim() ?? '';
-  if (input.on && message.length === 0) throw new ApiError('unprocessable', 'maintenance mode needs a message');
-  return deps.store.transaction(async (tx, afterCommit) => {
-    const version = await lockVersion(tx);
-    const now = new Date().toISOString();
-    const prev = await tx.selectFrom('platform_settings').select('value').where('key', '=', MAINTENANCE_KEY).executeTakeFirst();
-    const prevOn = (prev?.value as Partial<Maintenance> | undefined)?.on === true;
-    const maintenance: Maintenance = input.on
-      ? { on: true, message, set_at: prevOn ? ((prev!.value as Maintenance).set_at ?? now) : now, set_by: { id: input.by.id, email: input.by.email } }
-      : { on: false, message: null, set_at: now, set_by: { id: input.by.id, email: input.by.email } };
-    await tx
-      .insertInto('platform_settings')
-      .values({ key: MAINTENANCE_KEY, value: JSON.stringify(maintenance) })
-      .onConflict((oc) => oc.column('key').doUpdateSet({ value: JSON.stringify(maintenance) }))
-      .execute();
-    const cur = await currentRow(tx, 'global');
-    let row = cur;
-    let changed = false;
-    if (input.on && !cur?.paused) {
-      row = await applyChange(tx, version, 'global', { paused: true, reason: `maintenance: ${message}`, by: input.by, maintenance: true });
-      changed = true;
-    } else if (!input.on && cur?.paused && cur.set_by_maintenance) {
-      row = await applyChange(tx, version, 'global', { paused: false, by: input.by });
-      changed = true;
-    }
-    if (changed) afterChange(deps, afterCommit);
-    return { maintenance, global: answer('global', row, changed) };
-  });
-}
-
-/** The Dialing card: global and per-company pauses with who, when and why, and maintenance mode. */
-export async function dialingCard(store: Store) {
-  const state = await readSwitch(store);
-  const ids = Object.keys(state.tenants);
-  const names = ids.length ? await store.db.selectFrom('companies').select(['id', 'name']).where('id', 'in', ids).execute() : [];
-  const nameOf = new Map(names.map((n) => [n.id, n.name]));
-  const tenants = ids
-    .map((id) => ({ tenant_id: id, tenant_name: nameOf.get(id) ?? null, paused: true, ...state.tenants[id] }))
-    .sort((a, b) => (a.paused_at ?? '').localeCompare(b.paused_at ?? ''));
-  return {
-    global: state.global ? { paused: true, ...state.global } : { paused: false, reason: null, paused_by: null, paused_at: null, set_by_maintenance: false },
-    tenants,
-    maintenance: await readMaintenance(store),
-    version: state.version,
-  };
 }

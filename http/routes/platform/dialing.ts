@@ -5,7 +5,9 @@
  */
 import { MIN_REASON } from '../../../shared/reason.ts';
 import { z } from '@hono/zod-openapi';
-import { dialingCard, readMaintenance, setMaintenance, setPause, type Maintenance } from '../../../control-plane/dialing/kill-switch.ts';
+import { dialingCard } from '../../../control-plane/dialing/card.ts';
+import { setPause } from '../../../control-plane/dialing/kill-switch.ts';
+import { readMaintenance, setMaintenance, type Maintenance } from '../../../control-plane/dialing/maintenance.ts';
 import type { Store } from '../../../control-plane/db/store.ts';
 import { actorOf, companyReaders, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
