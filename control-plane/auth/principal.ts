@@ -5,8 +5,6 @@ import type { PlanName } from '../db/schema/index.ts';
 export const KEY_SCOPES = ['read', 'leads:write', 'dnc:write', 'outcomes:write'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
-/** Operator roles with rights; any other operator role reads only. */
-export const OPERATOR_ROLES = ['platform_owner', 'platform_support', 'platform_billing'] as const;
 /** Company roles with admin rights; other company roles exist. */
 export const COMPANY_ADMIN_ROLES = ['owner', 'admin'] as const;
 

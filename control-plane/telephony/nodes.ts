@@ -275,10 +275,6 @@ export class MediaNodes {
     return this.#operator(nodeId, { type: 'RESUME', by });
   }
 
-  get deps(): MediaNodesDeps {
-    return this.#deps;
-  }
-
   async #operator(nodeId: string, event: NodeEvent): Promise<ActorReply> {
     if (nodeId.length === 0 || nodeId.length > MAX_NODE_ID) return { ok: false, code: 'not_found', message: `no media node ${nodeId.slice(0, MAX_NODE_ID)}` };
     const reply = await this.#send(nodeId, event);

@@ -1,7 +1,7 @@
 /** The people in a company's lists, and where each is in dialing. */
 import type { ColumnType } from 'kysely';
 
-/** Where a person is in dialing: not yet checked, due for a call, being called, finished. */
+/** Where a person is in dialing: new (never called), due (for a call, now or at `next_attempt_at`), being called (claimed), done. */
 export type PersonStatus = 'new' | 'due' | 'calling' | 'done';
 
 export interface PeopleTable {
