@@ -1,30 +1,31 @@
 /**
- * Media nodes on the control plane: the node actor (accepting; draining by an operator; draining
- * because its own process shuts down, or because its SIP trunk is down until it is back; offline
- * after 5 s of silence), the registry every instance
- * can read (the `media_nodes` rows), the choice of a node for a new call (the less loaded of two
- * accepting nodes with free room, picked at random), and commands to a node wherever its socket is.
+ * Media nodes on the control plane: the nodes' registry every instance can read (the
+ * `media_nodes` rows), the choice of a node for a new call (the less loaded of two accepting
+ * nodes with free room, picked at random), and the operator's view, drain and resume. The node
+ * actor itself (accepting; draining by an operator, for its process's shutdown or for its SIP
+ * trunk; offline after 5 s of silence) is `node-actor.ts`; commands reach an agent wherever its
+ * socket is through `agent-commands.ts`.
  *
  * The instance whose hub holds a node's socket turns the hub's events into actor events, one node
  * at a time and in order: a hello is CONNECTED (creating the actor on the node's first hello), a
  * heartbeat that changes the drain state or capacity is REPORT, a lost socket is OFFLINE. Plain
  * heartbeats do not go through the actor: their time and live calls are written to the row
- * directly. A command for a node whose socket another instance holds is published on that
- * instance's channel `vd.agent.cmd.<instance>`, and that instance sends it through its hub.
+ * directly.
  */
 import { sql } from 'kysely';
 import { OFFLINE_AFTER_MS, type DrainReason, type OriginateCall } from '../../shared/agent-protocol.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { chooseNode, freeRoom, type NodeLoad } from '../../shared/node-choice.ts';
 import type { Who } from '../../shared/who.ts';
-import { nodeMachine, nodeRefusal, type NodeCommand, type NodeContext, type NodeEvent, type NodeInput } from '../actors/node.machine.ts';
+import { nodeMachine, type NodeContext, type NodeEvent, type NodeInput } from '../actors/node.machine.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { Store } from '../db/store.ts';
 import type { MediaNodeState } from '../db/schema/media-nodes.ts';
 import type { ActorDefinition, ActorReply } from '../runtime/definition.ts';
-import type { NewEvent } from '../runtime/outbox.ts';
 import type { ActorRuntime } from '../runtime/runtime.ts';
+import { AgentCommands } from './agent-commands.ts';
+import { nodeActorDefinition, type ChangeNotice } from './node-actor.ts';
 import type { AgentHub, NodeView } from './agent-hub.ts';
 
 /** A node as `GET /api/platform/telephony/nodes` shows it. */
@@ -59,23 +60,8 @@ const STOP_WAIT_MS = 3_000;
 const HEARTBEAT_WRITE_EVERY_MS = 1_000;
 const MAX_NODE_ID = 128;
 
-const cmdChannel = (instance: string) => `vd.agent.cmd.${instance}`;
 /** Every transition of a node actor is told here, so each instance's choice sees it at once. */
 const CHANGED_CHANNEL = 'vd.nodes.changed';
-
-/** A command for an agent, as it travels between instances. */
-type AgentCommand = { type: 'originate'; call: OriginateCall } | { type: 'hangup'; call_id: string } | { type: NodeCommand };
-/** `sent_at`: the sender's clock (ms) when it published an originate; see FORWARDED_ORIGINATE_TTL_MS. */
-type Forwarded = AgentCommand & { node_id: string; sent_at?: number };
-
-/**
- * A forwarded originate is placed only if it reaches the instance holding the node's socket within
- * this long of being sent; later, it is refused (`command_late`) and its call ends unplaced. The
- * sender looked at the kill switch right before sending; an instance that was stopped (or a
- * coordinator link that stalled) must not place, seconds later, calls queued before a pause it has
- * not heard of. Instances' clocks are taken to agree within a few milliseconds (NTP).
- */
-export const FORWARDED_ORIGINATE_TTL_MS = 500;
 
 /** A `media_nodes` row as the choice needs it, with the heartbeat's age when it was read. */
 type CachedRow = {
@@ -94,14 +80,7 @@ type CachedRow = {
 type Reported = { draining: boolean; reason: DrainReason | null; capacity: number };
 
 /** A node actor's state after a transition, as every instance's registry takes it. */
-type ChangeNotice = Pick<CachedRow, 'node_id' | 'state' | 'drain_reason' | 'capacity' | 'instance' | 'epoch'>;
 
-const SUBJECT = {
-  drained: 'vd.platform.node_drained',
-  resumed: 'vd.platform.node_resumed',
-  online: 'vd.platform.node_online',
-  offline: 'vd.platform.node_offline',
-} as const;
 
 export class MediaNodes {
   readonly #deps: MediaNodesDeps;
@@ -116,6 +95,7 @@ export class MediaNodes {
   readonly #reported = new Map<string, Reported>();
   readonly #heartbeats = new Map<string, { beat: number; writing: boolean; next: NodeView | null; lastWrite: number; timer: NodeJS.Timeout | null }>();
   readonly #actors = new Set<string>();
+  readonly #commands: AgentCommands;
   readonly #listeners: Array<[string, (...args: any[]) => void]> = [];
   #subs: LastingSubscription[] = [];
   #timer: NodeJS.Timeout | null = null;
@@ -126,52 +106,24 @@ export class MediaNodes {
     this.#deps = deps;
     this.#log = deps.log.child({ part: 'media-nodes' });
     this.#random = deps.random ?? Math.random;
+    this.#commands = new AgentCommands({
+      hub: deps.hub,
+      coordinator: deps.coordinator,
+      log: this.#log,
+      instanceId: deps.instanceId,
+      instanceOf: (nodeId) => {
+        const row = this.#rows.get(nodeId);
+        return row && isFresh(row) ? row.instance : null;
+      },
+    });
   }
 
   /** The node actor's definition, registered with the runtime. */
   actorDefinition(): ActorDefinition<typeof nodeMachine> {
-    return {
-      kind: 'node',
-      machine: nodeMachine,
-      // Claimed by the instance that holds the node's socket (its first event), never by the sweep.
-      adopt: false,
-      version: 1,
-      refusal: (snap, event) => nodeRefusal(snap.context, String(snap.value), event),
-      onTransition: async ({ tx, id, prev, next, event, emit }) => {
-        const c = next.context;
-        const state = String(next.value) as MediaNodeState;
-        const now = new Date();
-        const connected = event.type === 'CONNECTED';
-        const fields = {
-          state,
-          drain_reason: c.drainReason,
-          capacity: c.capacity,
-          region: c.region,
-          version: c.version,
-          instance: c.instance,
-          epoch: c.epoch,
-          updated_at: now,
-          ...(connected ? { connected_at: now, last_heartbeat_at: sql<Date>`now()` } : {}),
-        };
-        await tx
-          .insertInto('media_nodes')
-          .values({ node_id: id, ...fields })
-          .onConflict((oc) => oc.column('node_id').doUpdateSet(fields))
-          .execute();
-        emit(nodeEvents(id, prev.context, String(prev.value), c, state, event as NodeEvent));
-      },
-      // Safe to repeat: a drain or resume the node already follows changes nothing on the agent,
-      // and a notice of the state the row already holds changes no instance's view.
-      effects: async (id, snap) => {
-        const c = snap.context;
-        if (c.pending && c.online) this.#deliver(id, { type: c.pending }, c.instance);
-        const notice: ChangeNotice = { node_id: id, state: String(snap.value) as MediaNodeState, drain_reason: c.drainReason, capacity: c.capacity, instance: c.instance, epoch: c.epoch };
-        this.#deps.coordinator.publish(CHANGED_CHANNEL, JSON.stringify(notice)).catch((err) => this.#log.warn({ err, node: id }, 'node change notice not sent'));
-        return [];
-      },
-      deadline: () => null,
-      reply: (snap) => ({ state: String(snap.value), drain_reason: snap.context.drainReason }),
-    };
+    return nodeActorDefinition({
+      deliver: (id, command, instance) => void this.#commands.deliver(id, { type: command }, instance),
+      changed: (notice) => this.#deps.coordinator.publish(CHANGED_CHANNEL, JSON.stringify(notice)).catch((err) => this.#log.warn({ err, node: notice.node_id }, 'node change notice not sent')),
+    });
   }
 
   async start(): Promise<void> {
@@ -180,7 +132,7 @@ export class MediaNodes {
     this.#on('node.updated', (v: NodeView) => this.#onUpdated(v));
     this.#on('node.offline', (v: NodeView) => this.#onOffline(v));
     for (const [name, fn] of this.#listeners) hub.on(name, fn);
-    this.#subs.push(lastingSubscribe(coordinator, cmdChannel(instanceId), (m) => this.#onForwarded(m)));
+    this.#commands.start();
     this.#subs.push(lastingSubscribe(coordinator, CHANGED_CHANNEL, (m) => this.#onChanged(m)));
     this.#timer = setInterval(() => void this.#refresh(), REFRESH_MS);
     this.#timer.unref();
@@ -194,6 +146,7 @@ export class MediaNodes {
     if (this.#timer) clearInterval(this.#timer);
     for (const hb of this.#heartbeats.values()) if (hb.timer) clearTimeout(hb.timer);
     for (const sub of this.#subs) await sub.stop();
+    await this.#commands.stop();
     // A closing hub has just reported its nodes offline: let those notices reach the actors.
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -239,11 +192,11 @@ export class MediaNodes {
 
   /** Sends an originate to the node, on this instance or through the one holding its socket. */
   originate(nodeId: string, call: OriginateCall): boolean {
-    return this.#deliver(nodeId, { type: 'originate', call });
+    return this.#commands.deliver(nodeId, { type: 'originate', call });
   }
 
   hangup(nodeId: string, callId: string): boolean {
-    return this.#deliver(nodeId, { type: 'hangup', call_id: callId });
+    return this.#commands.deliver(nodeId, { type: 'hangup', call_id: callId });
   }
 
   /** Every node known to the platform, for the operator. */
@@ -441,67 +394,6 @@ export class MediaNodes {
       });
   }
 
-  // ---- commands wherever the socket is ----
-
-  /** Sends through this instance's hub, or publishes to the instance holding the node's socket. */
-  #deliver(nodeId: string, cmd: AgentCommand, instance?: string | null): boolean {
-    const view = this.#deps.hub.node(nodeId);
-    if (view?.online) return this.#viaHub(nodeId, cmd);
-    let target = instance;
-    if (target === undefined) {
-      const row = this.#rows.get(nodeId);
-      target = row && isFresh(row) ? row.instance : null;
-    }
-    if (!target || target === this.#deps.instanceId) return false;
-    const msg: Forwarded = cmd.type === 'originate' ? { node_id: nodeId, ...cmd, sent_at: Date.now() } : { node_id: nodeId, ...cmd };
-    this.#deps.coordinator.publish(cmdChannel(target), JSON.stringify(msg)).catch((err) => this.#log.warn({ err, node: nodeId, instance: target }, 'command not forwarded'));
-    return true;
-  }
-
-  #viaHub(nodeId: string, cmd: AgentCommand): boolean {
-    const { hub } = this.#deps;
-    switch (cmd.type) {
-      case 'originate':
-        return hub.originate(nodeId, cmd.call).ok;
-      case 'hangup':
-        return hub.hangup(nodeId, cmd.call_id).ok;
-      case 'drain':
-        return hub.drain(nodeId).ok;
-      case 'resume':
-        return hub.resume(nodeId).ok;
-    }
-  }
-
-  #onForwarded(raw: string): void {
-    let msg: Forwarded;
-    try {
-      msg = JSON.parse(raw) as Forwarded;
-    } catch {
-      return;
-    }
-    if (typeof msg?.node_id !== 'string') return;
-    const { hub } = this.#deps;
-    if (msg.type === 'originate') {
-      const callId = msg.call?.call_id;
-      if (typeof callId !== 'string') return;
-      const late = Date.now() - (typeof msg.sent_at === 'number' ? msg.sent_at : 0);
-      if (late > FORWARDED_ORIGINATE_TTL_MS) {
-        this.#log.warn({ node: msg.node_id, call_id: callId, late_ms: late }, 'forwarded originate came too late: not placed');
-        return hub.notSent(msg.node_id, callId, 'command_late');
-      }
-      if (!hub.node(msg.node_id)?.online || !this.#viaHub(msg.node_id, msg)) {
-        this.#log.warn({ node: msg.node_id, call_id: callId }, 'forwarded originate for a node not held here: not placed');
-        hub.notSent(msg.node_id, callId, 'not_connected');
-      }
-      return;
-    }
-    if (!hub.node(msg.node_id)?.online) {
-      this.#log.debug({ node: msg.node_id, command: msg.type }, 'forwarded command for a node not held here');
-      return;
-    }
-    this.#viaHub(msg.node_id, msg);
-  }
-
   // ---- the registry for the choice ----
 
   #selectRows() {
@@ -607,23 +499,6 @@ function toNodeRow(r: SelectedRow): NodeRow {
     version: r.version,
     last_heartbeat_at: r.last_heartbeat_at ? new Date(r.last_heartbeat_at).toISOString() : null,
   };
-}
-
-/** The outbox events of one transition of a node. */
-function nodeEvents(nodeId: string, prev: NodeContext, prevState: string, next: NodeContext, state: MediaNodeState, event: NodeEvent): NewEvent[] {
-  const out: NewEvent[] = [];
-  const ev = (subject: string, data: Record<string, unknown>) => out.push({ subject, tenant_id: null, about: nodeId, data: { node_id: nodeId, ...data } });
-  if (prevState === 'offline' && state !== 'offline') {
-    ev(SUBJECT.online, { instance: next.instance, capacity: next.capacity, region: next.region, version: next.version, draining: next.drainReason !== null });
-  }
-  if (event.type === 'DRAIN' && !prev.operatorDrain) ev(SUBJECT.drained, { drain_reason: 'operator', actor: event.by });
-  else if (next.drainReason === 'shutdown' && prev.drainReason !== 'shutdown') ev(SUBJECT.drained, { drain_reason: 'shutdown' });
-  else if (next.drainReason === 'trunk_down' && prev.drainReason !== 'trunk_down' && state !== 'offline') ev(SUBJECT.drained, { drain_reason: 'trunk_down' });
-  if (event.type === 'RESUME') ev(SUBJECT.resumed, { actor: event.by });
-  // The node's own drain lifted by the node (its SIP trunk is back), not by an operator.
-  else if (prev.drainReason === 'trunk_down' && next.drainReason === null && state === 'accepting') ev(SUBJECT.resumed, { reason: 'trunk_up' });
-  if (prevState !== 'offline' && state === 'offline') ev(SUBJECT.offline, { instance: prev.instance, drain_reason: next.drainReason });
-  return out;
 }
 
 function isUniqueViolation(err: unknown): boolean {
