@@ -13,12 +13,10 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { startControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
-import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
+import { startTestServer } from '../support/server.ts';
 import { makeCampaign, startAgent, type TestAgent } from './support.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -111,19 +109,8 @@ async function setUp(): Promise<void> {
   db = await createTestDatabase();
   redisPort = await freePort();
   await startRedis();
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: process.env.VD_TEST_LOG_LEVEL ?? 'silent',
-    DATABASE_URL: db.url,
-    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
-    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
-    VD_EMBEDDED_AGENT: '0',
-  });
   // Short leases, so the campaign actors are taken back soon after Redis returns.
-  cp = await startControlPlane(config, { runtime: { leaseTtlMs: 3000, renewEveryMs: 1000, adoptEveryMs: 500 } }, { reconcileEveryMs: 1000 });
+  cp = await startTestServer({ databaseUrl: db.url, redisUrl: `redis://127.0.0.1:${redisPort}`, runtime: { leaseTtlMs: 3000, renewEveryMs: 1000, adoptEveryMs: 500 }, dialer: { reconcileEveryMs: 1000 } });
   owner = await makeOperator(cp, ['platform_owner']);
   agents = [startAgent(cp, 'node_t1', 15), startAgent(cp, 'node_t2', 15)];
   await eventually('both nodes accepting', () => cp.services.nodes.freeCapacity() >= 30, 5000);

@@ -12,18 +12,17 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
 import type { CallEvent } from '../../control-plane/telephony/agent-hub.ts';
 import type { NodeRow } from '../../control-plane/telephony/nodes.ts';
-import { loadConfig } from '../../shared/config.ts';
 import { newId } from '../../shared/ids.ts';
 import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
-import { createTestDatabase, TEST_REDIS_URL, testRedisPrefix } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { DrachtioStandin, type FarEnd } from '../support/drachtio-standin.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
-import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
+import { startTestServer } from '../support/server.ts';
 import { makeCampaign } from '../dialer/support.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -94,21 +93,8 @@ t.before(async () => {
   const db = await createTestDatabase();
   drop = db.drop;
   prefix = testRedisPrefix();
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: process.env.VD_TEST_LOG_LEVEL ?? 'silent',
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    VD_REDIS_KEY_PREFIX: prefix,
-    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
-    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
-    VD_EMBEDDED_AGENT: '0',
-    VD_AGENT_TOKEN: TOKEN,
-  });
   // A 1 s ring timeout, so the number that only rings is CANCELed soon.
-  cp = await startControlPlane(config, {}, { ringTimeoutS: 1, reconcileEveryMs: 500 });
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_AGENT_TOKEN: TOKEN }, dialer: { ringTimeoutS: 1, reconcileEveryMs: 500 } });
   cp.agentHub.on('call', (c: CallEvent) => events.push(c));
   standin = await DrachtioStandin.start({ secret: SECRET, farEnd: (user) => FAR[user] ?? { kind: 'ring' } });
   standinPort = standin.port;

@@ -6,6 +6,7 @@ import { loadConfig } from '../../shared/config.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
 import type { RuntimeOptions } from '../../control-plane/runtime/runtime.ts';
 import type { ServiceOverrides } from '../../control-plane/context.ts';
+import type { DialerOptions } from '../../dialer/dialer.ts';
 import { TEST_REDIS_URL } from './db.ts';
 
 export type TestServerOptions = {
@@ -19,6 +20,10 @@ export type TestServerOptions = {
   runtime?: RuntimeOptions;
   /** Webhook clock, spread, timings and DNS. */
   webhooks?: ServiceOverrides['webhooks'];
+  /** Another Redis than the local one (a suite's own redis-server). */
+  redisUrl?: string;
+  /** Dialer timings (ring timeout, reconcile period, …). */
+  dialer?: DialerOptions;
 };
 
 /** Starts an instance; the first operator is owner@platform.test with the password below. */
@@ -29,7 +34,7 @@ export async function startTestServer(opts: TestServerOptions): Promise<RunningC
     HOST: '127.0.0.1',
     LOG_LEVEL: process.env.VD_TEST_LOG_LEVEL ?? 'silent',
     DATABASE_URL: opts.databaseUrl,
-    REDIS_URL: opts.embedded ? undefined : TEST_REDIS_URL,
+    REDIS_URL: opts.embedded ? undefined : (opts.redisUrl ?? TEST_REDIS_URL),
     VD_REDIS_KEY_PREFIX: opts.redisPrefix,
     VD_DATA_DIR: 'memory://',
     VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
@@ -37,7 +42,7 @@ export async function startTestServer(opts: TestServerOptions): Promise<RunningC
     VD_EMBEDDED_AGENT: '0',
     ...opts.env,
   });
-  return startControlPlane(config, { ...(opts.runtime ? { runtime: opts.runtime } : {}), ...(opts.webhooks ? { webhooks: opts.webhooks } : {}) });
+  return startControlPlane(config, { ...(opts.runtime ? { runtime: opts.runtime } : {}), ...(opts.webhooks ? { webhooks: opts.webhooks } : {}) }, opts.dialer);
 }
 
 export const OPERATOR_EMAIL = 'owner@platform.test';

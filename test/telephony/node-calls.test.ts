@@ -11,17 +11,16 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
 import type { CallEvent } from '../../control-plane/telephony/agent-hub.ts';
 import { findCallsOffNodes } from '../../dialer/launch-rows.ts';
 import { AgentClient } from '../../media-agent/client.ts';
 import { SimulatedTrunk } from '../../media-agent/simulated-trunk.ts';
-import { loadConfig } from '../../shared/config.ts';
 import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
-import { createTestDatabase, TEST_REDIS_URL, testRedisPrefix } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
-import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
+import { startTestServer } from '../support/server.ts';
 import { makeCampaign } from '../dialer/support.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -59,21 +58,8 @@ t.before(async () => {
   const db = await createTestDatabase();
   drop = db.drop;
   prefix = testRedisPrefix();
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: process.env.VD_TEST_LOG_LEVEL ?? 'silent',
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    VD_REDIS_KEY_PREFIX: prefix,
-    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
-    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
-    VD_EMBEDDED_AGENT: '0',
-    VD_AGENT_TOKEN: TOKEN,
-  });
   // The reconcile (lost calls, calls nodes no longer have) every 300 ms instead of 5 s.
-  cp = await startControlPlane(config, {}, { reconcileEveryMs: 300 });
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_AGENT_TOKEN: TOKEN }, dialer: { reconcileEveryMs: 300 } });
   cp.agentHub.on('call', (c: CallEvent) => events.push({ ...c, at: Date.now() }));
 });
 
