@@ -13,6 +13,26 @@ const MAINTENANCE_KEY = 'maintenance';
 
 export type Maintenance = { on: boolean; message: string | null; set_at: string | null; set_by: { id: string | null; email: string | null } | null };
 
+/**
+ * How stale the maintenance notice of `/me` and `/notices` may be on an instance that did not
+ * make the change (the one that did forgets its copy at once). The notice is read on every page
+ * of every company's web app; the dialing pause maintenance sets is the kill switch's, read fresh.
+ */
+export const NOTICE_FRESH_MS = 1_000;
+const notices = new WeakMap<Store, { until: number; value: Promise<Maintenance> }>();
+
+/** Maintenance mode for the notice shown to companies: the store's, at most NOTICE_FRESH_MS old. */
+export function maintenanceForNotice(store: Store): Promise<Maintenance> {
+  const now = performance.now();
+  const hit = notices.get(store);
+  if (hit && hit.until > now) return hit.value;
+  const value = readMaintenance(store);
+  notices.set(store, { until: now + NOTICE_FRESH_MS, value });
+  // A failed read is not kept.
+  value.catch(() => notices.delete(store));
+  return value;
+}
+
 /** Maintenance mode as stored (off when never set). */
 export async function readMaintenance(store: Store): Promise<Maintenance> {
   const row = await store.db.selectFrom('platform_settings').select('value').where('key', '=', MAINTENANCE_KEY).executeTakeFirst();
@@ -53,6 +73,7 @@ export async function setMaintenance(deps: SwitchDeps, input: { on: boolean; mes
       changed = true;
     }
     if (changed) afterChange(deps, afterCommit);
+    afterCommit(() => notices.delete(deps.store));
     return { maintenance, global: answer('global', row, changed) };
   });
 }

@@ -3,6 +3,7 @@
  * table and its rules, roles, the Dialing card, maintenance on/off beside a manual pause, the
  * company notice, and the dialer's KillSwitchReader (fails closed, recovers, sees notices at once).
  */
+import { NOTICE_FRESH_MS } from '../../control-plane/dialing/maintenance.ts';
 import { sql } from 'kysely';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -20,6 +21,8 @@ const t = suite('dialing kill switch and maintenance');
 let cp: RunningControlPlane;
 let drop: () => Promise<void> = async () => {};
 let base = '';
+let dbUrl = '';
+let prefix = '';
 let owner: Session;
 const ops: Record<string, Session> = {};
 let n = 0;
@@ -46,7 +49,9 @@ async function reader(opts: Partial<ConstructorParameters<typeof KillSwitchReade
 t.before(async () => {
   const db = await createTestDatabase();
   drop = db.drop;
-  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix() });
+  dbUrl = db.url;
+  prefix = testRedisPrefix();
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
   base = cp.url;
   owner = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   ops.support = await makeOperator(cp, ['platform_support']);
@@ -231,6 +236,25 @@ t('maintenance on sets the global pause and shows the message; off lifts only it
   await eventually('r.check(co.tenantId).launch', () => r.check(co.tenantId).launch);
   assert.is((await call(base, 'GET', '/api/auth/v1/me', { session: co.owner })).body.notice, null);
   assert.equal((await call(base, 'GET', '/api/core/v1/notices', { key: key.key })).body, { items: [] });
+});
+
+t('the maintenance notice on another instance: the old one for at most NOTICE_FRESH_MS, then the new one', async () => {
+  const other = await startTestServer({ databaseUrl: dbUrl, redisPrefix: prefix });
+  try {
+    const co = await makeCompany(cp);
+    const key = await makeKey(base, co.owner, ['read']);
+    const noticeOn = async (url: string) => (await call(url, 'GET', '/api/core/v1/notices', { key: key.key })).body.items.length === 1;
+    assert.is(await noticeOn(other.url), false, 'B has read (and keeps) the notice: none');
+    assert.is((await putMaintenance(owner, { on: true, message: 'carrier maintenance tonight' })).status, 200);
+    assert.is(await noticeOn(base), true, 'the instance that made the change shows it at once');
+    // Within the freshness bound (and a second of slack for a busy machine).
+    await eventually('B shows the notice', () => noticeOn(other.url), NOTICE_FRESH_MS + 1_000, 20);
+    assert.is((await putMaintenance(owner, { on: false })).status, 200);
+    assert.is(await noticeOn(base), false);
+    await eventually('B drops the notice', async () => !(await noticeOn(other.url)), NOTICE_FRESH_MS + 1_000, 20);
+  } finally {
+    await other.close();
+  }
 });
 
 t('maintenance beside a manual global pause: not taken over, and still on after maintenance off', async () => {

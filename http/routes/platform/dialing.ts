@@ -7,7 +7,7 @@ import { MIN_REASON } from '../../../shared/reason.ts';
 import { z } from '@hono/zod-openapi';
 import { dialingCard } from '../../../control-plane/dialing/card.ts';
 import { setPause } from '../../../control-plane/dialing/kill-switch.ts';
-import { readMaintenance, setMaintenance, type Maintenance } from '../../../control-plane/dialing/maintenance.ts';
+import { maintenanceForNotice, setMaintenance, type Maintenance } from '../../../control-plane/dialing/maintenance.ts';
 import type { Store } from '../../../control-plane/db/store.ts';
 import { actorOf, companyReaders, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
@@ -90,7 +90,7 @@ export function maintenanceNotice(m: Maintenance): Notice | null {
 }
 
 export async function currentNotices(store: Store): Promise<Notice[]> {
-  const n = maintenanceNotice(await readMaintenance(store));
+  const n = maintenanceNotice(await maintenanceForNotice(store));
   return n ? [n] : [];
 }
 
