@@ -1,11 +1,17 @@
 /**
- * Requests per second through the whole HTTP stack: `GET /api/core/v1/lists` with an API key
- * (authentication, rate limit on Redis, handler) against the same instance's bare `GET /health`,
- * measured in one run and alternated in rounds so drift on the machine hits both alike.
+ * Requests per second through the whole HTTP stack, each against a baseline measured in the same
+ * run and alternated in rounds so drift on the machine hits both alike:
+ * - the middleware's own cost: `GET /api/core/v1/notices` with an API key (authentication from the
+ *   key cache, rate limit on Redis, validation, a handler that reads nothing from the store: the
+ *   notice is kept a second) against the same instance's bare `GET /health` (goal ≥ 0.5);
+ * - `GET /api/core/v1/lists` with an API key against the same query (`listPageQuery`, compiled
+ *   by kysely) run straight on a pg pool of the instance's size, at the same concurrency
+ *   (goal ≥ 0.6), and against `/health`.
  *
  * The instance runs in a child process of its own (on a fresh Postgres database and a fresh Redis
  * prefix, with a rate limit too high to throttle), so the load generator here does not share its
- * event loop. Prints JSON lines: `http.health`, `http.lists_with_key` (rps), `http.ratio`.
+ * event loop. Prints JSON lines: `http.health`, `http.notices_with_key`, `http.lists_with_key`,
+ * `pg.lists_query` (rps), `http.middleware_ratio`, `http.lists_ratio`, `http.ratio`.
  *
  * Usage: node bench/http.bench.ts   (BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_CONNECTIONS override)
  */
@@ -13,6 +19,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { Pool } from 'undici';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -21,7 +28,12 @@ const WARMUP_MS = 1000;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const GOAL = 0.5;
 
-type Ready = { url: string; key: string };
+type Ready = { url: string; key: string; databaseUrl: string; sql: string; parameters: unknown[] };
+
+/** The instance's pool size (control-plane/db/store.ts openPostgres). */
+const INSTANCE_POOL = 10;
+const MIDDLEWARE_GOAL = 0.5;
+const LISTS_GOAL = 0.6;
 
 // ---------------------------------------------------------------------------------------------
 // Child: the instance under test.
@@ -30,6 +42,7 @@ async function serveInstance(): Promise<void> {
   const { createTestDatabase, testRedisPrefix } = await import('../test/support/db.ts');
   const { startTestServer } = await import('../test/support/server.ts');
   const { makeCompany, makeKey } = await import('../test/support/fixtures.ts');
+  const { createList, listPageQuery } = await import('../control-plane/core/lists.ts');
   const db = await createTestDatabase();
   let cp: Awaited<ReturnType<typeof startTestServer>> | undefined;
   let stopping: Promise<void> | null = null;
@@ -57,7 +70,10 @@ async function serveInstance(): Promise<void> {
     });
     const co = await makeCompany(cp, 'Bench Company');
     const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
-    process.send!({ url: cp.url, key } satisfies Ready);
+    // A company's usual page: a few lists.
+    for (let i = 0; i < 5; i++) await createList(cp.services.store, co.tenantId, `List ${i}`);
+    const q = listPageQuery(cp.services.store, co.tenantId).compile();
+    process.send!({ url: cp.url, key, databaseUrl: db.url, sql: q.sql, parameters: [...q.parameters] } satisfies Ready);
   } catch (err) {
     console.error('bench instance: start failed', err);
     await stop(1);
@@ -77,6 +93,22 @@ async function load(pool: Pool, path: string, headers: Record<string, string>, m
       const res = await pool.request({ path, method: 'GET', headers });
       const text = await res.body.text();
       if (res.statusCode !== 200) throw new Error(`GET ${path}: ${res.statusCode} ${text.slice(0, 200)}`);
+      n++;
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+  return { n, ms: performance.now() - started };
+}
+
+/** The same, for a query straight on a pg pool (answers must be rows, as the route's are). */
+async function loadQuery(pool: pg.Pool, text: string, values: unknown[], ms: number): Promise<{ n: number; ms: number }> {
+  let n = 0;
+  const started = performance.now();
+  const end = started + ms;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const r = await pool.query(text, values);
+      if (r.rows.length === 0) throw new Error('the lists query answered no rows');
       n++;
     }
   };
@@ -112,30 +144,43 @@ async function stopInstance(child: ChildProcess): Promise<void> {
 async function main(): Promise<void> {
   const { child, ready } = await startInstance();
   const pool = new Pool(ready.url, { connections: CONNECTIONS, pipelining: 1 });
+  // The instance's own settings: its pool size, JIT off (control-plane/db/store.ts).
+  const direct = new pg.Pool({ connectionString: ready.databaseUrl, max: INSTANCE_POOL, options: '-c jit=off' });
   try {
-    const health = { path: '/health', headers: {} };
-    const lists = { path: '/api/core/v1/lists', headers: { authorization: `Bearer ${ready.key}` } };
-    await load(pool, health.path, health.headers, WARMUP_MS);
-    await load(pool, lists.path, lists.headers, WARMUP_MS);
-    const total = { health: { n: 0, ms: 0 }, lists: { n: 0, ms: 0 } };
+    const auth = { authorization: `Bearer ${ready.key}` };
+    type Target = () => Promise<{ n: number; ms: number }>;
+    const targets: Record<'health' | 'notices' | 'lists' | 'query', (ms: number) => ReturnType<Target>> = {
+      health: (ms) => load(pool, '/health', {}, ms),
+      notices: (ms) => load(pool, '/api/core/v1/notices', auth, ms),
+      lists: (ms) => load(pool, '/api/core/v1/lists', auth, ms),
+      query: (ms) => loadQuery(direct, ready.sql, ready.parameters, ms),
+    };
+    const names = Object.keys(targets) as Array<keyof typeof targets>;
+    for (const name of names) await targets[name](WARMUP_MS);
+    const total = Object.fromEntries(names.map((k) => [k, { n: 0, ms: 0 }])) as Record<keyof typeof targets, { n: number; ms: number }>;
     for (let round = 0; round < ROUNDS; round++) {
-      // Alternate which goes first, so a trend over the run does not favour one.
-      const order = round % 2 === 0 ? (['health', 'lists'] as const) : (['lists', 'health'] as const);
+      // Rotate which goes first, so a trend over the run does not favour one.
+      const order = names.map((_, i) => names[(i + round) % names.length]);
       for (const which of order) {
-        const t = which === 'health' ? health : lists;
-        const r = await load(pool, t.path, t.headers, ROUND_MS);
+        const r = await targets[which](ROUND_MS);
         total[which].n += r.n;
         total[which].ms += r.ms;
       }
     }
-    const healthRps = (total.health.n * 1000) / total.health.ms;
-    const listsRps = (total.lists.n * 1000) / total.lists.ms;
-    const ratio = listsRps / healthRps;
+    const rps = (k: keyof typeof targets) => (total[k].n * 1000) / total[k].ms;
     const common = { connections: CONNECTIONS, rounds: ROUNDS, round_ms: ROUND_MS };
-    console.log(JSON.stringify({ bench: 'http.health', rps: Math.round(healthRps), requests: total.health.n, ...common }));
-    console.log(JSON.stringify({ bench: 'http.lists_with_key', rps: Math.round(listsRps), requests: total.lists.n, ...common }));
+    console.log(JSON.stringify({ bench: 'http.health', rps: Math.round(rps('health')), requests: total.health.n, ...common }));
+    console.log(JSON.stringify({ bench: 'http.notices_with_key', rps: Math.round(rps('notices')), requests: total.notices.n, ...common }));
+    console.log(JSON.stringify({ bench: 'http.lists_with_key', rps: Math.round(rps('lists')), requests: total.lists.n, ...common }));
+    console.log(JSON.stringify({ bench: 'pg.lists_query', rps: Math.round(rps('query')), queries: total.query.n, pool: INSTANCE_POOL, ...common }));
+    const middleware = rps('notices') / rps('health');
+    const lists = rps('lists') / rps('query');
+    console.log(JSON.stringify({ bench: 'http.middleware_ratio', notices_over_health: Number(middleware.toFixed(3)), goal: MIDDLEWARE_GOAL, met: middleware >= MIDDLEWARE_GOAL }));
+    console.log(JSON.stringify({ bench: 'http.lists_ratio', lists_over_query: Number(lists.toFixed(3)), goal: LISTS_GOAL, met: lists >= LISTS_GOAL }));
+    const ratio = rps('lists') / rps('health');
     console.log(JSON.stringify({ bench: 'http.ratio', lists_over_health: Number(ratio.toFixed(3)), goal: GOAL, met: ratio >= GOAL }));
   } finally {
+    await direct.end().catch(() => {});
     await pool.close().catch(() => {});
     await stopInstance(child);
   }
