@@ -3,13 +3,16 @@
  * campaign whose actor this instance owns (`pacing.ts`): calls a second and concurrent calls
  * capped by the campaign and by the company's plan, by free room on accepting media nodes and by
  * the people due. When a campaign runs without dialing, the reason is written to its row
- * (`idle_reason`). When its people run out and no call is up, it tells the actor COMPLETE.
+ * (`idle_reason`). When its people run out and no call is up (`completion.ts`), it tells the
+ * actor COMPLETE. A campaign's settings and company are re-read each second (`run-settings.ts`);
+ * when this instance loses a campaign's lease, the runtime's abort signal stops its work here.
  *
  * A launch: people are claimed ahead in small batches (`status = 'calling'`, `claimed_by`, held
- * one minute), a node slot is reserved (`MediaNodes.pick`), the call rows are written in one
- * transaction per tick (the do-not-call list checked again inside it), and only then, after one
- * more look at the kill switch, the originate goes to the node. A pause that lands in between
- * stops the launch: the call row ends as `not_launched` and the person is due again.
+ * one minute), a node slot is reserved (`MediaNodes.pick`), and the batch goes to the launcher
+ * (`launcher.ts`): call rows written in one transaction per batch (the do-not-call list checked
+ * again inside it), and only then, after one more look at the kill switch, the originate goes to
+ * the node. A pause that lands in between stops the launch: the call row ends as `not_launched`
+ * and the person is due again.
  *
  * The kill switch is read by a fail-closed `KillSwitchReader` (every second and on each notice).
  * Agents' call events are written by `CallEvents` on the instance holding the node's socket; a
@@ -18,15 +21,15 @@
 import { sql } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
-import { planLimits } from '../control-plane/companies/plans.ts';
-import { notOnDncList } from '../control-plane/compliance/dnc.ts';
 import type { Services } from '../control-plane/context.ts';
 import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
-import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
-import { claimPeople, findCallsOffNodes, findLostCalls, NUMBER_BUSY_RETRY, releaseClaims, releaseExpiredClaims, writeCalls, type DropReason, type Launch } from './launch-rows.ts';
+import { claimPeople, findCallsOffNodes, findLostCalls, releaseClaims, releaseExpiredClaims, type Launch } from './launch-rows.ts';
+import { nobodyLeft } from './completion.ts';
+import { Launcher } from './launcher.ts';
+import { readRunSettings, type Company, type Settings } from './run-settings.ts';
 import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace, type IdleReason } from './pacing.ts';
@@ -51,15 +54,6 @@ export type DialerOptions = CallEventsOptions & {
 };
 
 type Person = { id: string; phone: string; claimedAt: number };
-type Settings = {
-  lists: string[];
-  cps: number;
-  maxConcurrent: number;
-  callerId: string;
-  handler: 'bot' | 'agents';
-  mode: 'progressive' | 'preview';
-  foreignLive: number;
-};
 type Run = {
   id: string;
   tenantId: string;
@@ -78,7 +72,6 @@ type Run = {
   completing: boolean;
   retired: boolean;
 };
-type Company = { on: boolean; cap: number; cps: number; plan: PlanName; remoteLive: number };
 type LiveCall = { campaignId: string | null; tenantId: string };
 
 const ENDED_CHANNEL = (instance: string) => `vd.dialer.ended.${instance}`;
@@ -109,8 +102,6 @@ export class Dialer {
   readonly #tickMs: number;
   readonly #settingsEveryMs: number;
   readonly #reconcileEveryMs: number;
-  readonly #ringTimeoutS: number;
-  readonly #onLaunch: DialerOptions['onLaunch'];
   readonly #ownReader: boolean;
   readonly #runs = new Map<string, Run>();
   readonly #live = new Map<string, LiveCall>();
@@ -120,15 +111,12 @@ export class Dialer {
   readonly #idleWrites = new Map<string, IdleReason | null>();
   readonly #tenantBuckets = new Map<string, PaceBucket>();
   readonly #manual: ManualDialing;
+  readonly #launcher: Launcher;
   #timers: NodeJS.Timeout[] = [];
   #subs: LastingSubscription[] = [];
   #writingIdle = false;
-  #launchesDone: Array<() => void> = [];
-  #queued: Launch[] = [];
-  #launchingQueued = false;
   #onCall = (e: CallEvent) => this.events.push(e);
   #refreshing = false;
-  #launching = 0;
   #stopped = false;
 
   constructor(services: Services, opts: DialerOptions = {}) {
@@ -138,8 +126,6 @@ export class Dialer {
     this.#tickMs = opts.tickMs ?? 100;
     this.#settingsEveryMs = opts.settingsEveryMs ?? 1000;
     this.#reconcileEveryMs = opts.reconcileEveryMs ?? 5000;
-    this.#ringTimeoutS = opts.ringTimeoutS ?? 30;
-    this.#onLaunch = opts.onLaunch;
     this.#ownReader = !opts.pauseReader;
     this.pause =
       opts.pauseReader ??
@@ -150,12 +136,24 @@ export class Dialer {
       });
     this.events = new CallEvents({ store: services.store, coordinator: services.coordinator, log: this.#log, onEnded: (calls) => this.#ended(calls) }, opts);
     this.stats = new DialStats(services.store, this.#me, this.#log);
+    this.#launcher = new Launcher({
+      store: services.store,
+      nodes: services.nodes,
+      runtime: services.runtime,
+      pause: this.pause,
+      stats: this.stats,
+      log: this.#log,
+      me: this.#me,
+      ringTimeoutS: opts.ringTimeoutS ?? 30,
+      endLocal: (callId) => this.#endLocal(callId),
+      onLaunch: opts.onLaunch,
+    });
     this.#manual = new ManualDialing({
       services,
       pause: this.pause,
       stats: this.stats,
       addLive: (callId, campaignId, tenantId) => this.#addLive(callId, campaignId, tenantId),
-      launch: (batch) => this.#launch(batch),
+      launch: (batch) => this.#launcher.launch(batch),
     });
   }
 
@@ -189,10 +187,7 @@ export class Dialer {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-    while (this.#launching > 0 || this.#launchingQueued) {
-      if (this.#launching > 0) await new Promise<void>((r) => this.#launchesDone.push(r));
-      else await new Promise((r) => setTimeout(r, 5));
-    }
+    await this.#launcher.stop();
   }
 
   /**
@@ -214,7 +209,14 @@ export class Dialer {
   readonly tickCpu = { ticks: 0, micros: 0, campaignTicks: 0 };
 
   /** Launch transactions written: how many, their calls, and their wall time (total and longest). */
-  readonly launchCost = { batches: 0, calls: 0, ms: 0, maxMs: 0 };
+  get launchCost(): Launcher['launchCost'] {
+    return this.#launcher.launchCost;
+  }
+
+  /** The campaigns this instance paces now (running, their actor owned here). */
+  pacedCampaigns(): string[] {
+    return [...this.#runs.keys()];
+  }
 
   /** Calls this instance launched that have not ended yet. */
   get liveCalls(): number {
@@ -262,6 +264,9 @@ export class Dialer {
         retired: false,
       };
       this.#runs.set(o.id, run);
+      // The campaign's lease lost (another instance owns it now, or the runtime stops): its work
+      // here stops at once, not at the next tick; its buffered people go back.
+      o.signal.addEventListener('abort', () => void this.#retire(run), { once: true });
       // A former owner's buffer goes back when its claims' hold runs out (the reconcile), never
       // sooner: it may still be launching them.
       void this.#refresh();
@@ -322,30 +327,8 @@ export class Dialer {
       const mayComplete = this.pause.check(run.tenantId).launch && company.on;
       if (mayComplete && run.exhausted && !run.refilling && run.buffer.length === 0 && this.#campaignLive(run) === 0 && !run.completing) void this.#maybeComplete(run);
     }
-    if (batch.length) this.#queueLaunch(batch);
+    if (batch.length) this.#launcher.queue(batch);
     if (this.#idleWrites.size) void this.#writeIdle();
-  }
-
-  /**
-   * The pacing loop's launches go one transaction at a time: each locks its companies' rows to
-   * count their calls up, so a second one would only wait for the first while holding a
-   * connection. What ticks add meanwhile goes in the next one, as one batch.
-   */
-  #queueLaunch(batch: Launch[]): void {
-    this.#queued.push(...batch);
-    if (this.#launchingQueued) return;
-    this.#launchingQueued = true;
-    void (async () => {
-      try {
-        while (this.#queued.length) {
-          const next = this.#queued.splice(0);
-          if (this.#stopped) await this.#cancel(next);
-          else await this.#launch(next).catch((err) => this.#log.error({ err }, 'launch failed'));
-        }
-      } finally {
-        this.#launchingQueued = false;
-      }
-    })();
   }
 
   #takeOld(run: Run, now: number): Person[] {
@@ -430,12 +413,7 @@ export class Dialer {
     if (!st) return;
     run.completing = true;
     try {
-      const left = await sql<{ n: number }>`
-        select count(*)::int as n from people p
-        where p.tenant_id = ${run.tenantId} and p.list_id = any(${st.lists}::text[]) and p.status in ('new', 'due', 'calling')
-          and ${notOnDncList('p')}`.execute(this.#s.store.db);
-      const live = await sql<{ n: number }>`select count(*)::int as n from calls where campaign_id = ${run.id} and live`.execute(this.#s.store.db);
-      if (left.rows[0].n === 0 && live.rows[0].n === 0 && !run.retired) {
+      if ((await nobodyLeft(this.#s.store, { id: run.id, tenantId: run.tenantId, lists: st.lists })) && !run.retired) {
         const r = await this.#s.runtime.send('campaign', run.id, { type: 'COMPLETE', at: Date.now() });
         if (r.ok) this.#log.info({ campaign_id: run.id }, 'campaign completed: nobody left to call');
       }
@@ -452,46 +430,11 @@ export class Dialer {
     if (this.#refreshing || this.#runs.size === 0) return;
     this.#refreshing = true;
     try {
-      const ids = [...this.#runs.keys()];
-      const rows = await sql<{
-        id: string;
-        tenant_id: string;
-        list_ids: string[];
-        calls_per_second: string;
-        max_concurrent_calls: number;
-        caller_id: string | null;
-        handler: 'bot' | 'agents';
-        mode: 'progressive' | 'preview';
-        status: string;
-        core_hold: boolean;
-        plan: PlanName;
-        foreign_live: number;
-      }>`
-        select c.id, c.tenant_id, c.list_ids, c.calls_per_second, c.max_concurrent_calls, c.caller_id, c.handler, c.mode,
-          co.status, co.core_hold, co.plan,
-          (select count(*) from calls k where k.campaign_id = c.id and k.live and k.launched_by is distinct from ${this.#me})::int as foreign_live
-        from campaigns c join companies co on co.id = c.tenant_id
-        where c.id = any(${ids}::text[])`.execute(this.#s.store.db);
-      const tenants = [...new Set(rows.rows.map((r) => r.tenant_id))];
-      const remote = await sql<{ tenant_id: string; n: number }>`
-        select tenant_id, count(*)::int as n from calls
-        where tenant_id = any(${tenants}::text[]) and live and launched_by is distinct from ${this.#me}
-        group by tenant_id`.execute(this.#s.store.db);
-      const remoteBy = new Map(remote.rows.map((r) => [r.tenant_id, r.n]));
-      for (const r of rows.rows) {
-        const limits = planLimits(r.plan);
-        this.#companies.set(r.tenant_id, { on: r.status === 'on' && !r.core_hold, cap: limits.concurrent_calls, cps: limits.calls_per_second, plan: r.plan, remoteLive: remoteBy.get(r.tenant_id) ?? 0 });
-        const run = this.#runs.get(r.id);
-        if (!run) continue;
-        run.settings = {
-          lists: r.list_ids,
-          cps: Math.min(Number(r.calls_per_second), planLimits(r.plan).calls_per_second),
-          maxConcurrent: Math.min(r.max_concurrent_calls, planLimits(r.plan).concurrent_calls),
-          callerId: r.caller_id ?? '',
-          handler: r.handler,
-          mode: r.mode,
-          foreignLive: r.foreign_live,
-        };
+      const read = await readRunSettings(this.#s.store, this.#me, [...this.#runs.keys()]);
+      for (const [tenantId, company] of read.companies) this.#companies.set(tenantId, company);
+      for (const [id, settings] of read.settings) {
+        const run = this.#runs.get(id);
+        if (run) run.settings = settings;
       }
     } catch (err) {
       this.#log.warn({ err }, 'dialer could not re-read its campaigns');
@@ -559,118 +502,6 @@ export class Dialer {
       }
     }
     for (const [instance, ids] of remote) this.#s.coordinator.publish(ENDED_CHANNEL(instance), JSON.stringify(ids)).catch(() => {});
-  }
-
-  /**
-   * Writes the batch's call rows in one transaction, then sends each originate that may still go.
-   * Answers those sent, and why each of the others got no row (a manual dial says so).
-   */
-  async #launch(batch: Launch[]): Promise<{ sent: Launch[]; dropped: Map<string, DropReason> }> {
-    this.#launching++;
-    try {
-      let blocked: Set<string>;
-      let dropped: Map<string, DropReason>;
-      const started = performance.now();
-      try {
-        ({ blocked, dropped } = await this.#s.store.transaction((tx) => writeCalls(tx, batch, this.#me)));
-        const ms = performance.now() - started;
-        this.launchCost.batches++;
-        this.launchCost.calls += batch.length;
-        this.launchCost.ms += ms;
-        this.launchCost.maxMs = Math.max(this.launchCost.maxMs, ms);
-      } catch (err) {
-        this.#log.warn({ err, calls: batch.length }, 'calls could not be written; their people go back to the buffer');
-        for (const l of batch) {
-          this.#endLocal(l.callId);
-          if (l.run && !l.run.retired && l.personId) l.run.buffer.unshift({ id: l.personId, phone: l.to, claimedAt: Date.now() });
-        }
-        return { sent: [], dropped: new Map() };
-      }
-      const sent: Launch[] = [];
-      const cancelled: Launch[] = [];
-      const busy: Launch[] = [];
-      for (const l of batch) {
-        if (blocked.has(l.callId)) {
-          this.#endLocal(l.callId);
-          this.stats.denied(l.tenantId);
-          continue;
-        }
-        const why = dropped.get(l.callId);
-        if (why === 'duplicate') {
-          // Someone else is calling this person already: no row was written; leave the person be.
-          this.#endLocal(l.callId);
-          continue;
-        }
-        if (why === 'over_cap') {
-          // Another instance's calls filled the company's cap: the person waits in the buffer.
-          if (l.run && !l.run.retired && l.personId) {
-            this.#endLocal(l.callId);
-            l.run.buffer.unshift({ id: l.personId, phone: l.to, claimedAt: Date.now() });
-          } else cancelled.push(l);
-          continue;
-        }
-        if (why === 'number_busy') {
-          // The number rings for another person of the company: this one is looked at again later.
-          this.#endLocal(l.callId);
-          if (l.personId) busy.push(l);
-          continue;
-        }
-        if (why === 'not_running') {
-          cancelled.push(l);
-          continue;
-        }
-        // The last look at the kill switch (and at the campaign), right before the call leaves.
-        const may =
-          this.pause.check(l.tenantId).launch && (l.manual || (!!l.run && !l.run.retired && this.#s.runtime.stateOf('campaign', l.campaignId) === 'running'));
-        if (!may || !this.#s.nodes.originate(l.nodeId, { call_id: l.callId, to: l.to, from: l.from, ring_timeout_s: this.#ringTimeoutS, handler: l.handler })) {
-          cancelled.push(l);
-          continue;
-        }
-        sent.push(l);
-        this.stats.launched(l.tenantId);
-        this.#onLaunch?.(l.callId, l.tenantId, performance.now());
-      }
-      if (cancelled.length) await this.#cancel(cancelled);
-      for (const l of busy) {
-        await releaseClaims(this.#s.store.db, l.campaignId, l.run?.epoch ?? null, [l.personId!], NUMBER_BUSY_RETRY).catch((err) =>
-          this.#log.warn({ err }, 'a claimed person could not be given back; the reconcile will'),
-        );
-      }
-      return { sent, dropped };
-    } finally {
-      this.#launching--;
-      if (this.#launching === 0) for (const w of this.#launchesDone.splice(0)) w();
-    }
-  }
-
-  async #cancel(cancelled: Launch[]): Promise<void> {
-    for (const l of cancelled) {
-      this.#endLocal(l.callId);
-      this.stats.denied(l.tenantId);
-    }
-    const ids = cancelled.map((l) => l.callId).sort();
-    // Each claim is given back only by the owner (campaign and epoch) that made it.
-    const claims = new Map<string, { campaign: string; epoch: number | null; people: string[] }>();
-    for (const l of cancelled) {
-      if (!l.personId || l.manual) continue;
-      const epoch = l.run?.epoch ?? null;
-      const key = `${l.campaignId}|${epoch}`;
-      let c = claims.get(key);
-      if (!c) claims.set(key, (c = { campaign: l.campaignId, epoch, people: [] }));
-      c.people.push(l.personId);
-    }
-    try {
-      await this.#s.store.transaction(async (tx) => {
-        // Calls, then people, each locked in id order: the call event writer does the same.
-        await sql`update calls c set state = 'ended', ended_at = now(), end_reason = 'not_launched'
-          from (select id from calls where id = any(${ids}::text[]) order by id for update) k
-          where c.id = k.id and c.state = 'dialing'`.execute(tx);
-        for (const c of claims.values()) await releaseClaims(tx, c.campaign, c.epoch, c.people);
-      });
-    } catch (err) {
-      // The rows stay 'dialing' and the people 'calling'; the reconcile of calls never placed is left to an operator.
-      this.#log.error({ err, calls: ids.length }, 'calls stopped before launch could not be marked');
-    }
   }
 
   // ---- manual dialing and preview (dialer/manual.ts) ----

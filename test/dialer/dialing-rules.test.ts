@@ -12,7 +12,8 @@ import { sql } from 'kysely';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { newId } from '../../shared/ids.ts';
 import { claimPeople, releaseClaims, releaseExpiredClaims } from '../../dialer/launch-rows.ts';
-import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { Redis } from 'ioredis';
+import { createTestDatabase, TEST_REDIS_URL, testRedisPrefix } from '../support/db.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
 import { call } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
@@ -118,6 +119,29 @@ t('one number in two lists of one campaign never rings twice at once; both peopl
     assert.ok(spans[0].ended_at && spans[0].ended_at.getTime() <= spans[1].started_at.getTime(), `the calls to ${n} did not overlap`);
   }
   await stopAgents();
+});
+
+t("a campaign's lease lost: the dialer stops its work at once through the runtime's abort signal, not at its next tick", async () => {
+  // A slow pacing loop (a tick every 4 s) and fast lease renewals: only the abort can act in time.
+  const c = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, runtime: { leaseTtlMs: 3000, renewEveryMs: 200, adoptEveryMs: 60_000 }, dialer: { tickMs: 4000 } });
+  try {
+    const co = await makeCompany(c);
+    const { campaignId } = await makeCampaign(c, co.tenantId, co.owner, { people: 20, cps: 5, concurrent: 2, name: 'Lease lost' });
+    assert.ok(c.services.runtime.owns('campaign', campaignId), 'the instance that started it owns it');
+    const dialer = c.dialer!;
+    // Right after a tick that took the campaign up: the next one is about 4 s away.
+    await eventually('the campaign paced', () => dialer.pacedCampaigns().includes(campaignId), 10_000, 10);
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      assert.is(await redis.del(`${prefix}lease:{actor:campaign:${campaignId}}`), 1, 'the lease key was there');
+    } finally {
+      redis.disconnect();
+    }
+    await eventually('the run stopped', () => !dialer.pacedCampaigns().includes(campaignId), 1_500, 10);
+    assert.not.ok(c.services.runtime.owns('campaign', campaignId));
+  } finally {
+    await c.close();
+  }
 });
 
 t("a former owner's late give-back leaves the new owner's claim alone", async () => {
