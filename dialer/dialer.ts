@@ -34,6 +34,7 @@ import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace, type IdleReason } from './pacing.ts';
 import { mirrorSource, KillSwitchReader } from './kill-switch-reader.ts';
+import { CHANNELS } from '../control-plane/coordination/channels.ts';
 
 export type DialerOptions = CallEventsOptions & {
   tickMs?: number;
@@ -74,7 +75,7 @@ type Run = {
 };
 type LiveCall = { campaignId: string | null; tenantId: string };
 
-const ENDED_CHANNEL = (instance: string) => `vd.dialer.ended.${instance}`;
+const ENDED_CHANNEL = CHANNELS.dialerEnded;
 /** People a claim holds before the reconcile gives them back (the claim's `next_attempt_at`). */
 const CLAIM_HOLD = '1 minute';
 /** Claimed people of a campaign idle this long (paused, no node) are given back. */

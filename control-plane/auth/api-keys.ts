@@ -10,9 +10,10 @@ import type { Coordinator, Unsubscribe } from '../coordination/coordinator.ts';
 import type { Store } from '../db/store.ts';
 import { isWellFormedKey, keyPrefix, newKeyValue, sha256Hex } from './api-key-format.ts';
 import { KEY_SCOPES, type KeyPrincipal } from './principal.ts';
+import { CHANNELS } from '../coordination/channels.ts';
 
 /** The channel on which instances tell each other to forget cached keys. */
-export const KEYS_CHANNEL = 'vd.keys.invalidate';
+export const KEYS_CHANNEL = CHANNELS.keysInvalidate;
 
 export type ApiKeyView = {
   id: string;

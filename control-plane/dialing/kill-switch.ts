@@ -19,11 +19,12 @@ import type { Who } from '../../shared/who.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { emit, OUTBOX_CHANNEL } from '../runtime/outbox.ts';
+import { CHANNELS } from '../coordination/channels.ts';
 
 /** Coordinator key of the mirrored switch state (a fenced value; token = version). */
 export const DIALING_MIRROR_KEY = 'dialing:switch';
 /** Channel of change notices; the message is the new switch state as JSON. */
-export const DIALING_CHANNEL = 'vd.dialing.switch_changed';
+export const DIALING_CHANNEL = CHANNELS.switchChanged;
 export const PAUSE_CHANGED = 'vd.platform.dialing_pause_changed';
 const VERSION_KEY = 'dialing_version';
 

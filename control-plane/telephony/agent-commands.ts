@@ -1,7 +1,7 @@
 /**
  * Commands to a media agent wherever its socket is: through this instance's hub when it holds
  * the node's socket, else published on the channel of the instance that does
- * (`vd.agent.cmd.<instance>`), which sends it through its own hub. A forwarded originate carries
+ * (`cp.agent.cmd.<instance>`), which sends it through its own hub. A forwarded originate carries
  * its send time and is placed only within `FORWARDED_ORIGINATE_TTL_MS` of it; later, or with no
  * socket for the node there, its call ends refused (`command_late`, `not_connected`).
  */
@@ -11,8 +11,9 @@ import type { NodeCommand } from '../actors/node.machine.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { AgentHub } from './agent-hub.ts';
+import { CHANNELS } from '../coordination/channels.ts';
 
-const cmdChannel = (instance: string) => `vd.agent.cmd.${instance}`;
+const cmdChannel = CHANNELS.agentCommands;
 
 /** A command for an agent, as it travels between instances. */
 export type AgentCommand = { type: 'originate'; call: OriginateCall } | { type: 'hangup'; call_id: string } | { type: NodeCommand };

@@ -27,6 +27,7 @@ import type { ActorRuntime } from '../runtime/runtime.ts';
 import { AgentCommands } from './agent-commands.ts';
 import { nodeActorDefinition, type ChangeNotice } from './node-actor.ts';
 import type { AgentHub, NodeView } from './agent-hub.ts';
+import { CHANNELS } from '../coordination/channels.ts';
 
 /** A node as `GET /api/platform/telephony/nodes` shows it. */
 export type NodeRow = {
@@ -61,7 +62,7 @@ const HEARTBEAT_WRITE_EVERY_MS = 1_000;
 const MAX_NODE_ID = 128;
 
 /** Every transition of a node actor is told here, so each instance's choice sees it at once. */
-const CHANGED_CHANNEL = 'vd.nodes.changed';
+const CHANGED_CHANNEL = CHANNELS.nodesChanged;
 
 /** A `media_nodes` row as the choice needs it, with the heartbeat's age when it was read. */
 type CachedRow = {

@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { emit } from '../../control-plane/runtime/outbox.ts';
+import { emit, OUTBOX_CHANNEL } from '../../control-plane/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';
 import { call } from '../support/http.ts';
 import { makeCompany } from '../support/fixtures.ts';
@@ -71,7 +71,7 @@ test('1,000 pending, receiver failing half, an instance SIGKILLed and restarted:
       emit(tx, Array.from({ length: 100 }, (_, j) => ({ subject: 'vd.load.tick', tenant_id: co.tenantId, data: { n: i + j } }))),
     );
     ids.push(...made.map((e) => e.id));
-    await b.services.coordinator.publish('vd.outbox.written', '1');
+    await b.services.coordinator.publish(OUTBOX_CHANNEL, '1');
   }
   // Kill the child while deliveries are under way.
   const end = Date.now() + 20_000;

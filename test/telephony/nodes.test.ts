@@ -19,6 +19,7 @@ import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.t
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
+import { CHANNELS } from '../../control-plane/coordination/channels.ts';
 
 const TOKEN = 'agent-token-for-node-tests-0123456789';
 
@@ -263,7 +264,7 @@ t("commands for a node held by another instance are forwarded: resume and origin
 t('a forwarded originate that comes past its deadline, or finds no socket here, is not placed: its call is refused', async () => {
   await online('node_a1', 'accepting', a);
   assert.ok(b.agentHub.node('node_a1')?.online, 'node_a1 is held by B');
-  const channel = `vd.agent.cmd.${b.services.instanceId}`;
+  const channel = CHANNELS.agentCommands(b.services.instanceId);
   const send = (node: string, c: ReturnType<typeof newCall>, sentAt: number) =>
     a.services.coordinator.publish(channel, JSON.stringify({ type: 'originate', node_id: node, call: c, sent_at: sentAt }));
   // Queued before a stall: sent 2 s ago, as an instance SIGSTOPped with it in its socket would read it.

@@ -1,0 +1,53 @@
+/**
+ * Every public event the platform emits: the `subject` of an outbox row, the `event` of a webhook
+ * envelope (X-Service-Event), what a webhook connection's patterns match. The spec names some
+ * (its Events); the others are ours (docs/decisions.md). `NewEvent.subject` takes only these, so
+ * an event cannot be emitted under a name that is not on this list.
+ *
+ * The pub/sub channels between control-plane instances are not events and never reach a
+ * customer: they are `control-plane/coordination/channels.ts`, under their own prefix.
+ */
+export const EVENT_NAMES = [
+  // The spec's.
+  'vd.call.placed',
+  'vd.call.answered',
+  'vd.call.ended',
+  'vd.call.recording_stored',
+  'vd.journey.fact_recorded',
+  'vd.journey.disposition_set',
+  'vd.journey.transfer_requested',
+  'vd.journey.transfer_bridged',
+  'vd.journey.transfer_completed',
+  'vd.journey.closed',
+  'vd.compliance.dnc_added',
+  'vd.qa.scored',
+  'vd.platform.dialing_pause_changed',
+  'vd.test.ping',
+  // Ours: a campaign's state changes.
+  'vd.campaign.started',
+  'vd.campaign.paused',
+  'vd.campaign.stopped',
+  'vd.campaign.completed',
+  // Ours: operators' actions on companies (also the platform audit trail).
+  'vd.platform.company_created',
+  'vd.platform.company_suspended',
+  'vd.platform.company_resumed',
+  'vd.platform.company_closing_scheduled',
+  'vd.platform.company_closing_cancelled',
+  // Ours: media nodes.
+  'vd.platform.node_online',
+  'vd.platform.node_offline',
+  'vd.platform.node_drained',
+  'vd.platform.node_resumed',
+  // Ours: a usage item counted.
+  'vd.usage.recorded',
+] as const;
+
+export type EventName = (typeof EVENT_NAMES)[number];
+
+const KNOWN: ReadonlySet<string> = new Set(EVENT_NAMES);
+
+/** Whether `name` is one of the platform's events. */
+export function isEventName(name: string): name is EventName {
+  return KNOWN.has(name);
+}
