@@ -46,7 +46,9 @@ async function writeTransitions(tx: Tx, items: Array<BatchItem<typeof campaignMa
   const byState = new Map<CampaignState, string[]>();
   for (const i of moved) {
     const to = String(i.next.value) as CampaignState;
-    byState.set(to, [...(byState.get(to) ?? []), i.id]);
+    const ids = byState.get(to);
+    if (ids) ids.push(i.id);
+    else byState.set(to, [i.id]);
   }
   for (const [to, ids] of byState) {
     if (ids.length === 1) {
@@ -78,6 +80,8 @@ export function campaignActor(): ActorDefinition<typeof campaignMachine> {
     machine: campaignMachine,
     version: 1,
     refusal: (snap: Snap, event) => campaignRefusal(String(snap.value), event as { type: string }),
+    // Only a start reads the store (its company's hold); a pause or stop is taken as it comes.
+    prepares: (event) => event.type === 'START',
     async prepare({ tx, snapshot, event }) {
       if (event.type !== 'START') return event;
       return { ...event, held: await companyHeld(tx, snapshot.context.tenantId) };

@@ -4,8 +4,7 @@
  * event handled twice still writes one line.
  */
 import { sql } from 'kysely';
-import { newId } from '../../shared/ids.ts';
-import type { ConsumerHandler } from './outbox.ts';
+import { newIds, type ConsumerHandler } from './outbox.ts';
 
 /** Who acted, carried in an event's data. */
 export type AuditActor = { kind: 'operator' | 'company' | 'system'; id: string | null; email: string | null };
@@ -19,7 +18,7 @@ export const auditConsumer: ConsumerHandler = async (tx, events) => {
   await sql`
     insert into audit_log (id, event_id, at, scope, tenant_id, actor_kind, actor_id, actor_email, action, reason, detail)
     select x.id, x.event_id, x.at, x.scope, x.tenant_id, x.actor_kind, x.actor_id, x.actor_email, x.action, x.reason, x.detail::jsonb
-    from unnest(${rows.map(() => newId('aud'))}::text[], ${rows.map((e) => e.id)}::text[], ${rows.map((e) => e.at)}::timestamptz[],
+    from unnest(${newIds('aud', rows.length)}::text[], ${rows.map((e) => e.id)}::text[], ${rows.map((e) => e.at)}::timestamptz[],
       ${actors.map((a) => (a.kind === 'operator' ? 'platform' : 'company'))}::text[], ${rows.map((e) => e.tenant_id)}::text[],
       ${actors.map((a) => a.kind)}::text[], ${actors.map((a) => a.id)}::text[], ${actors.map((a) => a.email)}::text[],
       ${rows.map((e) => e.subject)}::text[], ${rows.map((e) => (typeof e.data.reason === 'string' ? e.data.reason : null))}::text[],

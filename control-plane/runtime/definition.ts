@@ -42,13 +42,18 @@ export type ActorDefinition<M extends AnyStateMachine = AnyStateMachine> = {
    * to apply. An event the machine then cannot take is refused and nothing is written. Optional.
    */
   prepare?(args: { tx: Tx; id: string; snapshot: SnapshotFrom<M>; event: ActorEvent }): Promise<ActorEvent>;
+  /**
+   * Which events `prepare` completes (default: all). An event it leaves as is is taken by the
+   * machine before the transaction begins (for a batch, all its actors at once), not inside it.
+   */
+  prepares?(event: ActorEvent): boolean;
   /** Writes the domain rows and outbox events of a transition, in the snapshot's transaction. */
   onTransition(args: TransitionArgs<M>): Promise<void>;
   /**
    * Whether a transition on `event` writes nothing but the snapshot (`onTransition` writes no row
    * and no event for it): the runtime then writes it in one fenced statement, without a
-   * transaction of its own (begin and commit are two round trips more). Only for a kind without
-   * `prepare`. Optional: without it, every transition gets its transaction.
+   * transaction of its own (begin and commit are two round trips more). Not for an event
+   * `prepare` completes. Optional: without it, every transition gets its transaction.
    */
   snapshotOnly?(event: ActorEvent): boolean;
   /**

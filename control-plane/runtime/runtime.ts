@@ -10,6 +10,7 @@
  * or by the adoption sweep) and restores it from its last snapshot. Deadlines live in context as
  * absolute times and are re-armed on every restore.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { createActor, type AnyActorRef, type AnyStateMachine } from 'xstate';
@@ -61,6 +62,8 @@ export class ActorRuntime {
   readonly #claiming = new Map<string, Promise<boolean | 'missing'>>();
   readonly #waiting = new Map<string, (r: ReplyMessage) => void>();
   readonly #handled = new Map<string, { reply: Promise<ActorReply | typeof LOST>; at: number }>();
+  /** The event being handled (with its effects) on this async path, and whether it wrote outbox events. */
+  readonly #handling = new AsyncLocalStorage<{ wrote: boolean; done: boolean }>();
   readonly #ttl: number;
   readonly #renewEvery: number;
   readonly #adoptEvery: number;
@@ -398,13 +401,15 @@ export class ActorRuntime {
   }
 
   /**
-   * One transaction for many actors' transitions (their queues are held by the caller): the
-   * machines take the event (completed by `prepare` first, inside the transaction), then one
-   * statement locks the snapshot rows in id order, checks each against its owner's epoch and
-   * writes the new snapshots, then come the kind's rows (`onTransitions`) and outbox events. A
-   * fenced actor (a newer owner raised its epoch) rolls it all back: the other machines are put
-   * back to the snapshots they had, the fenced ones given up, and the rest written without them.
-   * Effects and deadlines follow the commit.
+   * One transaction for many actors' transitions (their queues are held by the caller). The
+   * machines take the event and the statements' parameters are built before the transaction
+   * begins, so none is open while Node computes; only an event the kind completes with `prepare`
+   * (which reads the store) is taken inside it, actor by actor. Then one statement locks the
+   * snapshot rows in id order, checks each against its owner's epoch and writes the new snapshots,
+   * then come the kind's rows (`onTransitions`) and outbox events. A fenced actor (a newer owner
+   * raised its epoch) rolls it all back: the other machines are put back to the snapshots they
+   * had, the fenced ones given up, and the rest written without them. Effects and deadlines follow
+   * the commit.
    */
   async #applyBatch(list: Owned[], event: ActorEvent): Promise<Map<string, ActorReply | typeof LOST>> {
     const out = new Map<string, ActorReply | typeof LOST>();
@@ -422,32 +427,41 @@ export class ActorRuntime {
       }
       if (cands.length === 0) return out;
       const def = cands[0].o.def;
+      const inTx = prepares(def, event);
       const events: NewEvent[] = [];
       const items: Array<BatchItem<AnyStateMachine> & { o: Owned }> = [];
+      const take = (o: Owned, prev: ReturnType<AnyActorRef['getSnapshot']>, e: ActorEvent) => {
+        o.actor.send(e);
+        items.push({ o, id: o.id, prev, next: o.actor.getSnapshot(), event: e });
+      };
+      // The fenced write's rows, as one JSON document (one string to send, nothing to escape
+      // element by element).
+      let rows = '';
+      const build = () => void (rows = JSON.stringify(items.map((i) => ({ id: i.id, epoch: i.o.epoch, snapshot: i.o.actor.getPersistedSnapshot() }))));
+      // The event needs nothing read in the transaction: the machines take it now.
+      if (!inTx) {
+        for (const { o, prev } of cands) take(o, prev, event);
+        build();
+      }
       let fenced: Owned[] = [];
       try {
         await this.#store.transaction(async (tx) => {
-          for (const { o, prev } of cands) {
-            let e = event;
-            if (def.prepare) {
-              e = await def.prepare({ tx, id: o.id, snapshot: prev, event });
-              if (!prev.can(e)) {
-                out.set(o.id, { ok: false, ...def.refusal(prev, e) });
-                continue;
-              }
+          if (inTx) {
+            for (const { o, prev } of cands) {
+              const e = await def.prepare!({ tx, id: o.id, snapshot: prev, event });
+              if (prev.can(e)) take(o, prev, e);
+              else out.set(o.id, { ok: false, ...def.refusal(prev, e) });
             }
-            o.actor.send(e);
-            items.push({ o, id: o.id, prev, next: o.actor.getSnapshot(), event: e });
           }
           if (items.length === 0) return;
           // The fence and the write in one round trip: the subquery locks the rows in id order
           // (the order of every writer of several actors) and reads their epochs; a row whose
           // epoch moved on is not written, and not returned.
-          const ids = items.map((i) => i.id);
+          if (inTx) build();
           const written = await sql<{ id: string }>`
-            update actors a set snapshot = x.snapshot::jsonb, machine_version = ${def.version}, updated_at = now()
-            from unnest(${ids}::text[], ${items.map((i) => i.o.epoch)}::bigint[], ${items.map((i) => JSON.stringify(i.o.actor.getPersistedSnapshot()))}::text[]) as x(id, epoch, snapshot),
-              (select id, epoch from actors where kind = ${def.kind} and id = any(${ids}::text[]) order by id for update) h
+            update actors a set snapshot = x.snapshot, machine_version = ${def.version}, updated_at = now()
+            from jsonb_to_recordset(${rows}::jsonb) as x(id text, epoch bigint, snapshot jsonb),
+              (select id, epoch from actors where kind = ${def.kind} and id = any(${items.map((i) => i.id)}::text[]) order by id for update) h
             where a.kind = ${def.kind} and a.id = x.id and h.id = x.id and h.epoch = x.epoch
             returning a.id`.execute(tx);
           if (written.rows.length < items.length) {
@@ -477,7 +491,7 @@ export class ActorRuntime {
         for (const i of items) await this.#drop(i.o, 'store write failed');
         throw err;
       }
-      if (events.length) this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+      if (events.length) this.#outboxWritten();
       await Promise.all(
         items.map(async ({ o }) => {
           try {
@@ -494,7 +508,35 @@ export class ActorRuntime {
     }
   }
 
+  /**
+   * Handles one event and its effects (`#handle`). The outbox consumers are woken once it is all
+   * done, not at each commit on the way: a suspension's transition, the pause of its campaigns
+   * that its chain sends, and the chain's outcome are one notice, sent when the chain has run,
+   * so the consumers do not take the store and this process's time from the chain while its
+   * answer waits. The events are durable at each commit; only the wake-up waits. An event sent
+   * from another event's effects joins that one's notice.
+   */
   async #apply(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
+    if (this.#handling.getStore()?.done === false) return this.#handle(o, event);
+    const scope = { wrote: false, done: false };
+    try {
+      return await this.#handling.run(scope, () => this.#handle(o, event));
+    } finally {
+      // Work started from here that outlives it (a timer armed here) finds it done and wakes the
+      // consumers itself.
+      scope.done = true;
+      if (scope.wrote) this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+    }
+  }
+
+  /** Outbox events were committed: the consumers are woken now, or when the event being handled is done. */
+  #outboxWritten(): void {
+    const scope = this.#handling.getStore();
+    if (scope && !scope.done) scope.wrote = true;
+    else this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+  }
+
+  async #handle(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
     if (o.abort.signal.aborted) return LOST;
     const snap = o.actor.getSnapshot();
     if (!snap.can(event)) return { ok: false, ...o.def.refusal(snap, event) };
@@ -534,7 +576,7 @@ export class ActorRuntime {
     let sent = false;
     let written: boolean | Refusal;
     try {
-      if (!o.def.prepare && o.def.snapshotOnly?.(event)) {
+      if (!prepares(o.def, event) && o.def.snapshotOnly?.(event)) {
         // Nothing but the snapshot to write: one statement, which commits on its own.
         sent = true;
         o.actor.send(event);
@@ -542,8 +584,8 @@ export class ActorRuntime {
       } else {
         written = await this.#store.transaction(async (tx) => {
           let e = event;
-          if (o.def.prepare) {
-            e = await o.def.prepare({ tx, id: o.id, snapshot: prev, event });
+          if (prepares(o.def, event)) {
+            e = await o.def.prepare!({ tx, id: o.id, snapshot: prev, event });
             if (!prev.can(e)) return { refused: o.def.refusal(prev, e) };
           }
           sent = true;
@@ -566,7 +608,7 @@ export class ActorRuntime {
       await this.#drop(o, 'fenced');
       return LOST;
     }
-    if (events.length) this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+    if (events.length) this.#outboxWritten();
   }
 
   /** Puts an owned actor's machine back to `snapshot`, which it had before a write that was rolled back. */
@@ -692,6 +734,11 @@ export class ActorRuntime {
     }
     await this.#coordinator.publish(`vd.actor.reply.${msg.from}`, JSON.stringify({ req: msg.req, reply } satisfies ReplyMessage)).catch(() => {});
   }
+}
+
+/** Whether the kind completes `event` with `prepare`, inside the transition's transaction. */
+function prepares(def: ActorDefinition, event: ActorEvent): boolean {
+  return !!def.prepare && (def.prepares?.(event) ?? true);
 }
 
 function leaseName(kind: string, id: string): string {
