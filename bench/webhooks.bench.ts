@@ -153,7 +153,7 @@ async function main(): Promise<void> {
   const { createTestDatabase, testRedisPrefix } = await import('../test/support/db.ts');
   const { deleteRedisPrefix } = await import('../test/support/processes.ts');
   const { startTestServer } = await import('../test/support/server.ts');
-  const { makeCompany } = await import('../test/support/fixtures.ts');
+  const { makeCompany, syntheticEvent } = await import('../test/support/fixtures.ts');
   const { call } = await import('../test/support/http.ts');
   const { emit, OUTBOX_CHANNEL } = await import('../control-plane/runtime/outbox.ts');
   const { OutboundClient } = await import('../control-plane/integrations/guarded-client.ts');
@@ -191,7 +191,7 @@ async function main(): Promise<void> {
     async function emitBatch(count: number): Promise<void> {
       const first = nextN;
       nextN += count;
-      const events = Array.from({ length: count }, (_, i) => ({ subject: SUBJECT, tenant_id: co.tenantId, data: dataOf(first + i) }));
+      const events = Array.from({ length: count }, (_, i) => ({ subject: syntheticEvent(SUBJECT), tenant_id: co.tenantId, data: dataOf(first + i) }));
       await store.transaction((tx) => emit(tx, events));
       commitAt.fill(wall(), first, first + count);
       coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});

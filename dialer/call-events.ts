@@ -20,6 +20,7 @@ import type { Store, Tx } from '../control-plane/db/store.ts';
 import { emit, OUTBOX_CHANNEL, type NewEvent } from '../control-plane/runtime/outbox.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { aiSeconds, billableTransfer, callMinutes, meterUsage, type UsageItem } from '../control-plane/usage/meter.ts';
+import type { EventName } from '../shared/events.ts';
 
 /** A call that ended (or was refused by its node), for the instance that launched it. */
 export type EndedCall = { call_id: string; campaign_id: string | null; tenant_id: string; launched_by: string | null; node_id: string | null; refused: boolean };
@@ -280,7 +281,7 @@ async function writeTransfers(w: Writing, transfers: Transfer[]): Promise<void> 
       returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(w.tx);
     for (const r of rows.rows) {
       w.events.push({
-        subject: `vd.journey.transfer_${t.stage}`,
+        subject: `vd.journey.transfer_${t.stage}` as const,
         tenant_id: r.tenant_id,
         about: r.id,
         campaign_id: r.campaign_id,
@@ -401,7 +402,7 @@ async function writeCounters(tx: Tx, counters: Writing['counters'], lane: number
 type CallRow = { id: string; tenant_id: string; campaign_id: string | null; journey_id: string | null; person_id: string | null; direction: string; from_number: string; to_number: string };
 
 /** A call event with the fields every call event carries (`vd.call.placed` has exactly these). */
-function callEvent(subject: string, r: CallRow, extra: Record<string, unknown>): NewEvent {
+function callEvent(subject: EventName, r: CallRow, extra: Record<string, unknown>): NewEvent {
   return {
     subject,
     tenant_id: r.tenant_id,

@@ -7,10 +7,11 @@ import { companyMachine, companyRefusal, type CompanyContext, type CompanyEvent 
 import type { ActorDefinition } from '../runtime/definition.ts';
 import type { NewEvent } from '../runtime/outbox.ts';
 import { runChain, type SuspendStep } from './suspend-chain.ts';
+import type { EventName } from '../../shared/events.ts';
 
 type Snap = SnapshotFrom<typeof companyMachine>;
 
-const SUBJECTS: Record<string, string> = {
+const SUBJECTS: Record<string, EventName> = {
   SUSPEND: 'vd.platform.company_suspended',
   RESUME: 'vd.platform.company_resumed',
   SCHEDULE_CLOSING: 'vd.platform.company_closing_scheduled',

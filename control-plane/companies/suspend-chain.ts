@@ -11,11 +11,12 @@ import { endCompanySessions } from '../auth/sessions.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import type { StepFailure } from '../actors/company.machine.ts';
 import type { ActorRuntime } from '../runtime/runtime.ts';
+import { CHANNELS } from '../coordination/channels.ts';
 
 export type SuspendStep = { name: string; run(tenantId: string): Promise<void> };
 
 /** Channel on which the dialer of every instance hears that a company's campaigns are paused. */
-export const TENANT_PAUSED_CHANNEL = 'vd.dialer.tenant_paused';
+export const TENANT_PAUSED_CHANNEL = CHANNELS.tenantPaused;
 
 /** The chain, in order. */
 export function suspendSteps(deps: { store: Store; apiKeys: ApiKeys; coordinator: Coordinator; runtime: ActorRuntime }): SuspendStep[] {

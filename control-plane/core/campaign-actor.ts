@@ -16,10 +16,11 @@ import type { CampaignState } from '../db/schema/index.ts';
 import type { Tx } from '../db/store.ts';
 import type { ActorDefinition, BatchItem } from '../runtime/definition.ts';
 import type { NewEvent } from '../runtime/outbox.ts';
+import type { EventName } from '../../shared/events.ts';
 
 type Snap = SnapshotFrom<typeof campaignMachine>;
 
-const SUBJECTS: Record<string, string> = {
+const SUBJECTS: Record<string, EventName> = {
   START: 'vd.campaign.started',
   PAUSE: 'vd.campaign.paused',
   STOP: 'vd.campaign.stopped',

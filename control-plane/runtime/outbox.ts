@@ -12,6 +12,8 @@ import type { Logger } from '../../shared/logger.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { Store, Tx } from '../db/store.ts';
+import type { EventName } from '../../shared/events.ts';
+import { CHANNELS } from '../coordination/channels.ts';
 
 /** The wire envelope of an event (the spec's webhook message envelope). */
 export type EventEnvelope = {
@@ -24,7 +26,8 @@ export type EventEnvelope = {
 };
 
 export type NewEvent = {
-  subject: string;
+  /** One of the platform's events (`shared/events.ts`); no other name can be emitted. */
+  subject: EventName;
   tenant_id: string | null;
   data: Record<string, unknown>;
   source?: string;
@@ -69,7 +72,7 @@ export async function holdForNewConnection(tx: Tx): Promise<void> {
 }
 
 /** Channel on which a commit that wrote events wakes the workers of every instance. */
-export const OUTBOX_CHANNEL = 'vd.outbox.written';
+export const OUTBOX_CHANNEL = CHANNELS.outboxWritten;
 
 /**
  * Writes events inside `tx`; returns their envelopes. One statement for the events and their

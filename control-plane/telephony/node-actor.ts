@@ -10,6 +10,7 @@ import { nodeMachine, nodeRefusal, type NodeCommand, type NodeContext, type Node
 import type { MediaNodeState } from '../db/schema/media-nodes.ts';
 import type { ActorDefinition } from '../runtime/definition.ts';
 import type { NewEvent } from '../runtime/outbox.ts';
+import type { EventName } from '../../shared/events.ts';
 
 /** What every instance hears of a node actor's transition (its registry takes it at once). */
 export type ChangeNotice = { node_id: string; state: MediaNodeState; drain_reason: DrainReason | null; capacity: number; instance: string | null; epoch: number };
@@ -76,7 +77,7 @@ export function nodeActorDefinition(hooks: NodeActorHooks): ActorDefinition<type
 /** The outbox events of one transition of a node. */
 function nodeEvents(nodeId: string, prev: NodeContext, prevState: string, next: NodeContext, state: MediaNodeState, event: NodeEvent): NewEvent[] {
   const out: NewEvent[] = [];
-  const ev = (subject: string, data: Record<string, unknown>) => out.push({ subject, tenant_id: null, about: nodeId, data: { node_id: nodeId, ...data } });
+  const ev = (subject: EventName, data: Record<string, unknown>) => out.push({ subject, tenant_id: null, about: nodeId, data: { node_id: nodeId, ...data } });
   if (prevState === 'offline' && state !== 'offline') {
     ev(SUBJECT.online, { instance: next.instance, capacity: next.capacity, region: next.region, version: next.version, draining: next.drainReason !== null });
   }

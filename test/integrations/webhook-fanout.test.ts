@@ -10,7 +10,7 @@ import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { emit } from '../../control-plane/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call } from '../support/http.ts';
-import { makeCompany } from '../support/fixtures.ts';
+import { makeCompany, syntheticEvent } from '../support/fixtures.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestServer } from '../support/server.ts';
 
@@ -40,7 +40,7 @@ async function queuedForWebhooks(eventId: string): Promise<boolean> {
 }
 
 async function written(tenantId: string, subject: string): Promise<string> {
-  const [e] = await cp.services.store.transaction((tx) => emit(tx, [{ subject, tenant_id: tenantId, data: { n: subject } }]));
+  const [e] = await cp.services.store.transaction((tx) => emit(tx, [{ subject: syntheticEvent(subject), tenant_id: tenantId, data: { n: subject } }]));
   return e.id;
 }
 
@@ -50,7 +50,7 @@ t('a connection made while events are being written waits for that transaction, 
   const held = new Promise<void>((r) => (release = r));
   let early = '';
   const writing = cp.services.store.transaction(async (tx) => {
-    [{ id: early }] = await emit(tx, [{ subject: 'vd.test.during', tenant_id: co.tenantId, data: {} }]);
+    [{ id: early }] = await emit(tx, [{ subject: syntheticEvent('vd.test.during'), tenant_id: co.tenantId, data: {} }]);
     await held;
   });
   await sleep(100);

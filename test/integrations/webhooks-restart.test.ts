@@ -10,7 +10,7 @@ import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { emit, OUTBOX_CHANNEL } from '../../control-plane/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';
 import { call } from '../support/http.ts';
-import { makeCompany } from '../support/fixtures.ts';
+import { makeCompany, syntheticEvent } from '../support/fixtures.ts';
 import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestServer } from '../support/server.ts';
@@ -68,7 +68,7 @@ test('1,000 pending, receiver failing half, an instance SIGKILLed and restarted:
   const ids: string[] = [];
   for (let i = 0; i < N; i += 100) {
     const made = await b.services.store.transaction((tx) =>
-      emit(tx, Array.from({ length: 100 }, (_, j) => ({ subject: 'vd.load.tick', tenant_id: co.tenantId, data: { n: i + j } }))),
+      emit(tx, Array.from({ length: 100 }, (_, j) => ({ subject: syntheticEvent('vd.load.tick'), tenant_id: co.tenantId, data: { n: i + j } }))),
     );
     ids.push(...made.map((e) => e.id));
     await b.services.coordinator.publish(OUTBOX_CHANNEL, '1');

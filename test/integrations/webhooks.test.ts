@@ -15,7 +15,7 @@ import { emit } from '../../control-plane/runtime/outbox.ts';
 import { ManualClock } from '../../shared/clock.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
-import { makeCompany, makeUser } from '../support/fixtures.ts';
+import { makeCompany, makeUser, syntheticEvent } from '../support/fixtures.ts';
 import { startReceiver, type Answer, type Received, type Receiver } from '../support/receiver.ts';
 import { refusedForms } from '../support/refused-addresses.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
@@ -43,7 +43,7 @@ async function hook(body: Record<string, unknown>, session = owner) {
 
 async function send(subject: string, data: Record<string, unknown> = {}, opts: { tenant?: string | null; campaign?: string | null } = {}): Promise<string> {
   const [e] = await cp.services.store.transaction((tx) =>
-    emit(tx, [{ subject, tenant_id: opts.tenant === undefined ? co.tenantId : opts.tenant, data, campaign_id: opts.campaign ?? null }]),
+    emit(tx, [{ subject: syntheticEvent(subject), tenant_id: opts.tenant === undefined ? co.tenantId : opts.tenant, data, campaign_id: opts.campaign ?? null }]),
   );
   cp.services.outbox.wake();
   return e.id;
@@ -419,7 +419,7 @@ t('a wide fan-out (40 connections × 200 events in one batch) is written and del
   const hooks: Array<{ id: string }> = [];
   for (let i = 0; i < 40; i++) hooks.push(await hook({ url: `${rx.url}/fan`, events: ['vd.fan.*'] }));
   await cp.services.store.transaction((tx) =>
-    emit(tx, Array.from({ length: 200 }, (_, i) => ({ subject: 'vd.fan.out', tenant_id: co.tenantId, data: { i } }))),
+    emit(tx, Array.from({ length: 200 }, (_, i) => ({ subject: syntheticEvent('vd.fan.out'), tenant_id: co.tenantId, data: { i } }))),
   );
   cp.services.outbox.wake();
   const delivered = async () =>
@@ -443,7 +443,7 @@ t('a connection with a backlog on a receiver that hangs does not hold up another
   const slow = await hook({ url: `${rx.url}/hang/backlog`, events: ['vd.jam.*'] });
   const quick = await hook({ url: `${rx.url}/quick`, events: ['vd.quick.*'] });
   await cp.services.store.transaction((tx) =>
-    emit(tx, Array.from({ length: 1500 }, (_, i) => ({ subject: 'vd.jam.tick', tenant_id: co.tenantId, data: { i } }))),
+    emit(tx, Array.from({ length: 1500 }, (_, i) => ({ subject: syntheticEvent('vd.jam.tick'), tenant_id: co.tenantId, data: { i } }))),
   );
   cp.services.outbox.wake();
   await eventually('the slow connection busy', async () => rx.on('/hang/backlog').length >= 100, 5000);

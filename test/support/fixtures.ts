@@ -3,6 +3,7 @@ import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createOperator } from '../../control-plane/auth/accounts.ts';
 import { addCompanyUser, createCompany } from '../../control-plane/companies/create-company.ts';
 import { call, signIn, type Session } from './http.ts';
+import type { EventName } from '../../shared/events.ts';
 
 let n = 0;
 
@@ -43,3 +44,9 @@ export async function makeOperator(cp: RunningControlPlane, roles: string[]): Pr
   await createOperator(cp.services.store, { email, name: 'Op', password: 'operator-pass-123', roles, mustChange: false });
   return signIn(cp.url, email, 'operator-pass-123');
 }
+
+/**
+ * A made-up event name for suites and benchmarks that test delivery itself (fan-out, leases,
+ * load) and match it with their own patterns; production code can emit only `shared/events.ts`.
+ */
+export const syntheticEvent = (name: string) => name as EventName;
