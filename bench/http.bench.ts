@@ -98,7 +98,7 @@ async function serveInstance(): Promise<void> {
     const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
     // A company's usual page: a few lists.
     for (let i = 0; i < 5; i++) await createList(cp.services.store, co.tenantId, `List ${i}`);
-    const q = listPageQuery(cp.services.store, co.tenantId).compile();
+    const q = listPageQuery(co.tenantId).compile(cp.services.store.db);
     process.send!({ url: cp.url, key, databaseUrl: db.url, sql: q.sql, parameters: [...q.parameters] } satisfies Ready);
   } catch (err) {
     console.error('bench instance: start failed', err);
