@@ -27,6 +27,17 @@ export function base62(bytes: Uint8Array, width?: number): string {
 
 /** A new id `<prefix>_<time><random>`: sortable by creation time to the millisecond. */
 export function newId(prefix: IdPrefix): string {
+  return newIds(prefix, 1)[0];
+}
+
+/**
+ * `n` new ids of the same millisecond from one draw of random bytes: a batch of events or audit
+ * lines costs one call into the random source, not one per row.
+ */
+export function newIds(prefix: IdPrefix, n: number): string[] {
   const t = Date.now().toString(36).padStart(9, '0');
-  return `${prefix}_${t}${base62(randomBytes(12))}`;
+  const bytes = randomBytes(12 * n);
+  const out = new Array<string>(n);
+  for (let i = 0; i < n; i++) out[i] = `${prefix}_${t}${base62(bytes.subarray(12 * i, 12 * i + 12))}`;
+  return out;
 }

@@ -16,6 +16,10 @@ export const CHANNELS = {
   nodesChanged: 'cp.nodes.changed',
   /** Commands for the agents whose sockets `instance` holds. */
   agentCommands: (instance: string) => `cp.agent.cmd.${instance}`,
+  /** Events for the actors `instance` owns (control-plane/runtime/actor-mail.ts). */
+  actorInbox: (instance: string) => `cp.actor.inbox.${instance}`,
+  /** Answers to the requests `instance` sent to actor owners. */
+  actorReply: (instance: string) => `cp.actor.reply.${instance}`,
   /** Calls launched by `instance` that ended elsewhere. Message: call ids. */
   dialerEnded: (instance: string) => `cp.dialer.ended.${instance}`,
 } as const;

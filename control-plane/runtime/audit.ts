@@ -4,7 +4,8 @@
  * event handled twice still writes one line.
  */
 import { sql } from 'kysely';
-import { newIds, type ConsumerHandler } from './outbox.ts';
+import { newIds } from '../../shared/ids.ts';
+import type { ConsumerHandler } from './outbox.ts';
 
 /** Who acted, carried in an event's data. */
 export type AuditActor = { kind: 'operator' | 'company' | 'system'; id: string | null; email: string | null };

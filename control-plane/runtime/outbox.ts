@@ -5,9 +5,9 @@
  * of workers on any number of instances share the work and no event is handled twice; a
  * consumer's effect and the removal of its queue row commit together.
  */
-import { randomBytes } from 'node:crypto';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { sql } from 'kysely';
-import { base62, type IdPrefix } from '../../shared/ids.ts';
+import { newIds } from '../../shared/ids.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
@@ -75,6 +75,46 @@ export async function holdForNewConnection(tx: Tx): Promise<void> {
 export const OUTBOX_CHANNEL = CHANNELS.outboxWritten;
 
 /**
+ * When the outbox consumers are woken after a commit that wrote events. Inside `batch(fn)` they
+ * are woken once, when `fn` is done, not at each commit on the way: the actor runtime runs an
+ * event and its effects in one batch, so a suspension's transition, the pause of its campaigns
+ * that its chain sends and the chain's outcome are one notice, sent when the chain has run, and
+ * the consumers do not take the store and this process's time from the chain while its answer
+ * waits. The events are durable at each commit; only the wake-up waits. A batch started inside
+ * another joins it; work that outlives a batch (a timer armed in it) wakes them itself.
+ */
+export class OutboxWake {
+  readonly #coordinator: Coordinator;
+  readonly #scope = new AsyncLocalStorage<{ wrote: boolean; done: boolean }>();
+
+  constructor(coordinator: Coordinator) {
+    this.#coordinator = coordinator;
+  }
+
+  async batch<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#scope.getStore()?.done === false) return fn();
+    const scope = { wrote: false, done: false };
+    try {
+      return await this.#scope.run(scope, fn);
+    } finally {
+      scope.done = true;
+      if (scope.wrote) this.#wake();
+    }
+  }
+
+  /** Outbox events were committed: the consumers are woken now, or when the batch under way is done. */
+  written(): void {
+    const scope = this.#scope.getStore();
+    if (scope && !scope.done) scope.wrote = true;
+    else this.#wake();
+  }
+
+  #wake(): void {
+    this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+  }
+}
+
+/**
  * Writes events inside `tx`; returns their envelopes. One statement for the events and their
  * consumers' queue rows, its values passed as arrays (a batch of 10,000 events is still 11
  * parameters): at the call event writer's rates this is most of its time in the store, and a
@@ -109,19 +149,6 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
     where q.consumer <> 'webhooks'
       or exists (select 1 from connectors c where c.kind = 'webhook' and (w.tenant_id is null or c.tenant_id = w.tenant_id))`.execute(tx);
   return events.map((e, i) => ({ id: ids[i], tenant_id: e.tenant_id, at: at.toISOString(), source: e.source ?? 'control-plane', subject: e.subject, data: e.data }));
-}
-
-/**
- * `n` new ids, as `newId(prefix)` makes them (same form, same millisecond stamp), from one draw
- * of random bytes: a batch of events or audit lines costs one call into the random source, not
- * one per row.
- */
-export function newIds(prefix: IdPrefix, n: number): string[] {
-  const t = Date.now().toString(36).padStart(9, '0');
-  const bytes = randomBytes(12 * n);
-  const out = new Array<string>(n);
-  for (let i = 0; i < n; i++) out[i] = `${prefix}_${t}${base62(bytes.subarray(12 * i, 12 * i + 12))}`;
-  return out;
 }
 
 /** An event handed to a consumer: the envelope, its queue position and the campaign it is about. */

@@ -6,20 +6,22 @@
  * newer snapshot. An owner that cannot renew in time stops its actors (AbortSignal).
  *
  * An event reaches the owner from any instance: a local call, or request and reply over the
- * coordinator. When an owner dies, another instance claims the actor (on the next event for it,
- * or by the adoption sweep) and restores it from its last snapshot. Deadlines live in context as
- * absolute times and are re-armed on every restore.
+ * coordinator (`actor-mail.ts`). When an owner dies, another instance claims the actor (on the
+ * next event for it, or by the adoption sweep) and restores it from its last snapshot. Deadlines
+ * live in context as absolute times and are re-armed on every restore. The `actors` rows and their
+ * fenced writes are `actor-rows.ts`; an owned actor and its small operations `owned.ts`; when the
+ * outbox consumers are woken, `OutboxWake` in `outbox.ts`.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { createActor, type AnyActorRef, type AnyStateMachine } from 'xstate';
 import type { Logger } from '../../shared/logger.ts';
-import type { Coordinator, Lease } from '../coordination/coordinator.ts';
-import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
+import type { Coordinator } from '../coordination/coordinator.ts';
 import type { Store, Tx } from '../db/store.ts';
 import type { ActorDefinition, ActorEvent, ActorReply, BatchItem } from './definition.ts';
-import { emit, OUTBOX_CHANNEL, type NewEvent } from './outbox.ts';
+import { ActorMail, AnswerMemo, type InboxMessage, type ReplyMessage } from './actor-mail.ts';
+import { claimRow, insertActor, writeSnapshot, writeSnapshots } from './actor-rows.ts';
+import { emit, OutboxWake, type NewEvent } from './outbox.ts';
+import { armDeadline, leaseName, LOST, prepares, restoreMachine, type Owned } from './owned.ts';
 
 export type RuntimeOptions = {
   leaseTtlMs?: number;
@@ -29,25 +31,8 @@ export type RuntimeOptions = {
   forwardWaitMs?: number;
 };
 
-type Owned = {
-  def: ActorDefinition;
-  id: string;
-  lease: Lease;
-  epoch: number;
-  actor: AnyActorRef;
-  queue: Promise<unknown>;
-  abort: AbortController;
-  lastRenew: number;
-  timer: NodeJS.Timeout | null;
-};
-
-type InboxMessage =
-  | { req: string; from: string; kind: string; id: string; event: ActorEvent }
-  | { req: string; from: string; kind: string; ids: string[]; event: ActorEvent };
-type ReplyMessage = { req: string; reply?: ActorReply | null; replies?: Record<string, ActorReply | null> };
 type Refusal = { refused: { code: 'unprocessable' | 'conflict'; message: string } };
 
-const LOST = Symbol('lost');
 /** A batch write found an actor fenced: the transaction is rolled back and the batch re-run without it. */
 const FENCED = Symbol('fenced');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -60,16 +45,13 @@ export class ActorRuntime {
   readonly #defs = new Map<string, ActorDefinition>();
   readonly #owned = new Map<string, Owned>();
   readonly #claiming = new Map<string, Promise<boolean | 'missing'>>();
-  readonly #waiting = new Map<string, (r: ReplyMessage) => void>();
-  readonly #handled = new Map<string, { reply: Promise<ActorReply | typeof LOST>; at: number }>();
-  /** The event being handled (with its effects) on this async path, and whether it wrote outbox events. */
-  readonly #handling = new AsyncLocalStorage<{ wrote: boolean; done: boolean }>();
+  readonly #mail: ActorMail;
+  readonly #handled = new AnswerMemo<ActorReply | typeof LOST>((r) => r === LOST);
+  readonly #wake: OutboxWake;
   readonly #ttl: number;
   readonly #renewEvery: number;
   readonly #adoptEvery: number;
-  readonly #forwardWait: number;
   #timers: NodeJS.Timeout[] = [];
-  #subs: LastingSubscription[] = [];
   #stopped = false;
 
   constructor(deps: { store: Store; coordinator: Coordinator; log: Logger; instanceId: string }, defs: ActorDefinition[], opts: RuntimeOptions = {}) {
@@ -83,18 +65,13 @@ export class ActorRuntime {
     this.#adoptEvery = opts.adoptEveryMs ?? 2_000;
     // Short: a re-sent request keeps its id, so a slow owner answers it once, and a dead owner is
     // noticed (and its actor claimed) within a second of its lease running out.
-    this.#forwardWait = opts.forwardWaitMs ?? 1_000;
+    this.#wake = new OutboxWake(deps.coordinator);
+    this.#mail = new ActorMail(deps.coordinator, deps.instanceId, opts.forwardWaitMs ?? 1_000);
   }
 
   /** Listens for forwarded events and replies, and starts the renewal and adoption loops. */
   async start(): Promise<void> {
-    this.#subs.push(lastingSubscribe(this.#coordinator, `vd.actor.inbox.${this.#me}`, (m) => void this.#onInbox(m)));
-    this.#subs.push(
-      lastingSubscribe(this.#coordinator, `vd.actor.reply.${this.#me}`, (m) => {
-        const msg = JSON.parse(m) as ReplyMessage;
-        this.#waiting.get(msg.req)?.(msg);
-      }),
-    );
+    this.#mail.start((msg) => this.#onRequest(msg));
     this.#timers.push(setInterval(() => void this.#renewAll(), this.#renewEvery));
     this.#timers.push(setInterval(() => void this.adopt(), this.#adoptEvery));
     void this.adopt();
@@ -104,7 +81,7 @@ export class ActorRuntime {
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
-    for (const sub of this.#subs) await sub.stop();
+    await this.#mail.stop();
     await Promise.allSettled([...this.#owned.values()].map((o) => o.queue));
     await Promise.allSettled([...this.#owned.values()].map((o) => this.#drop(o, 'stopping')));
   }
@@ -148,7 +125,7 @@ export class ActorRuntime {
     actor.start();
     const snapshot = actor.getPersistedSnapshot();
     actor.stop();
-    await tx.insertInto('actors').values({ kind, id, machine_version: def.version, snapshot: JSON.stringify(snapshot), epoch: 0, owner: null }).execute();
+    await insertActor(tx as Tx, kind, id, def.version, snapshot);
   }
 
   /**
@@ -182,7 +159,7 @@ export class ActorRuntime {
         await sleep(20);
         continue;
       }
-      const r = await this.#forward(holder.holder, { req, from: this.#me, kind, id, event });
+      const r = (await this.#mail.request(holder.holder, { req, kind, id, event }))?.reply;
       if (r) return r;
     }
     return { ok: false, code: 'unavailable', message: `the owner of ${kind} ${id} did not answer in time; try again` };
@@ -234,7 +211,7 @@ export class ActorRuntime {
       const forwarded = [...byHolder].map(async ([holder, list]) => {
         // One request id per owner (replies are matched by it); the same one again if re-sent, so
         // the owner answers what it already applied from before.
-        const replies = await this.#forwardMany(holder, { req: `${req}@${holder}`, from: this.#me, kind, ids: list, event });
+        const replies = (await this.#mail.request(holder, { req: `${req}@${holder}`, kind, ids: list, event }))?.replies;
         for (const id of list) {
           const r = replies?.[id];
           if (r) answers.set(id, r);
@@ -298,17 +275,10 @@ export class ActorRuntime {
     const def = this.#def(kind);
     const lease = await this.#coordinator.acquireLease(leaseName(kind, id), this.#me, this.#ttl);
     if (!lease) return false;
-    const row = await this.#store.db
-      .updateTable('actors')
-      .set((eb) => ({ epoch: eb('epoch', '+', 1), owner: this.#me, updated_at: new Date() }))
-      .where('kind', '=', kind)
-      .where('id', '=', id)
-      .returning(['epoch', 'snapshot', 'machine_version'])
-      .executeTakeFirst()
-      .catch(async (err) => {
-        await this.#coordinator.releaseLease(lease).catch(() => {});
-        throw err;
-      });
+    const row = await claimRow(this.#store.db, kind, id, this.#me).catch(async (err) => {
+      await this.#coordinator.releaseLease(lease).catch(() => {});
+      throw err;
+    });
     if (!row) {
       await this.#coordinator.releaseLease(lease).catch(() => {});
       return 'missing';
@@ -330,35 +300,11 @@ export class ActorRuntime {
 
   #enqueue(o: Owned, req: string, event: ActorEvent): Promise<ActorReply | typeof LOST> {
     const seen = this.#handled.get(req);
-    if (seen) return seen.reply;
+    if (seen) return seen;
     const reply = o.queue.then(() => this.#apply(o, event));
     o.queue = reply.catch(() => {});
-    this.#remember(req, reply);
+    this.#handled.remember(req, reply);
     return reply;
-  }
-
-  /**
-   * Keeps a request's answer so a re-sent request is answered once. An answer of LOST (the event
-   * was not applied: the actor was given up first) is forgotten, so the request can be applied
-   * when it is sent again, here or on the actor's next owner.
-   */
-  #remember(req: string, reply: Promise<ActorReply | typeof LOST>): void {
-    const entry = { reply, at: Date.now() };
-    this.#handled.set(req, entry);
-    reply.then(
-      (r) => {
-        if (r === LOST && this.#handled.get(req) === entry) this.#handled.delete(req);
-      },
-      () => {},
-    );
-    if (this.#handled.size > 1000) {
-      // Oldest first (a Map keeps insertion order): only the expired ones are visited.
-      const old = Date.now() - 120_000;
-      for (const [k, v] of this.#handled) {
-        if (v.at >= old) break;
-        this.#handled.delete(k);
-      }
-    }
   }
 
   /**
@@ -370,7 +316,7 @@ export class ActorRuntime {
     const fresh: Owned[] = [];
     for (const o of list) {
       const seen = this.#handled.get(`${req}|${o.def.kind}:${o.id}`);
-      if (seen) out.set(o.id, seen.reply);
+      if (seen) out.set(o.id, seen);
       else fresh.push(o);
     }
     if (fresh.length === 0) return Promise.resolve(out);
@@ -394,7 +340,7 @@ export class ActorRuntime {
       .finally(release);
     for (const o of fresh) {
       const reply = batch.then((m) => m.get(o.id) ?? LOST);
-      this.#remember(`${req}|${o.def.kind}:${o.id}`, reply);
+      this.#handled.remember(`${req}|${o.def.kind}:${o.id}`, reply);
       out.set(o.id, reply);
     }
     return Promise.resolve(out);
@@ -434,8 +380,7 @@ export class ActorRuntime {
         o.actor.send(e);
         items.push({ o, id: o.id, prev, next: o.actor.getSnapshot(), event: e });
       };
-      // The fenced write's rows, as one JSON document (one string to send, nothing to escape
-      // element by element).
+      // The fenced write's rows, as one JSON document.
       let rows = '';
       const build = () => void (rows = JSON.stringify(items.map((i) => ({ id: i.id, epoch: i.o.epoch, snapshot: i.o.actor.getPersistedSnapshot() }))));
       // The event needs nothing read in the transaction: the machines take it now.
@@ -454,18 +399,10 @@ export class ActorRuntime {
             }
           }
           if (items.length === 0) return;
-          // The fence and the write in one round trip: the subquery locks the rows in id order
-          // (the order of every writer of several actors) and reads their epochs; a row whose
-          // epoch moved on is not written, and not returned.
+          // The fence and the write in one round trip (actor-rows.ts).
           if (inTx) build();
-          const written = await sql<{ id: string }>`
-            update actors a set snapshot = x.snapshot, machine_version = ${def.version}, updated_at = now()
-            from jsonb_to_recordset(${rows}::jsonb) as x(id text, epoch bigint, snapshot jsonb),
-              (select id, epoch from actors where kind = ${def.kind} and id = any(${items.map((i) => i.id)}::text[]) order by id for update) h
-            where a.kind = ${def.kind} and a.id = x.id and h.id = x.id and h.epoch = x.epoch
-            returning a.id`.execute(tx);
-          if (written.rows.length < items.length) {
-            const landed = new Set(written.rows.map((r) => r.id));
+          const landed = await writeSnapshots(tx, def.kind, def.version, items.map((i) => i.id), rows);
+          if (landed.size < items.length) {
             fenced = items.filter((i) => !landed.has(i.id)).map((i) => i.o);
             throw FENCED;
           }
@@ -478,7 +415,7 @@ export class ActorRuntime {
         if (err === FENCED) {
           // Rolled back: the machines that took the event go back to where they were, the fenced
           // ones are given up, and the rest are written again without them.
-          for (const i of items) if (!fenced.includes(i.o)) this.#restore(i.o, i.prev);
+          for (const i of items) if (!fenced.includes(i.o)) restoreMachine(i.o, i.prev);
           for (const o of fenced) {
             this.#log.warn({ kind: o.def.kind, id: o.id, epoch: o.epoch }, 'write fenced: a newer owner holds this actor');
             await this.#drop(o, 'fenced');
@@ -491,7 +428,7 @@ export class ActorRuntime {
         for (const i of items) await this.#drop(i.o, 'store write failed');
         throw err;
       }
-      if (events.length) this.#outboxWritten();
+      if (events.length) this.#wake.written();
       await Promise.all(
         items.map(async ({ o }) => {
           try {
@@ -508,32 +445,9 @@ export class ActorRuntime {
     }
   }
 
-  /**
-   * Handles one event and its effects (`#handle`). The outbox consumers are woken once it is all
-   * done, not at each commit on the way: a suspension's transition, the pause of its campaigns
-   * that its chain sends, and the chain's outcome are one notice, sent when the chain has run,
-   * so the consumers do not take the store and this process's time from the chain while its
-   * answer waits. The events are durable at each commit; only the wake-up waits. An event sent
-   * from another event's effects joins that one's notice.
-   */
-  async #apply(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
-    if (this.#handling.getStore()?.done === false) return this.#handle(o, event);
-    const scope = { wrote: false, done: false };
-    try {
-      return await this.#handling.run(scope, () => this.#handle(o, event));
-    } finally {
-      // Work started from here that outlives it (a timer armed here) finds it done and wakes the
-      // consumers itself.
-      scope.done = true;
-      if (scope.wrote) this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
-    }
-  }
-
-  /** Outbox events were committed: the consumers are woken now, or when the event being handled is done. */
-  #outboxWritten(): void {
-    const scope = this.#handling.getStore();
-    if (scope && !scope.done) scope.wrote = true;
-    else this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+  /** Handles one event and its effects as one outbox wake-up batch (`OutboxWake`). */
+  #apply(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
+    return this.#wake.batch(() => this.#handle(o, event));
   }
 
   async #handle(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
@@ -561,7 +475,7 @@ export class ActorRuntime {
       if (events.length === 0) break;
       for (const e of events) if ((await this.#transition(o, e)) === LOST) return LOST;
     }
-    this.#arm(o);
+    armDeadline(o, (at) => void this.send(o.def.kind, o.id, { type: 'TICK', at }).catch(() => {}));
   }
 
   /**
@@ -608,43 +522,12 @@ export class ActorRuntime {
       await this.#drop(o, 'fenced');
       return LOST;
     }
-    if (events.length) this.#outboxWritten();
-  }
-
-  /** Puts an owned actor's machine back to `snapshot`, which it had before a write that was rolled back. */
-  #restore(o: Owned, snapshot: ReturnType<AnyActorRef['getSnapshot']>): void {
-    const persisted = o.def.machine.getPersistedSnapshot(snapshot);
-    o.actor.stop();
-    o.actor = createActor(o.def.machine, { snapshot: persisted });
-    o.actor.start();
+    if (events.length) this.#wake.written();
   }
 
   /** Writes the actor's current snapshot while its owner's epoch is still the stored one; false when fenced. */
-  async #writeSnapshot(db: Store['db'] | Tx, o: Owned): Promise<boolean> {
-    const r = await db
-      .updateTable('actors')
-      .set({ snapshot: JSON.stringify(o.actor.getPersistedSnapshot()), machine_version: o.def.version, updated_at: new Date() })
-      .where('kind', '=', o.def.kind)
-      .where('id', '=', o.id)
-      .where('epoch', '=', o.epoch)
-      .returning('epoch')
-      .executeTakeFirst();
-    return !!r;
-  }
-
-  #arm(o: Owned): void {
-    if (o.timer) clearTimeout(o.timer);
-    o.timer = null;
-    const at = o.def.deadline(o.actor.getSnapshot());
-    if (at === null || o.abort.signal.aborted) return;
-    const wait = Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1);
-    o.timer = setTimeout(() => {
-      o.timer = null;
-      if (o.abort.signal.aborted) return;
-      // Timers run on the loop's cached clock and may fire a millisecond before Date.now() reaches
-      // `at`; a TICK stamped earlier than its deadline would be refused and never re-armed.
-      void this.send(o.def.kind, o.id, { type: 'TICK', at: Math.max(Date.now(), at) }).catch(() => {});
-    }, wait);
+  #writeSnapshot(db: Store['db'] | Tx, o: Owned): Promise<boolean> {
+    return writeSnapshot(db, { kind: o.def.kind, id: o.id, epoch: o.epoch, version: o.def.version, snapshot: o.actor.getPersistedSnapshot() });
   }
 
   async #drop(o: Owned, why: string): Promise<void> {
@@ -675,42 +558,8 @@ export class ActorRuntime {
     }
   }
 
-  async #forward(holder: string, msg: InboxMessage): Promise<ActorReply | null> {
-    const got = new Promise<ReplyMessage | null>((resolve) => {
-      const timer = setTimeout(() => {
-        this.#waiting.delete(msg.req);
-        resolve(null);
-      }, this.#forwardWait);
-      this.#waiting.set(msg.req, (r) => {
-        clearTimeout(timer);
-        this.#waiting.delete(msg.req);
-        resolve(r);
-      });
-    });
-    await this.#coordinator.publish(`vd.actor.inbox.${holder}`, JSON.stringify(msg)).catch(() => {});
-    const r = await got;
-    return r?.reply ?? null;
-  }
-
-  async #forwardMany(holder: string, msg: InboxMessage): Promise<Record<string, ActorReply | null> | null> {
-    const got = new Promise<ReplyMessage | null>((resolve) => {
-      const timer = setTimeout(() => {
-        this.#waiting.delete(msg.req);
-        resolve(null);
-      }, this.#forwardWait);
-      this.#waiting.set(msg.req, (r) => {
-        clearTimeout(timer);
-        this.#waiting.delete(msg.req);
-        resolve(r);
-      });
-    });
-    await this.#coordinator.publish(`vd.actor.inbox.${holder}`, JSON.stringify(msg)).catch(() => {});
-    const r = await got;
-    return r?.replies ?? null;
-  }
-
-  async #onInbox(raw: string): Promise<void> {
-    const msg = JSON.parse(raw) as InboxMessage;
+  /** A request from another instance for actors this one owns; null for those it does not hold (any more). */
+  async #onRequest(msg: InboxMessage): Promise<ReplyMessage> {
     if ('ids' in msg) {
       const mine: Owned[] = [];
       for (const id of msg.ids) {
@@ -723,8 +572,7 @@ export class ActorRuntime {
         const r = await (m.get(id) ?? LOST);
         replies[id] = r === LOST ? null : r;
       }
-      await this.#coordinator.publish(`vd.actor.reply.${msg.from}`, JSON.stringify({ req: msg.req, replies } satisfies ReplyMessage)).catch(() => {});
-      return;
+      return { req: msg.req, replies };
     }
     const o = this.#owned.get(`${msg.kind}:${msg.id}`);
     let reply: ActorReply | null = null;
@@ -732,15 +580,6 @@ export class ActorRuntime {
       const r: ActorReply | typeof LOST = await this.#enqueue(o, msg.req, msg.event).catch((): typeof LOST => LOST);
       reply = r === LOST ? null : r;
     }
-    await this.#coordinator.publish(`vd.actor.reply.${msg.from}`, JSON.stringify({ req: msg.req, reply } satisfies ReplyMessage)).catch(() => {});
+    return { req: msg.req, reply };
   }
-}
-
-/** Whether the kind completes `event` with `prepare`, inside the transition's transaction. */
-function prepares(def: ActorDefinition, event: ActorEvent): boolean {
-  return !!def.prepare && (def.prepares?.(event) ?? true);
-}
-
-function leaseName(kind: string, id: string): string {
-  return `actor:${kind}:${id}`;
 }
