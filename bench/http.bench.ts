@@ -15,7 +15,8 @@
  * `pg.lists_query`, `pg.lists_query_in_instance` (rps), `http.middleware_ratio`,
  * `http.lists_ratio`, `http.ratio`.
  *
- * Usage: node bench/http.bench.ts   (BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_CONNECTIONS override)
+ * Usage: node bench/http.bench.ts   (BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_CONNECTIONS override;
+ * BENCH_ONLY=lists runs one target, BENCH_PROFILE=dir writes the instance's CPU profile)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -156,8 +157,47 @@ function loadInInstance(child: ChildProcess, ready: Ready, ms: number): Promise<
   });
 }
 
+/**
+ * CPU seconds spent so far by the load (this process), the instance, every Postgres process and
+ * Redis, read from /proc (clock ticks of 10 ms; Linux only, else nulls). Taken around each target
+ * so the answer to "where does a request's time go" is printed with the rates.
+ */
+type Cpu = { load: number; instance: number | null; postgres: number | null; redis: number | null };
+async function cpuNow(instancePid: number | undefined): Promise<Cpu> {
+  const { readFile, readdir } = await import('node:fs/promises');
+  const ticks = async (pid: string): Promise<[string, number] | null> => {
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const f = stat.slice(close + 2).split(' ');
+      return [comm, (Number(f[11]) + Number(f[12])) / 100];
+    } catch {
+      return null;
+    }
+  };
+  const u = process.cpuUsage();
+  let pids: string[] = [];
+  try {
+    pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d));
+  } catch {
+    return { load: (u.user + u.system) / 1e6, instance: null, postgres: null, redis: null };
+  }
+  let postgres = 0;
+  let redis = 0;
+  for (const pid of pids) {
+    const t = await ticks(pid);
+    if (t?.[0] === 'postgres') postgres += t[1];
+    else if (t?.[0] === 'redis-server') redis += t[1];
+  }
+  const inst = instancePid ? await ticks(String(instancePid)) : null;
+  return { load: (u.user + u.system) / 1e6, instance: inst?.[1] ?? null, postgres, redis };
+}
+
 async function startInstance(): Promise<{ child: ChildProcess; ready: Ready }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--instance'], { execPath: process.execPath, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // BENCH_PROFILE=dir writes the instance's CPU profile there (node --cpu-prof).
+  const execArgv = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = fork(fileURLToPath(import.meta.url), ['--instance'], { execPath: process.execPath, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ready = await new Promise<Ready>((resolve, reject) => {
     child.once('message', (m) => resolve(m as Ready));
     child.once('exit', (code) => reject(new Error(`the bench instance exited (code ${code}) before it was ready`)));
@@ -196,14 +236,20 @@ async function main(): Promise<void> {
       query: (ms) => loadQuery(direct, ready.sql, ready.parameters, ms),
       instanceQuery: (ms) => loadInInstance(child, ready, ms),
     };
-    const names = Object.keys(targets) as Array<keyof typeof targets>;
+    // BENCH_ONLY=lists,query runs only those (for profiling); the ratios need all of them.
+    const only = process.env.BENCH_ONLY?.split(',');
+    const names = (Object.keys(targets) as Array<keyof typeof targets>).filter((k) => !only || only.includes(k));
     for (const name of names) await targets[name](WARMUP_MS);
-    const total = Object.fromEntries(names.map((k) => [k, { n: 0, ms: 0 }])) as Record<keyof typeof targets, { n: number; ms: number }>;
+    const total = Object.fromEntries(Object.keys(targets).map((k) => [k, { n: 0, ms: 0 }])) as Record<keyof typeof targets, { n: number; ms: number }>;
+    const cpu = Object.fromEntries(Object.keys(targets).map((k) => [k, { load: 0, instance: 0, postgres: 0, redis: 0 }])) as Record<keyof typeof targets, Record<keyof Cpu, number>>;
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate which goes first, so a trend over the run does not favour one.
       const order = names.map((_, i) => names[(i + round) % names.length]);
       for (const which of order) {
+        const before = await cpuNow(child.pid);
         const r = await targets[which](ROUND_MS);
+        const after = await cpuNow(child.pid);
+        for (const part of ['load', 'instance', 'postgres', 'redis'] as const) cpu[which][part] += (after[part] ?? NaN) - (before[part] ?? NaN);
         total[which].n += r.n;
         total[which].ms += r.ms;
       }
@@ -215,6 +261,12 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ bench: 'http.lists_with_key', rps: Math.round(rps('lists')), requests: total.lists.n, ...common }));
     console.log(JSON.stringify({ bench: 'pg.lists_query', rps: Math.round(rps('query')), queries: total.query.n, pool: INSTANCE_POOL, where: 'a pool of its own in the load process', ...common }));
     console.log(JSON.stringify({ bench: 'pg.lists_query_in_instance', rps: Math.round(rps('instanceQuery')), queries: total.instanceQuery.n, pool: INSTANCE_POOL, where: "the instance's own pool, in its process", ...common }));
+    // Where a request's time goes: CPU µs per request (or query) in each process, all targets.
+    for (const k of names) {
+      const per = (x: number) => Math.round((x * 1e6) / total[k].n);
+      const c = cpu[k];
+      console.log(JSON.stringify({ bench: 'http.cpu_us_per_request', target: k, load: per(c.load), instance: per(c.instance), postgres: per(c.postgres), redis: per(c.redis), all: per(c.load + c.instance + c.postgres + c.redis) }));
+    }
     const middleware = rps('notices') / rps('health');
     const lists = rps('lists') / rps('query');
     const listsInInstance = rps('lists') / rps('instanceQuery');
