@@ -39,6 +39,8 @@ export const EVENT_NAMES = [
   'vd.platform.node_offline',
   'vd.platform.node_drained',
   'vd.platform.node_resumed',
+  // Ours: a legacy do-not-call file imported (one per file, not one per number).
+  'vd.compliance.dnc_imported',
   // Ours: a usage item counted.
   'vd.usage.recorded',
 ] as const;

@@ -10,6 +10,9 @@ import * as mediaNodes from './20261121_0007_media_nodes.ts';
 import * as webhooks from './20261122_0008_webhooks.ts';
 import * as dialerLocks from './20261123_0009_dialer_locks.ts';
 import * as nodeTrunkDown from './20261124_0010_node_trunk_down.ts';
+import * as listChecks from './20261125_0011_list_checks.ts';
+import * as results from './20261125_0012_results.ts';
+import * as imports from './20261125_0013_imports.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -22,4 +25,7 @@ export const migrations: Record<string, Migration> = {
   '20261122_0008_webhooks': webhooks,
   '20261123_0009_dialer_locks': dialerLocks,
   '20261124_0010_node_trunk_down': nodeTrunkDown,
+  '20261125_0011_list_checks': listChecks,
+  '20261125_0012_results': results,
+  '20261125_0013_imports': imports,
 };

@@ -13,6 +13,7 @@ import type { DialingPausesTable } from './dialing-pauses.ts';
 import type { DncNumbersTable } from './dnc-numbers.ts';
 import type { IdempotencyRecordsTable } from './idempotency-records.ts';
 import type { JourneysTable } from './journeys.ts';
+import type { ListChecksTable } from './list-checks.ts';
 import type { ListsTable } from './lists.ts';
 import type { MediaNodesTable } from './media-nodes.ts';
 import type { OperatorsTable } from './operators.ts';
@@ -28,7 +29,8 @@ import type { WebhookDeliveriesTable } from './webhook-deliveries.ts';
 
 export type { CompanyStatus, PlanName } from './companies.ts';
 export type { CampaignState } from './campaigns.ts';
-export type { PersonStatus } from './people.ts';
+export type { PersonCheck, PersonStatus } from './people.ts';
+export type { ListCheckStatus } from './list-checks.ts';
 export type { UsageKind } from './usage-events.ts';
 export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
 
@@ -50,6 +52,7 @@ export interface DB {
   calls: CallsTable;
   lists: ListsTable;
   people: PeopleTable;
+  list_checks: ListChecksTable;
   dialing_pauses: DialingPausesTable;
   platform_settings: PlatformSettingsTable;
   journeys: JourneysTable;

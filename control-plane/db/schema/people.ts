@@ -4,6 +4,9 @@ import type { ColumnType } from 'kysely';
 /** Where a person is in dialing: new (never called), due (for a call, now or at `next_attempt_at`), being called (claimed), done. */
 export type PersonStatus = 'new' | 'due' | 'calling' | 'done';
 
+/** What the list check found: not checked yet, callable, or rejected (with `check_reason`). */
+export type PersonCheck = 'unchecked' | 'callable' | 'rejected';
+
 export interface PeopleTable {
   id: string;
   tenant_id: string;
@@ -25,5 +28,11 @@ export interface PeopleTable {
   claimed_by: ColumnType<string | null, string | null | undefined, string | null>;
   /** The epoch of the campaign owner that made the claim (null for a manual or preview hold). */
   claim_epoch: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  /** The list check's finding; only `callable` people are called. */
+  check: ColumnType<PersonCheck, PersonCheck | undefined, PersonCheck>;
+  /** Why the check rejected the person (`invalid_number`, `dnc`); null otherwise. */
+  check_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** libphonenumber's line type of the number (`MOBILE`, `FIXED_LINE`, …), set by the check. */
+  line_type: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
 }
