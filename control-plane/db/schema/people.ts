@@ -34,5 +34,17 @@ export interface PeopleTable {
   check_reason: ColumnType<string | null, string | null | undefined, string | null>;
   /** libphonenumber's line type of the number (`MOBILE`, `FIXED_LINE`, …), set by the check. */
   line_type: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The latest result saved for the person (an outcome's disposition, `[a-z0-9_]{1,64}`); null: none yet. */
+  disposition: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The result's note, as the outcome gave it. */
+  note: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The result's facts, a JSON object as the outcome gave it. */
+  facts: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  /** The callback time the result asked for (the person was made due then). */
+  callback_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** When the result was last changed. */
+  result_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** When a final outcome closed the person's journey: nobody calls them again. */
+  closed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
 }
