@@ -1,12 +1,14 @@
 /**
- * The company's own do-not-call list: adding numbers (repeats count once), reading it, and the
+ * The company's own do-not-call list: adding numbers (repeats count once; `vd.compliance.dnc_added`
+ * for each number newly added where the caller announces them), reading it, and the
  * one check every dialing path makes against it (claims, the launch transaction, completion,
  * manual dialing): `notOnDncList` inside a query over people, `numbersOnDncList` for numbers in
  * hand. A number is on the list when the company has that E.164 number; nothing else matches.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { toE164 } from '../../shared/phone.ts';
-import type { DB, Store } from '../db/store.ts';
+import type { DB, Store, Tx } from '../db/store.ts';
+import { emit } from '../runtime/outbox.ts';
 import { checkNumberCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
 
 export type DncAddResult = {
@@ -16,8 +18,13 @@ export type DncAddResult = {
   rejected_rows: Array<{ row: number; number: string; reason: string }>;
 };
 
-/** Adds numbers to a company's list; invalid ones are refused and the first 50 listed. */
-export async function addDncNumbers(store: Store, tenantId: string, numbers: string[], source: string): Promise<DncAddResult> {
+/**
+ * Adds numbers to a company's list in one transaction; invalid ones are refused and the first 50
+ * listed. With `announce`, each number newly added (not one already on the list) emits
+ * `vd.compliance.dnc_added` `{number, source}` in the same transaction: the inbound API does, a
+ * file import does not (it emits one `vd.compliance.dnc_imported` for the whole file).
+ */
+export async function addDncNumbers(store: Store, tenantId: string, numbers: string[], source: string, opts: { announce: boolean }): Promise<DncAddResult> {
   const valid = new Set<string>();
   const rejected_rows: DncAddResult['rejected_rows'] = [];
   let rejected = 0;
@@ -29,11 +36,32 @@ export async function addDncNumbers(store: Store, tenantId: string, numbers: str
       if (rejected_rows.length < 50) rejected_rows.push({ row: i + 1, number: raw, reason: 'invalid phone number' });
     }
   });
-  const rows = [...valid].map((number) => ({ tenant_id: tenantId, number, source }));
-  for (let i = 0; i < rows.length; i += 1000) {
-    await store.db.insertInto('dnc_numbers').values(rows.slice(i, i + 1000)).onConflict((oc) => oc.columns(['tenant_id', 'number']).doNothing()).execute();
-  }
+  await store.transaction((tx) => insertDncNumbers(tx, tenantId, [...valid], source, opts));
   return { lines: numbers.length, accepted: valid.size, rejected, rejected_rows };
+}
+
+/**
+ * Inside `tx`: puts E.164 `numbers` on the company's list (one statement; numbers already there
+ * stay as they were) and answers those newly added. With `announce`, each of them emits
+ * `vd.compliance.dnc_added` `{number, source}`.
+ */
+export async function insertDncNumbers(tx: Tx, tenantId: string, numbers: string[], source: string, opts: { announce: boolean }): Promise<string[]> {
+  if (numbers.length === 0) return [];
+  // In number order, so two requests adding the same numbers wait for each other instead of deadlocking.
+  const sorted = [...new Set(numbers)].sort();
+  const added = await sql<{ number: string }>`
+    insert into dnc_numbers (tenant_id, number, source)
+    select ${tenantId}, n, ${source} from unnest(${sorted}::text[]) with ordinality as x(n, i) order by i
+    on conflict (tenant_id, number) do nothing
+    returning number`.execute(tx);
+  const fresh = added.rows.map((r) => r.number);
+  if (opts.announce && fresh.length) {
+    await emit(
+      tx,
+      fresh.map((number) => ({ subject: 'vd.compliance.dnc_added' as const, tenant_id: tenantId, about: null, data: { number, source } })),
+    );
+  }
+  return fresh;
 }
 
 /**

@@ -20,5 +20,10 @@ export const inboundRoutes = new ApiRoutes('Inbound writes').add(
     body: DncBody,
     answers: { 200: json('Numbers read, accepted (repeated numbers once) and refused.', DncResult) },
   },
-  async (c, { body }) => c.json(await addDncNumbers(c.get('services').store, tenantOf(c.get('principal')), body.numbers, 'api'), 200),
+  async (c, { body }) => {
+    const { store, outbox } = c.get('services');
+    const result = await addDncNumbers(store, tenantOf(c.get('principal')), body.numbers, 'api', { announce: true });
+    outbox.wake();
+    return c.json(result, 200);
+  },
 );
