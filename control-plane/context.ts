@@ -25,6 +25,7 @@ import { MediaNodes } from './telephony/nodes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { OutboundClient, type LookupFn } from './integrations/guarded-client.ts';
 import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
+import { ListChecks, type ListChecksOptions } from './core/checks.ts';
 
 export type Services = {
   config: Config;
@@ -58,6 +59,8 @@ export type Services = {
   lookup: LookupFn | undefined;
   /** Webhook deliveries: the `webhooks` outbox consumer, sender and poller of this instance. */
   webhooks: WebhookWorker;
+  /** The list checks this instance runs (people are called only once checked). */
+  checks: ListChecks;
   close(): Promise<void>;
 };
 
@@ -65,6 +68,8 @@ export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coor
   runtime?: RuntimeOptions;
   /** Webhook timings, clock and spread, and the DNS the guarded client uses (tests simulate rebinding). */
   webhooks?: WebhookWorkerOptions & { lookup?: LookupFn };
+  /** List check timings and chunk size. */
+  checks?: ListChecksOptions;
 };
 
 /** Builds the services from the settings: PGlite or Postgres, in-process or Redis coordination. */
@@ -85,6 +90,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // As many sockets per origin as sends may be under way: no attempt waits for a socket on its 10 s.
   const outbound = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: overrides.webhooks?.answerLimitMs, connectionsPerOrigin: maxInFlight });
   const webhooks = new WebhookWorker({ store, client: outbound, log, instanceId }, { ...overrides.webhooks, maxInFlight, clock });
+  const checks = new ListChecks({ store, log, instanceId }, overrides.checks);
   const consumers = new Map<string, ConsumerHandler>([
     ['audit', auditConsumer],
     ['webhooks', webhooks.consumer()],
@@ -113,8 +119,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     outbound,
     lookup,
     webhooks,
+    checks,
     async close() {
       await agentHub.close();
+      await checks.stop();
       await nodes.stop();
       await outbox.stop();
       await webhooks.stop();
@@ -129,6 +137,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await runtime.start();
     await outbox.start();
     webhooks.start();
+    checks.start();
     await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.
     void mirrorSwitch({ store, coordinator, logger: log });

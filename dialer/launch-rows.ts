@@ -74,7 +74,7 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
       attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
     from (
       select q.id from people q
-      where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due')
+      where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due') and q."check" = 'callable'
         and (q.next_attempt_at is null or q.next_attempt_at <= now())
         and ${notOnDncList('q')}
         and not exists (select 1 from calls k where k.tenant_id = q.tenant_id and k.to_number = q.phone_number and k.live)

@@ -69,13 +69,16 @@ export class ManualDialing {
     if (input.person_id) {
       const known = await this.#d.services.store.db
         .selectFrom('people')
-        .select(['id', 'status'])
+        .select(['id', 'status', 'check', 'check_reason'])
         .where('id', '=', input.person_id)
         .where('tenant_id', '=', tenantId)
         .where('list_id', 'in', c.list_ids.length ? c.list_ids : [''])
         .executeTakeFirst();
       if (!known) throw new ApiError('unprocessable', `person_id: no person ${input.person_id} in the campaign's lists`);
       if (known.status === 'done') throw new ApiError('conflict', 'this person has already been dealt with');
+      if (known.check !== 'callable') {
+        throw new ApiError('unprocessable', known.check === 'rejected' ? `this person is not callable: the list check rejected them (${known.check_reason})` : 'this person is not checked yet: the list check is still to run on them');
+      }
       personId = known.id;
       to = null;
     } else {

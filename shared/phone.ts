@@ -5,10 +5,38 @@ import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/
  * The E.164 form of `input`, or null when it is not a valid number. A number without `+` is read
  * in `defaultCountry` (US by default: the legacy dialer's phone_code 1).
  */
-export function toE164(input: string, defaultCountry: CountryCode = 'US'): string | null {
+export function toE164(input: string, defaultCountry: CountryCode = 'US', opts: { keepCheck?: boolean } = {}): string | null {
   const s = input.trim();
   if (s.length === 0 || s.length > 40) return null;
   const parsed = parsePhoneNumberFromString(s, defaultCountry);
   if (!parsed || !parsed.isValid()) return null;
+  // People's numbers are checked again by the list check soon after: keep what it would find.
+  if (opts.keepCheck) remember(parsed.number, { valid: true, lineType: parsed.getType() ?? null });
   return parsed.number;
+}
+
+/** What the full metadata says of an E.164 number: valid for its region, and its line type. */
+export type NumberCheck = { valid: boolean; lineType: string | null };
+
+// A number's check is a pure function of the number (the metadata is fixed for the process), and
+// the list check usually runs right after an import parsed the same numbers: kept here, bounded.
+const CHECKED = new Map<string, NumberCheck>();
+const CHECKED_MAX = 500_000;
+
+/**
+ * Checks a stored (E.164) number with libphonenumber's full metadata: whether it is a valid number
+ * of its region, and its line type (`MOBILE`, `FIXED_LINE`, `FIXED_LINE_OR_MOBILE`, `TOLL_FREE`, …).
+ */
+export function checkNumber(e164: string): NumberCheck {
+  const known = CHECKED.get(e164);
+  if (known) return known;
+  const parsed = e164.startsWith('+') && e164.length <= 20 ? parsePhoneNumberFromString(e164) : undefined;
+  const result: NumberCheck = parsed && parsed.isValid() ? { valid: true, lineType: parsed.getType() ?? null } : { valid: false, lineType: null };
+  remember(e164, result);
+  return result;
+}
+
+function remember(e164: string, result: NumberCheck): void {
+  if (CHECKED.size >= CHECKED_MAX) CHECKED.clear();
+  CHECKED.set(e164, result);
 }

@@ -15,6 +15,7 @@ import { createList } from '../../control-plane/core/lists.ts';
 import type { DialerOptions } from '../../dialer/dialer.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../../test/support/db.ts';
 import { deleteRedisPrefix } from '../../test/support/processes.ts';
+import { untilListChecked } from '../../test/support/fixtures.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Area codes in service, for numbers libphonenumber takes as valid. */
@@ -91,7 +92,8 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
       const area = AREAS[n % AREAS.length];
       const exchange = 234 + Math.floor(n / AREAS.length) * 3;
       const people = Array.from({ length: opts.people }, (_, i) => ({ phone_number: `+1${area}${exchange + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}` }));
-      for (let i = 0; i < people.length; i += 5000) await addPeople(cp.services.store, tenantId, list.id, people.slice(i, i + 5000));
+      for (let i = 0; i < people.length; i += 5000) await addPeople(cp.services, tenantId, list.id, people.slice(i, i + 5000));
+      await untilListChecked(cp, list.id, 600_000);
       const camp = await createCampaign(cp.services, tenantId, { name: `Bench ${c}/${k}`, list_ids: [list.id], mode: 'progressive', handler: 'bot', max_concurrent_calls: opts.concurrent, calls_per_second: opts.cps, caller_id: '+12025550100' });
       campaigns.push(camp.id);
     }

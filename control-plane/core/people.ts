@@ -10,9 +10,10 @@ import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { toE164 } from '../../shared/phone.ts';
-import type { PersonStatus } from '../db/schema/index.ts';
+import type { PersonCheck, PersonStatus } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
 import { findList } from './lists.ts';
+import { queueListCheck } from './checks.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
 
 /** People one request may add. */
@@ -50,10 +51,10 @@ export type Lead = {
 export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok: false; reason: string } {
   const raw = input.phone_number?.trim() ?? '';
   if (raw === '') return { ok: false, reason: 'missing phone_number' };
-  const code = input.phone_code?.trim().replace(/^\+/, '') ?? '';
+  const code = callingCode(input.phone_code);
   // A phone_code other than 1 goes in front of the number (rule 3); 1 is the default country.
   const dialled = code !== '' && code !== '1' && !raw.startsWith('+') ? `+${code}${raw}` : raw;
-  const phone = toE164(dialled);
+  const phone = toE164(dialled, 'US', { keepCheck: true });
   if (!phone) return { ok: false, reason: 'invalid phone number' };
   const dob = birthDate(input.date_of_birth);
   if (dob === false) return { ok: false, reason: 'invalid date_of_birth (YYYY-MM-DD)' };
@@ -69,6 +70,15 @@ export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok
       date_of_birth: dob,
     },
   };
+}
+
+/**
+ * The country calling code of a legacy `phone_code` as written: `44`, `+44`, `011 44` or `00 44`
+ * (an international dialling prefix, 011 from North America or 00, is dropped) → `44`.
+ */
+function callingCode(v: string | null | undefined): string {
+  const digits = (v ?? '').replace(/[\s+-]/g, '');
+  return digits.replace(/^(011|00)(?=\d)/, '');
 }
 
 /** `YYYY-MM-DD`, null when empty or starting 0000 (rule 3), false when not a real date. */
@@ -91,10 +101,19 @@ export type AddPeopleResult = {
   skipped_duplicates: number;
   rejected: number;
   rejected_rows: Array<{ index: number; phone_number: string | null; reason: string }>;
+  /** The list check that will check the people added (they are `unchecked` until it has). */
+  check_id: string;
 };
 
-/** Adds `people` (a JSON array, index 0 first) to the company's list `listId`, all in one transaction. */
-export async function addPeople(store: Store, tenantId: string, listId: string, people: unknown[]): Promise<AddPeopleResult> {
+/** What adding people needs: the store, and the list checks to wake once they are in. */
+export type PeopleDeps = { store: Store; checks: { wake(): void } };
+
+/**
+ * Adds `people` (a JSON array, index 0 first) to the company's list `listId`, all in one
+ * transaction with the queueing of their check.
+ */
+export async function addPeople(deps: PeopleDeps, tenantId: string, listId: string, people: unknown[]): Promise<AddPeopleResult> {
+  const { store } = deps;
   if (people.length > MAX_PEOPLE_PER_REQUEST) {
     throw new ApiError('unprocessable', `at most ${MAX_PEOPLE_PER_REQUEST} people a request (got ${people.length}); split the array`);
   }
@@ -118,13 +137,15 @@ export async function addPeople(store: Store, tenantId: string, listId: string, 
   }
   const rows = [...byNumber.values()].map((lead) => ({ id: newId('per'), tenant_id: tenantId, list_id: listId, ...lead }));
   let added = 0;
-  await store.transaction(async (tx) => {
+  const check_id = await store.transaction(async (tx, afterCommit) => {
     for (let i = 0; i < rows.length; i += 1000) {
       const inserted = await tx.insertInto('people').values(rows.slice(i, i + 1000)).onConflict((oc) => oc.columns(['list_id', 'phone_number']).doNothing()).returning('id').execute();
       added += inserted.length;
     }
+    afterCommit(() => deps.checks.wake());
+    return queueListCheck(tx, tenantId, listId);
   });
-  return { received: people.length, added, skipped_duplicates: repeated + (byNumber.size - added), rejected, rejected_rows };
+  return { received: people.length, added, skipped_duplicates: repeated + (byNumber.size - added), rejected, rejected_rows, check_id };
 }
 
 function fieldProblem(error: z.ZodError): string {
@@ -146,13 +167,16 @@ export type PersonView = Lead & {
   status: PersonStatus;
   attempts: number;
   next_attempt_at: string | null;
+  check: PersonCheck;
+  check_reason: string | null;
+  line_type: string | null;
   created_at: string;
 };
 
 function personQuery(store: Store, tenantId: string) {
   return store.db
     .selectFrom('people')
-    .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'status', 'attempts', 'next_attempt_at', 'created_at'])
+    .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'status', 'attempts', 'next_attempt_at', 'check', 'check_reason', 'line_type', 'created_at'])
     .select(sql<string | null>`to_char(date_of_birth, 'YYYY-MM-DD')`.as('date_of_birth'))
     .where('tenant_id', '=', tenantId);
 }
@@ -173,6 +197,9 @@ function personView(r: PersonRow): PersonView {
     status: r.status,
     attempts: r.attempts,
     next_attempt_at: r.next_attempt_at?.toISOString() ?? null,
+    check: r.check,
+    check_reason: r.check_reason,
+    line_type: r.line_type,
     created_at: r.created_at.toISOString(),
   };
 }

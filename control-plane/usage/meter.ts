@@ -43,6 +43,11 @@ export function billableTransfer(call: { id: string; tenant_id: string; campaign
   return { id: callUsageId(call.id, 'billable_transfer'), tenant_id: call.tenant_id, kind: 'billable_transfer', quantity: 1, unit: 'transfer', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at };
 }
 
+/** A finished list check: the numbers it checked, keyed by the check (a re-check is new work). */
+export function listVerify(check: { id: string; tenant_id: string }, numbersChecked: number, at: Date): UsageItem {
+  return { id: `use_${check.id}_list_verify`, tenant_id: check.tenant_id, kind: 'list_verify', quantity: numbersChecked, unit: 'number', call_id: null, campaign_id: null, occurred_at: at };
+}
+
 /**
  * Writes the items in the caller's transaction, each id at most once ever; answers the
  * `vd.usage.recorded` events of those newly counted, for the caller to emit in that transaction.

@@ -9,6 +9,7 @@ import type { TrunkCall, TrunkEvent } from '../../media-agent/trunk.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { addPeople } from '../../control-plane/core/people.ts';
 import { call, type Session } from '../support/http.ts';
+import { untilListChecked } from '../support/fixtures.ts';
 
 export type Originated = { call: TrunkCall; at: number; node: string };
 
@@ -75,8 +76,9 @@ export async function makeCampaign(
   const listId = list.body.id as string;
   const numbers = opts.numbers ?? Array.from({ length: opts.people }, (_, i) => `+1312${200 + (seq % 700)}${String(i).padStart(4, '0')}`);
   for (let i = 0; i < numbers.length; i += 5000) {
-    await addPeople(cp.services.store, tenantId, listId, numbers.slice(i, i + 5000).map((n, j) => ({ phone_number: n, first_name: `P${i + j}` })));
+    await addPeople(cp.services, tenantId, listId, numbers.slice(i, i + 5000).map((n, j) => ({ phone_number: n, first_name: `P${i + j}` })));
   }
+  await untilListChecked(cp, listId);
   const c = await call(cp.url, 'POST', '/api/core/v1/campaigns', {
     session: owner,
     body: {

@@ -6,6 +6,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { eventually } from '../support/eventually.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { PLANS } from '../../control-plane/companies/plans.ts';
 import { applyCommand, CORE_HOLD_REFUSAL } from '../../control-plane/actors/campaign.machine.ts';
@@ -150,6 +151,12 @@ t('people: numbers in several formats normalised to E.164; bad ones rejected wit
     { index: 8, phone_number: '2025550147', reason: 'invalid date_of_birth (YYYY-MM-DD)' },
     { index: 9, phone_number: null, reason: 'not a person object' },
   ]);
+  // The people arrive unchecked; the list check queued with them runs in the background.
+  const check = await eventually('the list check done', async () => {
+    const c = await call(base, 'GET', `${V1}/lists/${id}/checks/${r.body.check_id}`, { session: co.owner });
+    return c.body.status === 'done' && c.body;
+  });
+  assert.equal({ checked: check.checked, callable: check.callable, rejected: check.rejected }, { checked: 6, callable: 6, rejected: 0 });
   const page = await call(base, 'GET', `${V1}/lists/${id}/people`, { session: co.owner });
   const numbers = page.body.items.map((p: { phone_number: string }) => p.phone_number).sort();
   assert.equal(numbers, ['+12025550143', '+12025550144', '+12025550145', '+12025550146', '+442079460958', '+442079460959']);
@@ -159,6 +166,7 @@ t('people: numbers in several formats normalised to E.164; bad ones rejected wit
     {
       id: undefined, list_id: id, lead_id: 'L-1', phone_number: '+12025550143', first_name: 'Ada', last_name: 'Lovelace', state: 'NY',
       postal_code: '10001', date_of_birth: '1980-02-29', status: 'new', attempts: 0, next_attempt_at: null, created_at: undefined,
+      check: 'callable', check_reason: null, line_type: 'FIXED_LINE_OR_MOBILE',
     },
   );
   const one = await call(base, 'GET', `${V1}/people/${ada.id}`, { session: co.owner });

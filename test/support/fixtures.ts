@@ -50,3 +50,17 @@ export async function makeOperator(cp: RunningControlPlane, roles: string[]): Pr
  * load) and match it with their own patterns; production code can emit only `shared/events.ts`.
  */
 export const syntheticEvent = (name: string) => name as EventName;
+
+/** Waits until the list check has been through every person of the list (none left unchecked). */
+export async function untilListChecked(cp: RunningControlPlane, listId: string, ms = 60_000): Promise<void> {
+  const { eventually } = await import('./eventually.ts');
+  await eventually(
+    `every person of list ${listId} checked`,
+    async () => {
+      const r = await cp.services.store.db.selectFrom('people').select((e) => e.fn.countAll<string>().as('n')).where('list_id', '=', listId).where('check', '=', 'unchecked').executeTakeFirstOrThrow();
+      return Number(r.n) === 0;
+    },
+    ms,
+    50,
+  );
+}

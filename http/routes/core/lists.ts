@@ -11,8 +11,19 @@ const NewList = z.object({ name: z.string().trim().min(1).max(200) });
 const NewPeople = z.array(z.unknown()).openapi({ description: 'People: `{phone_number, first_name?, last_name?, …}` each; up to 10,000 a request.' });
 
 const List = record('List', { id: z.string(), name: z.string(), people: z.number(), created_at: z.string() });
-const Person = record('Person', { id: z.string(), list_id: z.string(), phone_number: z.string() });
-const AddResult = z.looseObject({ added: z.number(), skipped_duplicates: z.number(), rejected: z.number() });
+const Person = record('Person', { id: z.string(), list_id: z.string(), phone_number: z.string(), check: z.enum(['unchecked', 'callable', 'rejected']), check_reason: z.string().nullable(), line_type: z.string().nullable() });
+const AddResult = z.looseObject({ added: z.number(), skipped_duplicates: z.number(), rejected: z.number(), check_id: z.string() });
+const Check = record('ListCheck', {
+  id: z.string(),
+  list_id: z.string(),
+  status: z.enum(['queued', 'running', 'done', 'failed']),
+  checked: z.number(),
+  callable: z.number(),
+  rejected: z.number(),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+});
+const CheckId = pathOf({ id: idParam('The list id (lst_…).'), check_id: idParam('The check id (chk_…).') });
 const ListId = pathOf({ id: idParam('The list id (lst_…).') });
 const PersonId = pathOf({ id: idParam('The person id (per_…).') });
 const Paging = z.object({ cursor: Cursor });
@@ -42,7 +53,22 @@ export const listRoutes = new ApiRoutes('Lists and people')
       body: NewPeople,
       answers: { 200: json('What was added, skipped and refused.', AddResult) },
     },
-    async (c, { params, body }) => c.json(await addPeople(c.get('services').store, tenantOf(c.get('principal')), params.id, body)),
+    async (c, { params, body }) => c.json(await addPeople(c.get('services'), tenantOf(c.get('principal')), params.id, body)),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/lists/{id}/check',
+      guard: companyWriters,
+      summary: 'Check every person of a list again',
+      description: 'Each number is checked with the full phone metadata and against the do-not-call list; runs in the background.',
+      params: ListId,
+      answers: { 202: json('The check, queued.', z.object({ check: Check })) },
+    },
+    async (c, { params }) => c.json({ check: await c.get('services').checks.recheck(tenantOf(c.get('principal')), params.id) }, 202),
+  )
+  .add({ method: 'get', path: '/lists/{id}/checks/{check_id}', guard: companyReaders, summary: "A list check and its progress", params: CheckId, answers: { 200: json('The check.', Check) } }, async (c, { params }) =>
+    c.json(await c.get('services').checks.find(tenantOf(c.get('principal')), params.id, params.check_id)),
   )
   .add({ method: 'get', path: '/people/{id}', guard: companyReaders, summary: 'One person', params: PersonId, answers: { 200: json('The person.', Person) } }, async (c, { params }) =>
     c.json(await findPerson(c.get('services').store, tenantOf(c.get('principal')), params.id)),

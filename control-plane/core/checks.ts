@@ -1,0 +1,265 @@
+/**
+ * The list check: before anyone calls a person, their number is checked with libphonenumber's
+ * full metadata (a valid number of its region; its line type is kept on the person) and against
+ * the company's do-not-call list. People arrive `unchecked` from every path; a check makes each
+ * `callable` or `rejected` (`invalid_number`, `dnc`). The dialer calls only callable people, and
+ * still re-reads the do-not-call list at launch (a number added after the check).
+ *
+ * A check is a `list_checks` row: queued in the transaction that added people (joined by the
+ * batches that follow while it waits) or on demand (a re-check of everyone), then run in the
+ * background by whichever instance leases it, in chunks, each chunk one transaction that also
+ * moves its progress; a check whose instance died is taken over when its lease runs out and goes
+ * on after the last chunk done. Its end writes one `list_verify` usage item, keyed by the check,
+ * in the same transaction as its `done`: a completion processed twice counts once.
+ */
+import { sql } from 'kysely';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { ApiError } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { checkNumber } from '../../shared/phone.ts';
+import type { ListCheckStatus } from '../db/schema/index.ts';
+import type { Store, Tx } from '../db/store.ts';
+import { emit } from '../runtime/outbox.ts';
+import { meterUsage, listVerify } from '../usage/meter.ts';
+import { findList } from './lists.ts';
+
+/** A check as the API shows it. */
+export type CheckView = {
+  id: string;
+  list_id: string;
+  status: ListCheckStatus;
+  checked: number;
+  callable: number;
+  rejected: number;
+  started_at: string | null;
+  finished_at: string | null;
+};
+
+/**
+ * Queues a check of the list's unchecked people in the caller's transaction (the one that added
+ * them), or joins the list's check that is queued and not started yet; answers its id. Call
+ * `ListChecks.wake()` once the transaction has committed.
+ */
+export async function queueListCheck(tx: Tx, tenantId: string, listId: string): Promise<string> {
+  const waiting = await tx
+    .selectFrom('list_checks')
+    .select('id')
+    .where('list_id', '=', listId)
+    .where('scope', '=', 'unchecked')
+    .where('status', '=', 'queued')
+    .orderBy('created_at')
+    .limit(1)
+    .executeTakeFirst();
+  if (waiting) return waiting.id;
+  const id = newId('chk');
+  await tx.insertInto('list_checks').values({ id, tenant_id: tenantId, list_id: listId, scope: 'unchecked' }).execute();
+  return id;
+}
+
+export type ListChecksOptions = {
+  /** How often an idle instance looks for checks queued elsewhere or left by a dead instance. */
+  pollMs?: number;
+  /** How long a running check is held without progress before another instance may take it. */
+  leaseMs?: number;
+  /** People per chunk (one transaction each). */
+  chunk?: number;
+};
+
+/** Runs the list checks on this instance, one at a time. */
+export class ListChecks {
+  readonly #store: Store;
+  readonly #log: Logger;
+  readonly #instanceId: string;
+  readonly #pollMs: number;
+  readonly #leaseMs: number;
+  readonly #chunk: number;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #again = false;
+  #stopped = true;
+
+  constructor(deps: { store: Store; log: Logger; instanceId: string }, opts: ListChecksOptions = {}) {
+    this.#store = deps.store;
+    this.#log = deps.log;
+    this.#instanceId = deps.instanceId;
+    this.#pollMs = opts.pollMs ?? 1000;
+    this.#leaseMs = opts.leaseMs ?? 30_000;
+    this.#chunk = opts.chunk ?? 2000;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  /** Looks for checks to run now (after a batch of people was committed on this instance). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#running = this.#drain().finally(() => {
+      this.#running = null;
+      if (this.#stopped) return;
+      if (this.#again) {
+        this.#again = false;
+        return this.wake();
+      }
+      this.#timer = setTimeout(() => this.wake(), this.#pollMs);
+      this.#timer.unref();
+    });
+  }
+
+  /** Runs checks until none is left to take. */
+  async #drain(): Promise<void> {
+    while (!this.#stopped) {
+      let id: string | null;
+      try {
+        id = await this.#take();
+      } catch (err) {
+        this.#log.warn({ err }, 'list checks: could not look for work');
+        return;
+      }
+      if (!id) return;
+      try {
+        await this.run(id);
+      } catch (err) {
+        this.#log.error({ err, check_id: id }, 'list check failed; it is taken up again when its lease ends');
+        return;
+      }
+    }
+  }
+
+  /**
+   * Leases the oldest open check whose list has no older open check (a list's checks run one
+   * after another), if nobody holds it.
+   */
+  async #take(): Promise<string | null> {
+    const r = await sql<{ id: string }>`
+      update list_checks c set status = 'running', lease_owner = ${this.#instanceId},
+        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(c.started_at, now())
+      from (
+        select o.id from list_checks o
+        where o.status in ('queued', 'running') and (o.lease_until is null or o.lease_until < now())
+          and not exists (select 1 from list_checks e where e.list_id = o.list_id and e.status in ('queued', 'running') and (e.created_at, e.id) < (o.created_at, o.id))
+        order by o.created_at, o.id
+        limit 1
+        for update skip locked
+      ) pick
+      where c.id = pick.id
+      returning c.id`.execute(this.#store.db);
+    return r.rows[0]?.id ?? null;
+  }
+
+  /** Runs the leased check `id` to its end, chunk by chunk. Exposed for tests. */
+  async run(id: string): Promise<void> {
+    for (;;) {
+      if (this.#stopped) return;
+      const more = await this.#chunkOf(id);
+      if (!more) break;
+      await yieldToLoop();
+    }
+    await this.finish(id);
+  }
+
+  /** Checks the next chunk of the check's people; false when none is left. */
+  async #chunkOf(id: string): Promise<boolean> {
+    const check = await this.#store.db.selectFrom('list_checks').select(['tenant_id', 'list_id', 'scope', 'done_upto', 'lease_owner', 'status']).where('id', '=', id).executeTakeFirst();
+    if (!check || check.status !== 'running' || check.lease_owner !== this.#instanceId) return false;
+    let q = this.#store.db.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', check.list_id).orderBy('id').limit(this.#chunk);
+    if (check.scope === 'unchecked') q = q.where('check', '=', 'unchecked');
+    if (check.done_upto) q = q.where('id', '>', check.done_upto);
+    const people = await q.execute();
+    if (people.length === 0) return false;
+    // The numbers, in slices so one chunk does not hold the event loop for long.
+    const found: Array<{ valid: boolean; lineType: string | null }> = [];
+    for (let i = 0; i < people.length; i += 250) {
+      for (const p of people.slice(i, i + 250)) found.push(checkNumber(p.phone_number));
+      if (i + 250 < people.length) await yieldToLoop();
+    }
+    const last = people[people.length - 1].id;
+    const lease = `${this.#leaseMs} milliseconds`;
+    return this.#store.transaction(async (tx) => {
+      // Still ours (a takeover after a long pause would have moved the lease): then write.
+      const held = await sql<{ id: string }>`
+        update list_checks set lease_until = now() + ${lease}::interval
+        where id = ${id} and status = 'running' and lease_owner = ${this.#instanceId} returning id`.execute(tx);
+      if (held.rows.length === 0) return false;
+      const r = await sql<{ callable: number; rejected: number }>`
+        with x as (
+          select * from unnest(${people.map((p) => p.id)}::text[], ${found.map((f) => f.valid)}::boolean[], ${found.map((f) => f.lineType)}::text[]) as x(id, valid, line_type)
+        ), verdict as (
+          select p.id, x.line_type,
+            case when not x.valid then 'invalid_number'
+                 when exists (select 1 from dnc_numbers d where d.tenant_id = p.tenant_id and d.number = p.phone_number) then 'dnc'
+            end as reason
+          from people p join x on x.id = p.id
+        ), written as (
+          update people p set "check" = case when v.reason is null then 'callable' else 'rejected' end,
+            check_reason = v.reason, line_type = v.line_type
+          from verdict v where p.id = v.id
+          returning v.reason
+        )
+        select count(*) filter (where reason is null)::int as callable, count(*) filter (where reason is not null)::int as rejected from written`.execute(tx);
+      const { callable, rejected } = r.rows[0];
+      await sql`
+        update list_checks set checked = checked + ${callable + rejected}, callable = callable + ${callable}, rejected = rejected + ${rejected}, done_upto = ${last}
+        where id = ${id}`.execute(tx);
+      return true;
+    });
+  }
+
+  /**
+   * Ends the check `id`: `done`, and its `list_verify` item (numbers checked) through the usage
+   * meter in the same transaction. Ending it again changes nothing and counts nothing.
+   */
+  async finish(id: string): Promise<void> {
+    await this.#store.transaction(async (tx) => {
+      const row = await tx.selectFrom('list_checks').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+      if (!row) return;
+      if (row.status !== 'done') {
+        await tx.updateTable('list_checks').set({ status: 'done', finished_at: new Date(), lease_owner: null, lease_until: null }).where('id', '=', id).execute();
+      }
+      if (row.checked > 0) {
+        const at = row.status === 'done' && row.finished_at ? row.finished_at : new Date();
+        await emit(tx, await meterUsage(tx, [listVerify({ id: row.id, tenant_id: row.tenant_id }, row.checked, at)]));
+      }
+    });
+  }
+
+  /** `POST /lists/{id}/check`: a re-check of every person of the company's list. */
+  async recheck(tenantId: string, listId: string): Promise<CheckView> {
+    await findList(this.#store, tenantId, listId);
+    const id = newId('chk');
+    await this.#store.db.insertInto('list_checks').values({ id, tenant_id: tenantId, list_id: listId, scope: 'all' }).execute();
+    this.wake();
+    return this.find(tenantId, listId, id);
+  }
+
+  /** The company's check `checkId` of list `listId`; 404 otherwise. */
+  async find(tenantId: string, listId: string, checkId: string): Promise<CheckView> {
+    const row = await this.#store.db.selectFrom('list_checks').selectAll().where('id', '=', checkId).where('tenant_id', '=', tenantId).where('list_id', '=', listId).executeTakeFirst();
+    if (!row) throw new ApiError('not_found', `no check ${checkId} of list ${listId}`);
+    return {
+      id: row.id,
+      list_id: row.list_id,
+      status: row.status,
+      checked: row.checked,
+      callable: row.callable,
+      rejected: row.rejected,
+      started_at: row.started_at?.toISOString() ?? null,
+      finished_at: row.finished_at?.toISOString() ?? null,
+    };
+  }
+}
