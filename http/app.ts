@@ -25,6 +25,7 @@ import { campaignRoutes } from './routes/core/campaigns.ts';
 import { listRoutes } from './routes/core/lists.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { inboundRoutes } from './routes/inbound.ts';
+import { inboundLeadRoutes } from './routes/inbound-leads.ts';
 import { dialingRoutes, noticeRoutes } from './routes/platform/dialing.ts';
 import { opsRoutes } from './routes/platform/ops.ts';
 import { dialerRoutes } from './routes/dialer.ts';
@@ -57,6 +58,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/integrations/v1/api-keys', apiKeyRoutes.app);
   api.route('/integrations/v1/connectors', connectorRoutes.app);
   api.route('/integrations/v1/inbound', inboundRoutes.app);
+  api.route('/integrations/v1/inbound', inboundLeadRoutes.app);
   api.route('/core/v1/notices', noticeRoutes.app);
   api.route('/core/v1', listRoutes.app);
   api.route('/core/v1/campaigns', campaignRoutes.app);

@@ -8,10 +8,10 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
-import { newId } from '../../shared/ids.ts';
+import { newIds } from '../../shared/ids.ts';
 import { toE164 } from '../../shared/phone.ts';
 import type { PersonCheck, PersonStatus } from '../db/schema/index.ts';
-import type { Store } from '../db/store.ts';
+import type { Store, Tx } from '../db/store.ts';
 import { findList } from './lists.ts';
 import { queueListCheck } from './checks.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
@@ -33,6 +33,7 @@ export const LeadInput = z.object({
   state: text(100),
   postal_code: text(20),
   date_of_birth: text(10),
+  email: text(320),
 });
 export type LeadInput = z.infer<typeof LeadInput>;
 
@@ -44,6 +45,7 @@ export type Lead = {
   last_name: string | null;
   state: string | null;
   postal_code: string | null;
+  email: string | null;
   date_of_birth: string | null;
 };
 
@@ -67,6 +69,7 @@ export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok
       last_name: blankToNull(input.last_name),
       state: blankToNull(input.state)?.toUpperCase() ?? null,
       postal_code: blankToNull(input.postal_code),
+      email: blankToNull(input.email),
       date_of_birth: dob,
     },
   };
@@ -108,24 +111,47 @@ export type AddPeopleResult = {
 /** What adding people needs: the store, and the list checks to wake once they are in. */
 export type PeopleDeps = { store: Store; checks: { wake(): void } };
 
+/** What the list's own import did with a batch of leads. */
+export type LeadBatchResult = {
+  received: number;
+  /** New people in the list. */
+  created: number;
+  /** Numbers repeated inside the batch (after the first). */
+  duplicates: number;
+  /** Numbers already in the list, left as they were. */
+  unchanged: number;
+  rejected: number;
+  rejected_rows: Array<{ index: number; phone_number: string | null; reason: string }>;
+  check_id: string;
+};
+
 /**
- * Adds `people` (a JSON array, index 0 first) to the company's list `listId`, all in one
- * transaction with the queueing of their check.
+ * The list's own import of a batch of leads (index 0 first; `read` turns an element into a lead
+ * input or says why it cannot be one): each lead normalised by the lead import rules, repeated
+ * numbers skipped, numbers already in the list left unchanged, the new people stored `unchecked`
+ * and their check queued, all in one transaction. No valid lead: 422, nothing stored.
  */
-export async function addPeople(deps: PeopleDeps, tenantId: string, listId: string, people: unknown[]): Promise<AddPeopleResult> {
+export async function importLeadBatch(
+  deps: PeopleDeps,
+  tenantId: string,
+  listId: string,
+  items: readonly unknown[],
+  read: (item: unknown) => { ok: true; input: LeadInput } | { ok: false; reason: string },
+  what = 'person',
+): Promise<LeadBatchResult> {
   const { store } = deps;
-  if (people.length > MAX_PEOPLE_PER_REQUEST) {
-    throw new ApiError('unprocessable', `at most ${MAX_PEOPLE_PER_REQUEST} people a request (got ${people.length}); split the array`);
+  if (items.length > MAX_PEOPLE_PER_REQUEST) {
+    throw new ApiError('unprocessable', `at most ${MAX_PEOPLE_PER_REQUEST} ${what === 'lead' ? 'leads' : 'people'} a request (got ${items.length}); split them`);
   }
-  if (people.length === 0) throw new ApiError('unprocessable', 'the array holds no person');
+  if (items.length === 0) throw new ApiError('unprocessable', `no ${what} sent`);
   await findList(store, tenantId, listId);
   const byNumber = new Map<string, Lead>();
-  const rejected_rows: AddPeopleResult['rejected_rows'] = [];
+  const rejected_rows: LeadBatchResult['rejected_rows'] = [];
   let rejected = 0;
   let repeated = 0;
-  people.forEach((item, index) => {
-    const parsed = LeadInput.safeParse(item);
-    const result = parsed.success ? normaliseLead(parsed.data) : { ok: false as const, reason: fieldProblem(parsed.error) };
+  items.forEach((item, index) => {
+    const input = read(item);
+    const result = input.ok ? normaliseLead(input.input) : input;
     if (!result.ok) {
       rejected++;
       if (rejected_rows.length < REJECTED_ROWS_LISTED) rejected_rows.push({ index, phone_number: rawPhone(item), reason: result.reason });
@@ -133,19 +159,49 @@ export async function addPeople(deps: PeopleDeps, tenantId: string, listId: stri
     else byNumber.set(result.lead.phone_number, result.lead);
   });
   if (byNumber.size === 0) {
-    throw new ApiError('unprocessable', `no person has a valid phone number (index ${rejected_rows[0].index}: ${rejected_rows[0].reason})`);
+    throw new ApiError('unprocessable', `no ${what} has a valid phone number (index ${rejected_rows[0].index}: ${rejected_rows[0].reason})`);
   }
-  const rows = [...byNumber.values()].map((lead) => ({ id: newId('per'), tenant_id: tenantId, list_id: listId, ...lead }));
-  let added = 0;
-  const check_id = await store.transaction(async (tx, afterCommit) => {
-    for (let i = 0; i < rows.length; i += 1000) {
-      const inserted = await tx.insertInto('people').values(rows.slice(i, i + 1000)).onConflict((oc) => oc.columns(['list_id', 'phone_number']).doNothing()).returning('id').execute();
-      added += inserted.length;
-    }
+  const leads = [...byNumber.values()];
+  const { created, check_id } = await store.transaction(async (tx, afterCommit) => {
+    const created = await insertLeads(tx, tenantId, listId, leads);
     afterCommit(() => deps.checks.wake());
-    return queueListCheck(tx, tenantId, listId);
+    return { created, check_id: await queueListCheck(tx, tenantId, listId) };
   });
-  return { received: people.length, added, skipped_duplicates: repeated + (byNumber.size - added), rejected, rejected_rows, check_id };
+  return { received: items.length, created, duplicates: repeated, unchanged: byNumber.size - created, rejected, rejected_rows, check_id };
+}
+
+/**
+ * Inserts leads (numbers unique among them) into the list as new `unchecked` people, in one
+ * statement whose values are arrays; a number already in the list is left as it is. Answers how
+ * many were new.
+ */
+export async function insertLeads(tx: Tx, tenantId: string, listId: string, leads: readonly Lead[]): Promise<number> {
+  if (leads.length === 0) return 0;
+  const col = <K extends keyof Lead>(k: K) => leads.map((l) => l[k]);
+  const r = await sql<{ n: number }>`
+    with added as (
+      insert into people (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth)
+      select x.id, ${tenantId}, ${listId}, x.lead_id, x.phone_number, x.first_name, x.last_name, x.state, x.postal_code, x.email, x.date_of_birth::date
+      from unnest(${newIds('per', leads.length)}::text[], ${col('lead_id')}::text[], ${col('phone_number')}::text[], ${col('first_name')}::text[],
+        ${col('last_name')}::text[], ${col('state')}::text[], ${col('postal_code')}::text[], ${col('email')}::text[], ${col('date_of_birth')}::text[])
+        as x(id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth)
+      on conflict (list_id, phone_number) do nothing
+      returning 1
+    )
+    select count(*)::int as n from added`.execute(tx);
+  return r.rows[0].n;
+}
+
+/**
+ * Adds `people` (a JSON array, index 0 first) to the company's list `listId`, all in one
+ * transaction with the queueing of their check.
+ */
+export async function addPeople(deps: PeopleDeps, tenantId: string, listId: string, people: unknown[]): Promise<AddPeopleResult> {
+  const r = await importLeadBatch(deps, tenantId, listId, people, (item) => {
+    const parsed = LeadInput.safeParse(item);
+    return parsed.success ? { ok: true, input: parsed.data } : { ok: false, reason: fieldProblem(parsed.error) };
+  });
+  return { received: r.received, added: r.created, skipped_duplicates: r.duplicates + r.unchanged, rejected: r.rejected, rejected_rows: r.rejected_rows, check_id: r.check_id };
 }
 
 function fieldProblem(error: z.ZodError): string {
@@ -176,7 +232,7 @@ export type PersonView = Lead & {
 function personQuery(store: Store, tenantId: string) {
   return store.db
     .selectFrom('people')
-    .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'status', 'attempts', 'next_attempt_at', 'check', 'check_reason', 'line_type', 'created_at'])
+    .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'email', 'status', 'attempts', 'next_attempt_at', 'check', 'check_reason', 'line_type', 'created_at'])
     .select(sql<string | null>`to_char(date_of_birth, 'YYYY-MM-DD')`.as('date_of_birth'))
     .where('tenant_id', '=', tenantId);
 }
@@ -193,6 +249,7 @@ function personView(r: PersonRow): PersonView {
     last_name: r.last_name,
     state: r.state,
     postal_code: r.postal_code,
+    email: r.email,
     date_of_birth: r.date_of_birth,
     status: r.status,
     attempts: r.attempts,
@@ -219,4 +276,28 @@ export async function findPerson(store: Store, tenantId: string, id: string): Pr
   const row = await personQuery(store, tenantId).where('id', '=', id).executeTakeFirst();
   if (!row) throw new ApiError('not_found', `no person ${id}`);
   return personView(row);
+}
+
+/** A lead as `POST /inbound/leads` takes it: the lead fields, with the caller's own id as `external_id`. */
+const InboundLead = LeadInput.omit({ lead_id: true }).extend({ external_id: text(200) });
+
+/** What `POST /inbound/leads` answers. */
+export type InboundLeadsResult = Omit<LeadBatchResult, 'rejected_rows'> & { rejected_rows: Array<{ index: number; reason: string }> };
+
+/** `POST /inbound/leads`: up to 10,000 leads into the company's list, by the lead import rules. */
+export async function importInboundLeads(deps: PeopleDeps, tenantId: string, listId: string, leads: readonly unknown[]): Promise<InboundLeadsResult> {
+  const r = await importLeadBatch(
+    deps,
+    tenantId,
+    listId,
+    leads,
+    (item) => {
+      const parsed = InboundLead.safeParse(item);
+      if (!parsed.success) return { ok: false, reason: fieldProblem(parsed.error) };
+      const { external_id, ...rest } = parsed.data;
+      return { ok: true, input: { ...rest, lead_id: external_id } };
+    },
+    'lead',
+  );
+  return { ...r, rejected_rows: r.rejected_rows.map(({ index, reason }) => ({ index, reason })) };
 }

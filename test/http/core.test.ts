@@ -165,7 +165,7 @@ t('people: numbers in several formats normalised to E.164; bad ones rejected wit
     { ...ada, id: undefined, created_at: undefined },
     {
       id: undefined, list_id: id, lead_id: 'L-1', phone_number: '+12025550143', first_name: 'Ada', last_name: 'Lovelace', state: 'NY',
-      postal_code: '10001', date_of_birth: '1980-02-29', status: 'new', attempts: 0, next_attempt_at: null, created_at: undefined,
+      postal_code: '10001', email: null, date_of_birth: '1980-02-29', status: 'new', attempts: 0, next_attempt_at: null, created_at: undefined,
       check: 'callable', check_reason: null, line_type: 'FIXED_LINE_OR_MOBILE',
     },
   );

@@ -8,6 +8,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`alter table people add column "check" text not null default 'unchecked'`.execute(db);
   await sql`alter table people add column check_reason text`.execute(db);
   await sql`alter table people add column line_type text`.execute(db);
+  // A lead's e-mail, as the inbound leads and the legacy list download give it.
+  await sql`alter table people add column email text`.execute(db);
   await sql`alter table people add constraint people_check check ("check" in ('unchecked','callable','rejected'))`.execute(db);
   // The check's work list: the unchecked people of a list.
   await sql`create index people_list_unchecked on people (list_id, id) where "check" = 'unchecked'`.execute(db);
@@ -41,5 +43,5 @@ export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('list_checks').ifExists().execute();
   await sql`drop index if exists people_list_unchecked`.execute(db);
   await sql`alter table people drop constraint if exists people_check`.execute(db);
-  await sql`alter table people drop column if exists line_type, drop column if exists check_reason, drop column if exists "check"`.execute(db);
+  await sql`alter table people drop column if exists email, drop column if exists line_type, drop column if exists check_reason, drop column if exists "check"`.execute(db);
 }

@@ -19,6 +19,7 @@ export interface PeopleTable {
   last_name: string | null;
   state: string | null;
   postal_code: string | null;
+  email: ColumnType<string | null, string | null | undefined, string | null>;
   /** A `date`; read it as text (`to_char`), since `pg` turns dates into local-time Dates. */
   date_of_birth: ColumnType<Date | string | null, string | null | undefined, string | null>;
   status: ColumnType<PersonStatus, PersonStatus | undefined, PersonStatus>;
