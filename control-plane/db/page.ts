@@ -11,7 +11,7 @@
 import { ApiError } from '../../shared/errors.ts';
 
 /** Page sizes of the API's lists. */
-export const PAGE_SIZE = { lists: 50, campaigns: 50, people: 100, companies: 50 /* the spec's "50 per load" */, deliveries: 50, dnc: 100 } as const;
+export const PAGE_SIZE = { lists: 50, campaigns: 50, people: 100, companies: 50 /* the spec's "50 per load" */, deliveries: 50, dnc: 100, results: 100, calls: 100 } as const;
 
 const NOT_OURS = () => new ApiError('unprocessable', 'cursor is not one this list gave out');
 

@@ -1,15 +1,17 @@
 /**
- * The company side of dialing under `/api/dialer/v1`: manual dialing and a preview campaign's
- * next person (company sessions). While dialing is paused both answer 503 `unavailable` with a
- * message that begins `platform_paused` (or `platform_pause_unreadable` when the switch cannot be
- * read: the dialer fails closed).
+ * The company side of dialing under `/api/dialer/v1`: the company's calls (session or a key with
+ * `read`), manual dialing and a preview campaign's next person (company sessions). While dialing
+ * is paused the last two answer 503 `unavailable` with a message that begins `platform_paused`
+ * (or `platform_pause_unreadable` when the switch cannot be read: the dialer fails closed).
  */
 import { z } from '@hono/zod-openapi';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppEnv } from '../env.ts';
-import { companyMembers, tenantOf } from '../middleware/guards.ts';
+import { findCall, listCalls } from '../../control-plane/telephony/calls.ts';
+import { companyMembers, companyReaders, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
-import { idParam, json, pathOf, record } from '../openapi/schemas.ts';
+import { Cursor, idParam, json, optionalQueryParam, pageOf, pathOf, record } from '../openapi/schemas.ts';
+import { Since } from './core/results.ts';
 
 const ManualCall = z
   .object({ campaign_id: z.string().min(1).max(64), to: z.string().min(1).max(40).optional(), person_id: z.string().min(1).max(64).optional() })
@@ -17,6 +19,24 @@ const ManualCall = z
   .openapi({ description: 'Either `to` (a number) or `person_id`.' });
 
 const Call = record('Call', { call_id: z.string(), campaign_id: z.string() });
+const CallRecord = record('CallRecord', {
+  id: z.string(),
+  campaign_id: z.string().nullable(),
+  person_id: z.string().nullable(),
+  state: z.enum(['dialing', 'ringing', 'answered', 'ended']),
+  started_at: z.string(),
+  answered_at: z.string().nullable(),
+  ended_at: z.string().nullable(),
+  end_reason: z.string().nullable(),
+  sip_status: z.number().nullable(),
+  talk_seconds: z.number(),
+  recording_id: z.string().nullable(),
+});
+const CallsQuery = z.object({
+  campaign_id: optionalQueryParam(z.string().max(64)).openapi({ description: "Only this campaign's calls." }),
+  since: Since,
+  cursor: Cursor,
+});
 const PAUSED = 'Dialing is paused (message platform_paused) or the pause cannot be read (platform_pause_unreadable), or no dialer runs on this instance.';
 
 function dialerOf(c: { get(k: 'dialer'): AppEnv['Variables']['dialer'] }) {
@@ -26,6 +46,29 @@ function dialerOf(c: { get(k: 'dialer'): AppEnv['Variables']['dialer'] }) {
 }
 
 export const dialerRoutes = new ApiRoutes('Dialing')
+  .add(
+    {
+      method: 'get',
+      path: '/calls',
+      guard: companyReaders,
+      summary: "The company's calls",
+      description: 'State, times, SIP status, talk seconds and recording of each call, 100 a page in launch order.',
+      query: CallsQuery,
+      answers: { 200: json('A page of calls.', pageOf(CallRecord)) },
+    },
+    async (c, { query }) => c.json(await listCalls(c.get('services').store, tenantOf(c.get('principal')), query)),
+  )
+  .add(
+    {
+      method: 'get',
+      path: '/calls/{id}',
+      guard: companyReaders,
+      summary: 'One call',
+      params: pathOf({ id: idParam('The call id (call_…).') }),
+      answers: { 200: json('The call.', CallRecord) },
+    },
+    async (c, { params }) => c.json(await findCall(c.get('services').store, tenantOf(c.get('principal')), params.id)),
+  )
   .add(
     {
       method: 'post',

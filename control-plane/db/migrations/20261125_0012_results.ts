@@ -21,9 +21,12 @@ export async function up(db: Kysely<any>): Promise<void> {
   // A person's calls (results: how many, the last), and the company's calls paged by id.
   await sql`create index calls_person on calls (person_id, started_at) where person_id is not null`.execute(db);
   await sql`create index calls_tenant_id on calls (tenant_id, id)`.execute(db);
+  // A final outcome closes the person's journeys, whatever campaign they are in.
+  await sql`create index journeys_person on journeys (person_id) where person_id is not null`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await sql`drop index if exists journeys_person`.execute(db);
   await sql`drop index if exists calls_tenant_id`.execute(db);
   await sql`drop index if exists calls_person`.execute(db);
   await sql`drop index if exists people_list_lead`.execute(db);

@@ -1,0 +1,72 @@
+/**
+ * Results, read (`GET /api/core/v1/results`): the people of a company who have a result saved
+ * (an outcome's disposition), each with the result, how many calls they got and the last one's
+ * start, and whether they are closed (nobody calls them again). Paged by person id; `campaign_id`
+ * keeps the people of that campaign's lists, `since` those whose result changed at or after it.
+ */
+import { sql } from 'kysely';
+import { ApiError } from '../../shared/errors.ts';
+import type { Store } from '../db/store.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+
+/** One person's result as the API shows it. */
+export type ResultView = {
+  person_id: string;
+  list_id: string;
+  external_id: string | null;
+  disposition: string;
+  note: string | null;
+  facts: Record<string, unknown> | null;
+  callback_at: string | null;
+  result_at: string;
+  calls: number;
+  last_call_at: string | null;
+  /** Nobody calls the person again: a final outcome closed them, or the dialer is done with them. */
+  closed: boolean;
+  /** When a final outcome closed the person's journey; null otherwise. */
+  closed_at: string | null;
+};
+
+type Row = Omit<ResultView, 'callback_at' | 'result_at' | 'last_call_at' | 'closed_at'> & {
+  callback_at: Date | null;
+  result_at: Date;
+  last_call_at: Date | null;
+  closed_at: Date | null;
+};
+
+/** A page of the company's results after `cursor`; a campaign not the company's is 404. */
+export async function listResults(
+  store: Store,
+  tenantId: string,
+  q: { campaign_id?: string; since?: string; cursor?: string },
+): Promise<{ items: ResultView[]; next_cursor: string | null }> {
+  const after = checkCursor(q.cursor, 'per');
+  let lists: string[] | null = null;
+  if (q.campaign_id !== undefined) {
+    const c = await store.db.selectFrom('campaigns').select('list_ids').where('tenant_id', '=', tenantId).where('id', '=', q.campaign_id).executeTakeFirst();
+    if (!c) throw new ApiError('not_found', `no campaign ${q.campaign_id}`);
+    lists = c.list_ids;
+  }
+  const rows = await sql<Row>`
+    select p.id as person_id, p.list_id, p.lead_id as external_id, p.disposition, p.note, p.facts, p.callback_at, p.result_at,
+      k.calls, k.last_call_at, p.status = 'done' as closed, p.closed_at
+    from people p
+    cross join lateral (select count(*)::int as calls, max(started_at) as last_call_at from calls where person_id = p.id) k
+    where p.tenant_id = ${tenantId} and p.result_at is not null
+      ${lists ? sql`and p.list_id = any(${lists}::text[])` : sql``}
+      ${q.since ? sql`and p.result_at >= ${q.since}::timestamptz` : sql``}
+      ${after ? sql`and p.id > ${after}` : sql``}
+    order by p.id
+    limit ${PAGE_SIZE.results + 1}`.execute(store.db);
+  const page = pageOf(rows.rows, PAGE_SIZE.results, (r) => r.person_id);
+  return {
+    items: page.items.map((r) => ({
+      ...r,
+      callback_at: r.callback_at?.toISOString() ?? null,
+      result_at: r.result_at.toISOString(),
+      last_call_at: r.last_call_at?.toISOString() ?? null,
+      closed_at: r.closed_at?.toISOString() ?? null,
+    })),
+    next_cursor: page.next_cursor,
+  };
+}
