@@ -6,6 +6,7 @@
  * `normaliseLead`. People arrive as `new`: the do-not-call check happens before anyone calls them.
  */
 import { sql } from 'kysely';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import { newIds } from '../../shared/ids.ts';
@@ -15,6 +16,9 @@ import type { Store, Tx } from '../db/store.ts';
 import { findList } from './lists.ts';
 import { queueListCheck } from './checks.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+
+/** Leads read between two writes of a batch. */
+const LEAD_SLICE = 2000;
 
 /** People one request may add. */
 export const MAX_PEOPLE_PER_REQUEST = 10_000;
@@ -145,25 +149,40 @@ export async function importLeadBatch(
   }
   if (items.length === 0) throw new ApiError('unprocessable', `no ${what} sent`);
   await findList(store, tenantId, listId);
-  const byNumber = new Map<string, Lead>();
+  const byNumber = new Set<string>();
   const rejected_rows: LeadBatchResult['rejected_rows'] = [];
   let rejected = 0;
   let repeated = 0;
-  items.forEach((item, index) => {
-    const input = read(item);
-    const result = input.ok ? normaliseLead(input.input) : input;
-    if (!result.ok) {
-      rejected++;
-      if (rejected_rows.length < REJECTED_ROWS_LISTED) rejected_rows.push({ index, phone_number: rawPhone(item), reason: result.reason });
-    } else if (byNumber.has(result.lead.phone_number)) repeated++;
-    else byNumber.set(result.lead.phone_number, result.lead);
-  });
-  if (byNumber.size === 0) {
-    throw new ApiError('unprocessable', `no ${what} has a valid phone number (index ${rejected_rows[0].index}: ${rejected_rows[0].reason})`);
-  }
-  const leads = [...byNumber.values()];
   const { created, check_id } = await store.transaction(async (tx, afterCommit) => {
-    const created = await insertLeads(tx, tenantId, listId, leads);
+    // Read in slices, each slice's new people sent to the store while the next is read: the
+    // store writes while this process parses numbers.
+    const inserts: Array<Promise<number>> = [];
+    for (let from = 0; from < items.length; from += LEAD_SLICE) {
+      const fresh: Lead[] = [];
+      for (let index = from; index < Math.min(items.length, from + LEAD_SLICE); index++) {
+        const item = items[index];
+        const input = read(item);
+        const result = input.ok ? normaliseLead(input.input) : input;
+        if (!result.ok) {
+          rejected++;
+          if (rejected_rows.length < REJECTED_ROWS_LISTED) rejected_rows.push({ index, phone_number: rawPhone(item), reason: result.reason });
+        } else if (byNumber.has(result.lead.phone_number)) repeated++;
+        else {
+          byNumber.add(result.lead.phone_number);
+          fresh.push(result.lead);
+        }
+      }
+      if (fresh.length) {
+        const written = insertLeads(tx, tenantId, listId, fresh);
+        written.catch(() => {}); // awaited below; a failure fails the transaction there
+        inserts.push(written);
+      }
+      await yieldToLoop();
+    }
+    if (byNumber.size === 0) {
+      throw new ApiError('unprocessable', `no ${what} has a valid phone number (index ${rejected_rows[0].index}: ${rejected_rows[0].reason})`);
+    }
+    const created = (await Promise.all(inserts)).reduce((a, b) => a + b, 0);
     afterCommit(() => deps.checks.wake());
     return { created, check_id: await queueListCheck(tx, tenantId, listId) };
   });
