@@ -13,6 +13,8 @@ import * as nodeTrunkDown from './20261124_0010_node_trunk_down.ts';
 import * as listChecks from './20261125_0011_list_checks.ts';
 import * as results from './20261125_0012_results.ts';
 import * as imports from './20261125_0013_imports.ts';
+import * as usageMeter from './20261125_0014_usage_meter.ts';
+import * as billing from './20261125_0015_billing.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -28,4 +30,6 @@ export const migrations: Record<string, Migration> = {
   '20261125_0011_list_checks': listChecks,
   '20261125_0012_results': results,
   '20261125_0013_imports': imports,
+  '20261125_0014_usage_meter': usageMeter,
+  '20261125_0015_billing': billing,
 };
