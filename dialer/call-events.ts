@@ -346,7 +346,9 @@ async function writeEnded(w: Writing, ended: Map<string, Ended>): Promise<{ done
 /**
  * The people of ended calls take their next step: reached, done; called and not reached, due
  * again after the retry delay until their attempts are spent; never placed, due again with the
- * attempt given back. A person done closes their journey (`vd.journey.closed`).
+ * attempt given back. A person done closes their journey (`vd.journey.closed`). A person no
+ * longer `calling` was taken out of dialing by an outcome while the call was up (a final one
+ * closed them, or a callback made them due then) and is left as the outcome put them.
  */
 async function settlePeople(w: Writing, people: PersonOutcome[], retry: { retryDelayMs: number; maxAttempts: number }): Promise<void> {
   if (people.length === 0) return;
@@ -362,7 +364,8 @@ async function settlePeople(w: Writing, people: PersonOutcome[], retry: { retryD
       claimed_by = null, claim_epoch = null
     from jsonb_to_recordset(${JSON.stringify(people)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text),
       (select id from people where id = any(${people.map((x) => x.id)}::text[]) order by id for update) k
-    where p.id = x.id and k.id = p.id
+    -- A person an outcome took out of dialing during the call (closed, or a callback set) keeps what it said.
+    where p.id = x.id and k.id = p.id and p.status = 'calling'
     returning p.id as person_id, p.status, p.tenant_id, x.journey_id, x.campaign_id, x.outcome`.execute(w.tx);
   const finished = rows.rows.filter((r) => r.status === 'done' && r.journey_id);
   if (finished.length) {

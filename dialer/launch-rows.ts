@@ -96,8 +96,12 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
   return out;
 }
 
-/** Why a launch got no call row: its campaign stopped, its person or number is up already, or the company is at its cap. */
-export type DropReason = 'not_running' | 'duplicate' | 'number_busy' | 'over_cap';
+/**
+ * Why a launch got no call row: its campaign stopped, its person or number is up already, the
+ * company is at its cap, or its person is no longer the launch's to call (an outcome closed them
+ * or set a callback since they were claimed: `not_claimed`).
+ */
+export type DropReason = 'not_running' | 'duplicate' | 'number_busy' | 'over_cap' | 'not_claimed';
 
 /**
  * Inside `tx`: the journeys and call rows of a launch batch. A number found on the company's
@@ -167,6 +171,7 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
     returning id`.execute(tx);
   const written = new Set(inserted.rows.map((r) => r.id));
   for (const l of ok) if (!written.has(l.callId)) dropped.set(l.callId, 'duplicate');
+  await dropUnclaimed(tx, batch, blocked, written, dropped);
   await doneWithBlocked(tx, batch, blocked, dropped);
   const made = ok.filter((l) => written.has(l.callId)).sort((a, b) => (a.campaignId + '|' + (a.personId ?? '') < b.campaignId + '|' + (b.personId ?? '') ? -1 : 1));
   if (made.length === 0) return { blocked, dropped };
@@ -184,6 +189,29 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
     await sql`update calls c set journey_id = x.j from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, j text) where c.id = x.id`.execute(tx);
   }
   return { blocked, dropped };
+}
+
+/**
+ * The people of the batch (after the call rows: lock order), locked in one pass in id order: a
+ * call whose person is no longer claimed by its campaign (an outcome closed them or moved them to
+ * a callback since the claim) loses its row here, so a closed person is never called from a
+ * claim made before the close. An outcome that commits after this waits for the launch.
+ */
+async function dropUnclaimed(tx: Tx, batch: Launch[], blocked: Set<string>, written: Set<string>, dropped: Map<string, DropReason>): Promise<void> {
+  const launched = batch.filter((l) => l.personId && written.has(l.callId));
+  if (launched.length === 0) return;
+  // The blocked launches' people too, so that every person of the batch is locked in one id-ordered pass.
+  const ids = [...new Set(batch.filter((l) => l.personId && (written.has(l.callId) || blocked.has(l.callId))).map((l) => l.personId!))].sort();
+  const rows = await sql<{ id: string; status: string; claimed_by: string | null }>`
+    select id, status, claimed_by from people where id = any(${ids}::text[]) order by id for update`.execute(tx);
+  const claimedBy = new Map(rows.rows.map((r) => [r.id, r.status === 'calling' ? r.claimed_by : null]));
+  const stale = launched.filter((l) => claimedBy.get(l.personId!) !== l.campaignId);
+  if (stale.length === 0) return;
+  await sql`delete from calls where id = any(${stale.map((l) => l.callId)}::text[])`.execute(tx);
+  for (const l of stale) {
+    written.delete(l.callId);
+    dropped.set(l.callId, 'not_claimed');
+  }
 }
 
 /** The people of numbers found on the do-not-call list are done (after the call rows: lock order). */

@@ -113,8 +113,9 @@ export class Launcher {
           continue;
         }
         const why = dropped.get(l.callId);
-        if (why === 'duplicate') {
-          // Someone else is calling this person already: no row was written; leave the person be.
+        if (why === 'duplicate' || why === 'not_claimed') {
+          // Someone else is calling this person already, or an outcome took them out of the
+          // claim (closed, or a callback): no row was written; leave the person be.
           this.#d.endLocal(l.callId);
           continue;
         }

@@ -132,6 +132,7 @@ export class ManualDialing {
       const why = dropped.get(callId);
       if (why === 'over_cap') throw new ApiError('conflict', `concurrency_cap: the company has ${limits.concurrent_calls} calls up, its plan's most; wait for one to end`);
       if (why === 'number_busy' || why === 'duplicate') throw new ApiError('conflict', 'this number is being called already');
+      if (why === 'not_claimed') throw new ApiError('conflict', 'an outcome for this person arrived meanwhile (closed, or a callback set); not called');
       if (await isOnDncList(this.#d.services.store.db, tenantId, to!)) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
       this.#checkPause(tenantId);
       throw new ApiError('unavailable', 'the call could not be handed to a media node; try again');
