@@ -13,16 +13,21 @@ import type { DB } from './schema/index.ts';
 export type { DB };
 export type Tx = Transaction<DB>;
 
+/** The pg client a transaction runs on (real Postgres only): for COPY, which kysely cannot send. */
+export type PgClient = pg.PoolClient;
+
 /** A kysely database with the helpers every module uses. */
 export class Store {
   readonly db: Kysely<DB>;
   readonly kind: 'postgres' | 'pglite';
   readonly #close: () => Promise<void>;
+  readonly #pool: pg.Pool | null;
 
-  constructor(db: Kysely<DB>, kind: 'postgres' | 'pglite', close: () => Promise<void>) {
+  constructor(db: Kysely<DB>, kind: 'postgres' | 'pglite', close: () => Promise<void>, pool: pg.Pool | null = null) {
     this.db = db;
     this.kind = kind;
     this.#close = close;
+    this.#pool = pool;
   }
 
   /**
@@ -32,6 +37,31 @@ export class Store {
   async transaction<T>(fn: (tx: Tx, afterCommit: (cb: () => unknown) => void) => Promise<T>): Promise<T> {
     const after: Array<() => unknown> = [];
     const result = await this.db.transaction().execute((tx) => fn(tx, (cb) => after.push(cb)));
+    for (const cb of after) await cb();
+    return result;
+  }
+
+  /**
+   * As `transaction`, and `fn` also gets the pg client the transaction runs on (null on PGlite),
+   * so that it can stream rows in with COPY inside the same transaction. After a failure the
+   * client is closed rather than returned to the pool: a COPY cut off half-way may have left it
+   * in a state no other caller should inherit, and a new connection costs little next to an import.
+   */
+  async transactionWithClient<T>(fn: (tx: Tx, afterCommit: (cb: () => unknown) => void, client: PgClient | null) => Promise<T>): Promise<T> {
+    if (!this.#pool) return this.transaction((tx, afterCommit) => fn(tx, afterCommit, null));
+    const client = await this.#pool.connect();
+    // A kysely on this one client: its transaction's statements and the caller's COPY share it.
+    const one = { connect: async () => ({ query: client.query.bind(client), release() {} }), end: async () => {} };
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: one as unknown as pg.Pool }) });
+    const after: Array<() => unknown> = [];
+    let result: T;
+    try {
+      result = await db.transaction().execute((tx) => fn(tx, (cb) => after.push(cb), client));
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    }
+    client.release();
     for (const cb of after) await cb();
     return result;
   }
@@ -80,7 +110,7 @@ export function openPostgres(url: string, poolSize = 10): Store {
   // is no longer queryable: its next query fails, and the pool drops it when it is released.
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return new Store(db, 'postgres', () => db.destroy());
+  return new Store(db, 'postgres', () => db.destroy(), pool);
 }
 
 /**

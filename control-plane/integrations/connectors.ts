@@ -1,5 +1,6 @@
 /**
- * A company's connections (INTERFACE.md, Connections): webhook connections now. Settings are
+ * A company's connections (INTERFACE.md, Connections): webhook connections, and legacy
+ * connections (a name only: the target of the legacy lead and do-not-call imports). Settings are
  * checked on the way in (the address by the guarded client's rules, the event patterns by the
  * spec's syntax, the campaign filter against the company's campaigns) and every refusal says why.
  * The signing secret is returned by creation and rotation only; no view carries it.
@@ -29,8 +30,8 @@ const CampaignIds = z.array(z.string().min(1).max(100)).max(1000).nullable();
 export const NewConnector = z.object({
   kind: z.string(),
   name: Name,
-  url: Url,
-  events: z.unknown(),
+  url: Url.optional(),
+  events: z.unknown().optional(),
   campaign_ids: CampaignIds.optional(),
   full_numbers: z.boolean().optional(),
 });
@@ -65,6 +66,8 @@ const VIEW_COLUMNS = [
 
 /** A connection as the API shows it: settings and state, never a secret. */
 export function connectorView(r: Row, now: number) {
+  // A legacy connection has a name and nothing else to show.
+  if (r.kind === 'legacy') return { id: r.id, kind: r.kind, name: r.name, state: r.state, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() };
   return {
     id: r.id,
     kind: r.kind,
@@ -111,9 +114,11 @@ async function row(deps: ConnectorDeps, tenantId: string, id: string): Promise<R
 }
 
 export async function createConnector(deps: ConnectorDeps, tenantId: string, userId: string | null, input: z.infer<typeof NewConnector>) {
+  if (input.kind === 'legacy') return createLegacyConnector(deps, tenantId, userId, input);
   if (input.kind !== 'webhook') {
-    throw new ApiError('unprocessable', `kind: only webhook connections can be created here yet (got ${JSON.stringify(input.kind)})`);
+    throw new ApiError('unprocessable', `kind: expected "webhook" or "legacy" (got ${JSON.stringify(input.kind)})`);
   }
+  if (input.url === undefined) throw new ApiError('unprocessable', 'url: required for a webhook connection');
   const events = checkedEvents(input.events);
   const url = await checkedUrl(deps, input.url);
   const campaigns = await checkedCampaigns(deps, tenantId, input.campaign_ids);
@@ -125,6 +130,22 @@ export async function createConnector(deps: ConnectorDeps, tenantId: string, use
     await insertConnector(tx, id, tenantId, userId, input, { url, events, campaigns, secret });
   });
   return { ...connectorView(await row(deps, tenantId, id), deps.clock.now()), signing_secret: secret };
+}
+
+/** A legacy connection: `{kind:"legacy", name}` and nothing else (it has no address, events or secret). */
+async function createLegacyConnector(deps: ConnectorDeps, tenantId: string, userId: string | null, input: z.infer<typeof NewConnector>) {
+  const extra = (['url', 'events', 'campaign_ids', 'full_numbers'] as const).filter((k) => input[k] !== undefined);
+  if (extra.length) throw new ApiError('unprocessable', `${extra[0]}: a legacy connection takes only kind and name`);
+  const id = newId('con');
+  const now = new Date();
+  await deps.store.db
+    .insertInto('connectors')
+    .values({
+      id, tenant_id: tenantId, kind: 'legacy', name: input.name, url: null, events: null, campaign_ids: null, secret: null,
+      previous_secret: null, previous_secret_until: null, needs_attention_at: null, settings: null, created_by: userId, created_at: now, updated_at: now,
+    })
+    .execute();
+  return connectorView(await row(deps, tenantId, id), deps.clock.now());
 }
 
 async function insertConnector(
@@ -171,7 +192,9 @@ export async function getConnector(deps: ConnectorDeps, tenantId: string, id: st
 }
 
 export async function updateConnector(deps: ConnectorDeps, tenantId: string, id: string, changes: z.infer<typeof ConnectorChanges>) {
-  await row(deps, tenantId, id);
+  const current = await row(deps, tenantId, id);
+  const notName = Object.keys(changes).filter((k) => k !== 'name');
+  if (current.kind === 'legacy' && notName.length) throw new ApiError('unprocessable', `${notName[0]}: a legacy connection has only a name`);
   const set: Record<string, unknown> = { updated_at: new Date(deps.clock.now()) };
   if (changes.name !== undefined) set.name = changes.name;
   if (changes.url !== undefined) set.url = await checkedUrl(deps, changes.url);

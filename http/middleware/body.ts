@@ -13,11 +13,15 @@ import type { AppEnv } from '../env.ts';
 const TOO_LARGE = (limit: number, headers: Record<string, string> = { connection: 'close' }) =>
   new ApiError('payload_too_large', `the body is over the limit of ${limit} bytes`, headers);
 
-/** Reads the body of POST, PUT, PATCH and DELETE into `rawBody`, refusing it past `limit` bytes. */
-export function bodyLimit(limit: number) {
+/**
+ * Reads the body of POST, PUT, PATCH and DELETE into `rawBody`, refusing it past `limit` bytes.
+ * Paths for which `streamed` holds are left alone: their handlers read the body as it arrives,
+ * under limits of their own (the legacy file imports).
+ */
+export function bodyLimit(limit: number, streamed: (path: string) => boolean = () => false) {
   return createMiddleware<AppEnv>(async (c, next) => {
     c.set('rawBody', null);
-    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(c.req.method)) return next();
+    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(c.req.method) || streamed(c.req.path)) return next();
     const declared = c.req.header('content-length');
     if (declared !== undefined && Number(declared) > limit) throw TOO_LARGE(limit);
     const stream = c.req.raw.body;

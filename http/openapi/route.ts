@@ -42,6 +42,11 @@ export type RouteDef<B extends Schema, Q extends Schema, P extends Schema> = {
   body?: B;
   /** An empty body stands for `{}` (validated only when one is sent). */
   bodyOptional?: boolean;
+  /**
+   * A file body the handler reads as it streams in (not JSON, not under the general body limit:
+   * see `middleware/body.ts`), with the media types it is sent as.
+   */
+  fileBody?: { contentTypes: string[]; description: string };
   query?: Q;
   params?: P;
   /** Success answers by status. */
@@ -95,6 +100,9 @@ export class ApiRoutes {
         ...params,
         ...(def.method === 'post' ? { headers: IdempotencyKeyHeader } : {}),
         ...(def.body ? { body: { required: !def.bodyOptional, content: { 'application/json': { schema: def.body } } } } : {}),
+        ...(def.fileBody
+          ? { body: { required: true, description: def.fileBody.description, content: Object.fromEntries(def.fileBody.contentTypes.map((t) => [t, { schema: z.string() }])) } }
+          : {}),
       },
     } as RouteConfig);
     this.app.openAPIRegistry.registerPath(documented);
@@ -176,7 +184,7 @@ function errorAnswers(def: RouteDef<Schema, Schema, Schema>): Record<number, str
   if (def.guard?.access.session && unsafe) add(403, 'A session request without the matching x-vd-csrf header.');
   if (def.params) add(404, 'Nothing with that id (for this caller).');
   if (def.method === 'post') add(409, 'A request with the same Idempotency-Key is still running.');
-  if (unsafe) add(413, 'The body is over the limit (10 MB by default).');
+  if (unsafe && !def.fileBody) add(413, 'The body is over the limit (10 MB by default).');
   if (def.body) add(422, 'The body is readable but not valid; the message names the field.');
   if (def.query) add(422, 'A query parameter is not valid; the message names it.');
   add(422, 'A value holds text the store cannot hold (NUL, an unpaired surrogate).');

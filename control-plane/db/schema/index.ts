@@ -12,6 +12,7 @@ import type { DialStatsTable } from './dial-stats.ts';
 import type { DialingPausesTable } from './dialing-pauses.ts';
 import type { DncNumbersTable } from './dnc-numbers.ts';
 import type { IdempotencyRecordsTable } from './idempotency-records.ts';
+import type { ImportsTable } from './imports.ts';
 import type { JourneysTable } from './journeys.ts';
 import type { ListChecksTable } from './list-checks.ts';
 import type { ListsTable } from './lists.ts';
@@ -62,4 +63,5 @@ export interface DB {
   connectors: ConnectorsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  imports: ImportsTable;
 }
