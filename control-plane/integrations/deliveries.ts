@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { compilePatterns } from '../../shared/event-patterns.ts';
-import { newId } from '../../shared/ids.ts';
+import { newIds } from '../../shared/ids.ts';
 import { maskPhoneNumbers } from '../../shared/masking.ts';
 import type { Store, Tx } from '../db/store.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
@@ -102,25 +102,24 @@ export type MakeOptions = {
   leaseMs: number;
 };
 
-/** Rows per insert statement (well under the protocol's 65,535 bind parameters). */
-const INSERT_CHUNK = 500;
-
 /**
- * Writes the deliveries of `events` inside `tx` and returns those leased to this instance. Events
+ * Writes the deliveries of `events` inside `tx` and returns those leased to this instance, and how
+ * many deliveries of active connections it made without a lease (they wait for a claim). Events
  * without a company (platform-wide ones) go to every matching connection. A campaign filter skips
  * events that name no campaign. A re-run for the same event writes nothing (unique per connection).
  */
-export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOptions): Promise<Claimed[]> {
+export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOptions): Promise<{ leased: Claimed[]; unleased: number }> {
   const tenants = [...new Set(events.map((e) => e.tenant_id).filter((t): t is string => t !== null))];
   const platformWide = events.some((e) => e.tenant_id === null);
-  if (tenants.length === 0 && !platformWide) return [];
+  const none = { leased: [], unleased: 0 };
+  if (tenants.length === 0 && !platformWide) return none;
   let q = tx
     .selectFrom('connectors')
     .select(['id', 'tenant_id', 'state', 'url', 'events', 'campaign_ids', 'full_numbers', 'secret', 'previous_secret', 'previous_secret_until', 'created_at', 'consecutive_failures'])
     .where('kind', '=', 'webhook');
   if (!platformWide) q = q.where('tenant_id', 'in', tenants);
   const connectors = (await q.execute()) as ConnectorRow[];
-  if (connectors.length === 0) return [];
+  if (connectors.length === 0) return none;
   const byTenant = new Map<string, Array<ConnectorRow & { match: (s: string) => boolean }>>();
   for (const c of connectors) {
     const list = byTenant.get(c.tenant_id) ?? [];
@@ -132,8 +131,9 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   let leasable = opts.leaseUpTo;
   const laneLeft = new Map<string, number>();
   const token = randomUUID();
-  const rows: Array<Record<string, unknown>> = [];
+  const rows = { id: [] as string[], connector_id: [] as string[], tenant_id: [] as string[], event_id: [] as string[], subject: [] as string[], body: [] as string[], event_at: [] as string[], leased: [] as boolean[] };
   const leased: Claimed[] = [];
+  let unleased = 0;
   for (const e of events) {
     const campaign = campaignOf(e);
     const at = Date.parse(e.at);
@@ -147,7 +147,6 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
       const data = c.full_numbers ? shown : (masked ??= maskPhoneNumbers(shown));
       // A platform-wide event reaches each company under that company's id.
       const body = JSON.stringify({ id: e.id, tenant_id: c.tenant_id, at: e.at, source: e.source, subject: e.subject, data });
-      const id = newId('dlv');
       let left = laneLeft.get(c.id);
       if (left === undefined) laneLeft.set(c.id, (left = opts.laneRoom(c.id, c.consecutive_failures)));
       const lease = c.state === 'active' && leasable > 0 && left > 0;
@@ -155,41 +154,37 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
         leasable--;
         laneLeft.set(c.id, left - 1);
       }
-      rows.push({
-        id,
-        connector_id: c.id,
-        tenant_id: c.tenant_id,
-        event_id: e.id,
-        subject: e.subject,
-        body,
-        status: 'pending',
-        event_at: new Date(e.at),
-        created_at: created,
-        next_at: created,
-        ...(lease ? { lease_owner: opts.instance, lease_token: token, lease_until: leaseUntil(opts.leaseMs) } : {}),
-      });
+      rows.connector_id.push(c.id);
+      rows.tenant_id.push(c.tenant_id);
+      rows.event_id.push(e.id);
+      rows.subject.push(e.subject);
+      rows.body.push(body);
+      rows.event_at.push(e.at);
+      rows.leased.push(lease);
+      if (!lease && c.state === 'active') unleased++;
       if (lease) {
-        leased.push({ id, connector_id: c.id, subject: e.subject, body, attempts: 0, backoff_step: 0, first_attempt_at: null, give_up_at: null, event_at: Date.parse(e.at), token, target: targetOf(c) });
+        leased.push({ id: '', connector_id: c.id, subject: e.subject, body, attempts: 0, backoff_step: 0, first_attempt_at: null, give_up_at: null, event_at: at, token, target: targetOf(c) });
       }
     }
   }
-  if (rows.length === 0) return [];
-  // Leased and unleased rows differ in columns: insert them as two statements.
-  const withLease = rows.filter((r) => r.lease_owner);
-  const without = rows.filter((r) => !r.lease_owner);
-  const kept = new Set<string>();
-  for (const part of [withLease, without]) {
-    for (let i = 0; i < part.length; i += INSERT_CHUNK) {
-      const ins = await tx
-        .insertInto('webhook_deliveries')
-        .values(part.slice(i, i + INSERT_CHUNK) as never)
-        .onConflict((oc) => oc.columns(['connector_id', 'event_id']).doNothing())
-        .returning('id')
-        .execute();
-      for (const r of ins) kept.add(r.id);
-    }
-  }
-  return leased.filter((l) => kept.has(l.id));
+  const n = rows.connector_id.length;
+  if (n === 0) return none;
+  // One draw of random bytes for the batch's ids.
+  rows.id = newIds('dlv', n);
+  for (let i = 0, k = 0; i < n; i++) if (rows.leased[i]) leased[k++].id = rows.id[i];
+  // One statement for the batch, its values passed as arrays (a handful of parameters however
+  // many rows): building and parsing a VALUES list of 14 columns a row cost the consumer more than
+  // the rows' writing. The lease starts at this statement (`clock_timestamp()`), after the stamp.
+  const inserted = await sql<{ id: string }>`
+    insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
+    select x.id, x.connector_id, x.tenant_id, x.event_id, x.subject, x.body, 'pending', x.event_at, ${created}::timestamptz, ${created}::timestamptz,
+      case when x.leased then ${opts.instance} end, case when x.leased then ${token} end, case when x.leased then ${leaseUntil(opts.leaseMs)} end
+    from unnest(${rows.id}::text[], ${rows.connector_id}::text[], ${rows.tenant_id}::text[], ${rows.event_id}::text[], ${rows.subject}::text[],
+      ${rows.body}::text[], ${rows.event_at}::timestamptz[], ${rows.leased}::boolean[]) as x(id, connector_id, tenant_id, event_id, subject, body, event_at, leased)
+    on conflict (connector_id, event_id) do nothing
+    returning id`.execute(tx);
+  const kept = new Set(inserted.rows.map((r) => r.id));
+  return { leased: kept.size === n ? leased : leased.filter((l) => kept.has(l.id)), unleased };
 }
 
 /**
@@ -319,17 +314,29 @@ export function nextState(item: Claimed, at: number, result: OutboundResult, ran
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
 
 /**
- * Writes the outcomes of attempts in one transaction: each delivery's new state (only under the
- * token it was claimed with), its attempt row, and each connection's run of failures (50 in a
- * row: Needs attention). Returns the connections that are now in Needs attention.
+ * Writes the outcomes of attempts in one statement (its own transaction, one round trip): each
+ * delivery's new state (only under the token it was claimed with), the attempt row of each
+ * outcome written, and each connection's run of failures (50 in a row: Needs attention). Returns
+ * the connections that are now in Needs attention.
+ *
+ * One statement instead of six (begin, the deliveries, the attempt rows, the connections locked,
+ * the connections updated, commit): at 2,500 deliveries a second the outcomes are written in
+ * batches of a few dozen, and each round trip costs the sender's process about as much as the
+ * rows it carries. The connections are locked in id order (`locked`, materialized and joined
+ * before they are updated), so two instances finishing attempts of the same connections cannot
+ * deadlock; no key update, so deliveries' foreign-key checks (key share) on them go on.
  */
 export async function finishAttempts(store: Store, outcomes: Outcome[], random: () => number, keepBytes = 512): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
-  return store.transaction(async (tx) => {
-    const states = outcomes.map((o) => ({ o, s: nextState(o.item, o.at, o.result, random, o.endedAt ?? o.at) }));
-    const values = states.map(({ o, s }) => ({
+  const values = outcomes.map((o, ord) => {
+    const s = nextState(o.item, o.at, o.result, random, o.endedAt ?? o.at);
+    const r = o.result;
+    return {
       id: o.item.id,
       token: o.item.token,
+      connector_id: o.item.connector_id,
+      ord,
+      ok: delivered(r),
       status: s.status,
       attempts: s.attempts,
       backoff_step: s.backoff_step,
@@ -340,68 +347,49 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
       given_up_at: iso(s.given_up_at),
       last_status: s.last_status,
       last_outcome: s.last_outcome,
-    }));
-    const updated = await sql<{ id: string }>`
+      at: iso(o.at),
+      duration_ms: Math.round(r.durationMs),
+      body_start: r.kind === 'answered' ? r.bodyStart.slice(0, keepBytes) : null,
+      message: r.kind === 'answered' ? null : r.message.slice(0, 500),
+    };
+  });
+  const flagged = await sql<{ id: string; state: string }>`
+    with v as (
+      select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(id text, token text, connector_id text, ord int,
+        ok boolean, status text, attempts int, backoff_step int, next_at timestamptz, first_attempt_at timestamptz,
+        give_up_at timestamptz, delivered_at timestamptz, given_up_at timestamptz, last_status int, last_outcome text,
+        at timestamptz, duration_ms int, body_start text, message text)),
+    kept as (
       update webhook_deliveries d set
         status = v.status, attempts = v.attempts, backoff_step = v.backoff_step, next_at = v.next_at,
         first_attempt_at = v.first_attempt_at, give_up_at = v.give_up_at, delivered_at = v.delivered_at,
         given_up_at = v.given_up_at, last_status = v.last_status, last_outcome = v.last_outcome,
         lease_owner = null, lease_token = null, lease_until = null
-      from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(id text, token text, status text, attempts int,
-        backoff_step int, next_at timestamptz, first_attempt_at timestamptz, give_up_at timestamptz,
-        delivered_at timestamptz, given_up_at timestamptz, last_status int, last_outcome text)
-      where d.id = v.id and d.lease_token = v.token
-      returning d.id`.execute(tx);
-    const written = new Set(updated.rows.map((r) => r.id));
-    const kept = states.filter(({ o }) => written.has(o.item.id));
-    if (kept.length === 0) return new Set();
-    await tx
-      .insertInto('webhook_attempts')
-      .values(
-        kept.map(({ o, s }) => ({
-          delivery_id: o.item.id,
-          n: s.attempts,
-          at: new Date(o.at),
-          duration_ms: Math.round(o.result.durationMs),
-          http_status: o.result.kind === 'answered' ? o.result.status : null,
-          outcome: o.result.kind,
-          body_start: o.result.kind === 'answered' ? o.result.bodyStart.slice(0, keepBytes) : null,
-          message: o.result.kind === 'answered' ? null : o.result.message.slice(0, 500),
-        })),
-      )
-      .onConflict((oc) => oc.columns(['delivery_id', 'n']).doNothing())
-      .execute();
-    // Each connection's run of failures, in the order the attempts ended.
-    const runs = new Map<string, { reset: boolean; trail: number; fails: number }>();
-    for (const { o } of kept) {
-      const r = runs.get(o.item.connector_id) ?? { reset: false, trail: 0, fails: 0 };
-      if (delivered(o.result)) {
-        r.reset = true;
-        r.trail = 0;
-      } else {
-        r.trail++;
-        r.fails++;
-      }
-      runs.set(o.item.connector_id, r);
-    }
-    const ids = [...runs.keys()].sort();
-    // Locked in id order: two instances finishing attempts of the same connections cannot deadlock.
-    // No key update: deliveries' foreign-key checks (key share) on the same connections go on.
-    await tx.selectFrom('connectors').select('id').where('id', 'in', ids).orderBy('id').forNoKeyUpdate().execute();
-    const runValues = ids.map((id) => ({ id, ...runs.get(id)! }));
-    const now = new Date(Math.max(...kept.map(({ o }) => o.at)));
-    const flagged = await sql<{ id: string; state: string }>`
-      update connectors c set
-        consecutive_failures = case when v.reset then v.trail else c.consecutive_failures + v.fails end,
-        state = case when c.state = 'active' and (case when v.reset then v.trail else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
-          then 'needs_attention' else c.state end,
-        needs_attention_at = case when c.state = 'active' and (case when v.reset then v.trail else c.consecutive_failures + v.fails end) >= ${NEEDS_ATTENTION_AFTER}
-          then ${now} else c.needs_attention_at end
-      from jsonb_to_recordset(${JSON.stringify(runValues)}::jsonb) as v(id text, reset boolean, trail int, fails int)
-      where c.id = v.id
-      returning c.id, c.state`.execute(tx);
-    return new Set(flagged.rows.filter((r) => r.state === 'needs_attention').map((r) => r.id));
-  });
+      from v where d.id = v.id and d.lease_token = v.token
+      returning v.*),
+    logged as (
+      insert into webhook_attempts (delivery_id, n, at, duration_ms, http_status, outcome, body_start, message)
+      select id, attempts, at, duration_ms, last_status, last_outcome, body_start, message from kept
+      on conflict (delivery_id, n) do nothing),
+    -- Each connection's run of failures, in the order the attempts ended: a success resets it to
+    -- the failures after the last success; without one, the failures add to the stored run.
+    runs as (
+      select connector_id, bool_or(ok) as reset, count(*) filter (where not ok and ord > coalesce(last_ok, -1))::int as trail,
+        count(*) filter (where not ok)::int as fails
+      from (select connector_id, ok, ord, max(ord) filter (where ok) over (partition by connector_id) as last_ok from kept) k
+      group by connector_id),
+    locked as materialized (
+      select c.id from connectors c where c.id in (select connector_id from runs) order by c.id for no key update)
+    update connectors c set
+      consecutive_failures = case when r.reset then r.trail else c.consecutive_failures + r.fails end,
+      state = case when c.state = 'active' and (case when r.reset then r.trail else c.consecutive_failures + r.fails end) >= ${NEEDS_ATTENTION_AFTER}
+        then 'needs_attention' else c.state end,
+      needs_attention_at = case when c.state = 'active' and (case when r.reset then r.trail else c.consecutive_failures + r.fails end) >= ${NEEDS_ATTENTION_AFTER}
+        then (select max(at) from kept) else c.needs_attention_at end
+    from locked l join runs r on r.connector_id = l.id
+    where c.id = l.id
+    returning c.id, c.state`.execute(store.db);
+  return new Set(flagged.rows.filter((r) => r.state === 'needs_attention').map((r) => r.id));
 }
 
 /** Hands leases back (a stopping worker, or a connection that went to Needs attention). */

@@ -85,6 +85,14 @@ export class WebhookWorker {
    */
   #behind = false;
   #soon: NodeJS.Timeout | null = null;
+  /**
+   * Counts the commits that left deliveries of active connections unleased here (a lane was full):
+   * while it is above `#waitingSeen`, an emptied lane looks for them at once. Otherwise outcomes
+   * ask for no claim (the fast path had leased everything; retries come due on the timer), so the
+   * common case makes one statement per batch of outcomes and none for claims.
+   */
+  #waiting = 0;
+  #waitingSeen = 0;
 
   constructor(deps: { store: Store; client: OutboundClient; log: Logger; instanceId: string }, opts: WebhookWorkerOptions = {}) {
     this.#store = deps.store;
@@ -111,7 +119,7 @@ export class WebhookWorker {
       // Before the insert that starts the leases: the local view of a lease is never the longer.
       const claimedAt = performance.now();
       const leaseUpTo = this.#behind ? 0 : this.#room();
-      const leased = await makeDeliveries(tx, events, {
+      const { leased, unleased } = await makeDeliveries(tx, events, {
         now: this.#clock.now(),
         leaseUpTo,
         laneRoom: (id, fails) => this.#laneRoom(id, fails),
@@ -119,7 +127,11 @@ export class WebhookWorker {
         leaseMs: this.#leaseMs,
       });
       if (leaseUpTo === 0) this.#behind = true;
-      return leased.length ? () => this.#accept(leased, claimedAt) : undefined;
+      if (!leased.length && !unleased) return undefined;
+      return () => {
+        if (unleased) this.#waiting++;
+        this.#accept(leased, claimedAt);
+      };
     };
   }
 
@@ -194,6 +206,7 @@ export class WebhookWorker {
       this.#lastPrune = Date.now();
       await pruneDeliveries(this.#store, now, this.#retentionDays);
     }
+    const waiting = this.#waiting;
     for (;;) {
       const limit = Math.min(this.#room(), 500);
       const claimedAt = performance.now();
@@ -201,6 +214,9 @@ export class WebhookWorker {
       const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs, perConnection: this.#perConnection, lanes });
       this.#accept(got, claimedAt);
       if (this.#stopped) return;
+      // Nothing more was due while every lane here had room: what was left unleased up to the
+      // poll's start has been claimed.
+      if (got.length === 0 && lanes.every((l) => l.room > 0)) this.#waitingSeen = Math.max(this.#waitingSeen, waiting);
       if (got.length < limit) {
         this.#behind = false;
         return;
@@ -336,7 +352,7 @@ export class WebhookWorker {
     this.#held -= dropped.length;
     if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
     this.#pump();
-    if (probeNext || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.#wakeSoon();
+    if ((probeNext && this.#waiting > this.#waitingSeen) || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.#wakeSoon();
   }
 
   /** A poll within 10 ms (many outcomes in a row ask for one poll). */
