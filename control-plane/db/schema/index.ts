@@ -2,6 +2,9 @@
 import type { ActorsTable } from './actors.ts';
 import type { ApiKeysTable } from './api-keys.ts';
 import type { AuditLogTable } from './audit-log.ts';
+import type { BillingLinesTable } from './billing-lines.ts';
+import type { BillingMonthsTable } from './billing-months.ts';
+import type { BillingVersionsTable } from './billing-versions.ts';
 import type { CallsTable } from './calls.ts';
 import type { CampaignCountsTable } from './campaign-counts.ts';
 import type { CampaignsTable } from './campaigns.ts';
@@ -22,6 +25,7 @@ import type { OutboxPendingTable } from './outbox-pending.ts';
 import type { OutboxTable } from './outbox.ts';
 import type { PeopleTable } from './people.ts';
 import type { PlatformSettingsTable } from './platform-settings.ts';
+import type { PriceBookTable } from './price-book.ts';
 import type { RegisteredEmailsTable } from './registered-emails.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { UsageEventsTable } from './usage-events.ts';
@@ -33,6 +37,7 @@ export type { CampaignState } from './campaigns.ts';
 export type { PersonCheck, PersonStatus } from './people.ts';
 export type { ListCheckStatus } from './list-checks.ts';
 export type { UsageKind } from './usage-events.ts';
+export type { BillingStatus } from './billing-months.ts';
 export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
 
 export interface DB {
@@ -64,4 +69,8 @@ export interface DB {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   imports: ImportsTable;
+  price_book: PriceBookTable;
+  billing_months: BillingMonthsTable;
+  billing_versions: BillingVersionsTable;
+  billing_lines: BillingLinesTable;
 }
