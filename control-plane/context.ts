@@ -26,6 +26,7 @@ import { systemClock, type Clock } from '../shared/clock.ts';
 import { OutboundClient, type LookupFn } from './integrations/guarded-client.ts';
 import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
 import { ListChecks, type ListChecksOptions } from './core/checks.ts';
+import { METER_CONSUMER, UsageMeter } from './usage/ledger.ts';
 
 export type Services = {
   config: Config;
@@ -61,6 +62,8 @@ export type Services = {
   webhooks: WebhookWorker;
   /** The list checks this instance runs (people are called only once checked). */
   checks: ListChecks;
+  /** The usage meter's consumer: monthly totals from the queued usage events. */
+  meter: UsageMeter;
   close(): Promise<void>;
 };
 
@@ -95,7 +98,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     ['audit', auditConsumer],
     ['webhooks', webhooks.consumer()],
   ]);
-  for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name)) throw new Error(`outbox consumer ${name} has no handler`);
+  // The meter drains its own queue (its own batch size; it can be paused).
+  const meter = new UsageMeter({ store, coordinator, log });
+  for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name) && name !== METER_CONSUMER) throw new Error(`outbox consumer ${name} has no handler`);
   const outbox = new OutboxWorker(store, coordinator, log, consumers);
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
@@ -120,9 +125,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     lookup,
     webhooks,
     checks,
+    meter,
     async close() {
       await agentHub.close();
       await checks.stop();
+      await meter.stop();
       await nodes.stop();
       await outbox.stop();
       await webhooks.stop();
@@ -138,6 +145,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await outbox.start();
     webhooks.start();
     checks.start();
+    meter.start();
     await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.
     void mirrorSwitch({ store, coordinator, logger: log });

@@ -37,7 +37,7 @@ export type NewEvent = {
 };
 
 /** Every consumer of the outbox; each event is queued once for each that wants it. */
-export const OUTBOX_CONSUMERS: string[] = ['audit', 'webhooks'];
+export const OUTBOX_CONSUMERS: string[] = ['audit', 'webhooks', 'meter'];
 
 /**
  * Which events a consumer wants queued (default: all). The audit log only records events that
@@ -46,6 +46,8 @@ export const OUTBOX_CONSUMERS: string[] = ['audit', 'webhooks'];
 const CONSUMER_WANTS: Record<string, (e: NewEvent) => boolean> = {
   audit: (e) => typeof e.data.actor === 'object' && e.data.actor !== null,
   webhooks: (e) => e.tenant_id !== null || PLATFORM_WIDE_EVENTS.has(e.subject),
+  // The usage meter's monthly totals (control-plane/usage/ledger.ts).
+  meter: (e) => e.subject === 'vd.usage.recorded',
 };
 
 /**

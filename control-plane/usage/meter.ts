@@ -21,6 +21,10 @@ export type UsageItem = {
   call_id: string | null;
   campaign_id: string | null;
   occurred_at: Date;
+  /** What it counts (INTERFACE.md): the call, the bot session, the hand-over, the check, the review. */
+  source_id: string;
+  /** Talk seconds behind call minutes (started minutes), kept to reconcile; null for other kinds. */
+  raw_seconds?: number | null;
 };
 
 /** The ids of a call's items: one of each kind per call. */
@@ -29,23 +33,34 @@ export const callUsageId = (callId: string, kind: 'call_minute' | 'ai_second' | 
 /** Started minutes of talk of an answered call (none without talk). */
 export function callMinutes(call: { id: string; tenant_id: string; campaign_id: string | null }, talkSeconds: number, at: Date): UsageItem | null {
   if (talkSeconds <= 0) return null;
-  return { id: callUsageId(call.id, 'call_minute'), tenant_id: call.tenant_id, kind: 'call_minute', quantity: Math.ceil(talkSeconds / 60), unit: 'minute', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at };
+  return {
+    id: callUsageId(call.id, 'call_minute'),
+    tenant_id: call.tenant_id,
+    kind: 'call_minute',
+    quantity: Math.ceil(talkSeconds / 60),
+    unit: 'minute',
+    call_id: call.id,
+    campaign_id: call.campaign_id,
+    occurred_at: at,
+    source_id: call.id,
+    raw_seconds: talkSeconds,
+  };
 }
 
 /** Seconds a bot talked on a call (none without). */
 export function aiSeconds(call: { id: string; tenant_id: string; campaign_id: string | null }, seconds: number, at: Date): UsageItem | null {
   if (seconds <= 0) return null;
-  return { id: callUsageId(call.id, 'ai_second'), tenant_id: call.tenant_id, kind: 'ai_second', quantity: seconds, unit: 'second', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at };
+  return { id: callUsageId(call.id, 'ai_second'), tenant_id: call.tenant_id, kind: 'ai_second', quantity: seconds, unit: 'second', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at, source_id: call.id };
 }
 
 /** A hand-over to a person that was bridged. */
 export function billableTransfer(call: { id: string; tenant_id: string; campaign_id: string | null }, at: Date): UsageItem {
-  return { id: callUsageId(call.id, 'billable_transfer'), tenant_id: call.tenant_id, kind: 'billable_transfer', quantity: 1, unit: 'transfer', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at };
+  return { id: callUsageId(call.id, 'billable_transfer'), tenant_id: call.tenant_id, kind: 'billable_transfer', quantity: 1, unit: 'transfer', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at, source_id: call.id };
 }
 
 /** A finished list check: the numbers it checked, keyed by the check (a re-check is new work). */
 export function listVerify(check: { id: string; tenant_id: string }, numbersChecked: number, at: Date): UsageItem {
-  return { id: `use_${check.id}_list_verify`, tenant_id: check.tenant_id, kind: 'list_verify', quantity: numbersChecked, unit: 'number', call_id: null, campaign_id: null, occurred_at: at };
+  return { id: `use_${check.id}_list_verify`, tenant_id: check.tenant_id, kind: 'list_verify', quantity: numbersChecked, unit: 'number', call_id: null, campaign_id: null, occurred_at: at, source_id: check.id };
 }
 
 /**
@@ -57,10 +72,11 @@ export async function meterUsage(tx: Tx, items: UsageItem[]): Promise<NewEvent[]
   const unique = [...new Map(items.map((u) => [u.id, u])).values()];
   // Arrays, not a VALUES list (see `emit`); an item already counted is not counted again.
   const inserted = await sql<{ id: string }>`
-    insert into usage_events (id, tenant_id, kind, quantity, unit, call_id, campaign_id, occurred_at)
+    insert into usage_events (id, tenant_id, kind, quantity, unit, call_id, campaign_id, occurred_at, source_id, raw_seconds)
     select * from unnest(${unique.map((u) => u.id)}::text[], ${unique.map((u) => u.tenant_id)}::text[], ${unique.map((u) => u.kind)}::text[],
       ${unique.map((u) => String(u.quantity))}::numeric[], ${unique.map((u) => u.unit)}::text[], ${unique.map((u) => u.call_id)}::text[],
-      ${unique.map((u) => u.campaign_id)}::text[], ${unique.map((u) => u.occurred_at.toISOString())}::timestamptz[])
+      ${unique.map((u) => u.campaign_id)}::text[], ${unique.map((u) => u.occurred_at.toISOString())}::timestamptz[],
+      ${unique.map((u) => u.source_id)}::text[], ${unique.map((u) => (u.raw_seconds == null ? null : String(u.raw_seconds)))}::numeric[])
     on conflict (id) do nothing
     returning id`.execute(tx);
   const counted = new Set(inserted.rows.map((r) => r.id));
@@ -71,6 +87,16 @@ export async function meterUsage(tx: Tx, items: UsageItem[]): Promise<NewEvent[]
       tenant_id: u.tenant_id,
       about: u.call_id ?? u.id,
       campaign_id: u.campaign_id,
-      data: { usage_id: u.id, kind: u.kind, quantity: u.quantity, unit: u.unit, call_id: u.call_id, campaign_id: u.campaign_id, at: u.occurred_at.toISOString() },
+      data: {
+        usage_id: u.id,
+        kind: u.kind,
+        quantity: u.quantity,
+        unit: u.unit,
+        source_id: u.source_id,
+        raw_seconds: u.raw_seconds ?? null,
+        call_id: u.call_id,
+        campaign_id: u.campaign_id,
+        at: u.occurred_at.toISOString(),
+      },
     }));
 }

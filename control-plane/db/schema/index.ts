@@ -29,6 +29,7 @@ import type { PriceBookTable } from './price-book.ts';
 import type { RegisteredEmailsTable } from './registered-emails.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { UsageEventsTable } from './usage-events.ts';
+import type { UsageMonthsTable } from './usage-months.ts';
 import type { WebhookAttemptsTable } from './webhook-attempts.ts';
 import type { WebhookDeliveriesTable } from './webhook-deliveries.ts';
 
@@ -63,6 +64,7 @@ export interface DB {
   platform_settings: PlatformSettingsTable;
   journeys: JourneysTable;
   usage_events: UsageEventsTable;
+  usage_months: UsageMonthsTable;
   dial_stats: DialStatsTable;
   media_nodes: MediaNodesTable;
   connectors: ConnectorsTable;

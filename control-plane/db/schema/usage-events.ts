@@ -14,5 +14,9 @@ export interface UsageEventsTable {
   call_id: string | null;
   campaign_id: string | null;
   occurred_at: Date;
+  /** What the item counts: the call, the bot session, the hand-over, the check, the review. */
+  source_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Talk seconds behind a `call_minute` item (started minutes), to reconcile; null otherwise. */
+  raw_seconds: ColumnType<string | null, number | string | null | undefined, number | string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
 }

@@ -1,0 +1,190 @@
+/**
+ * The usage ledger: monthly totals per company and kind, kept by the meter's outbox consumer
+ * (`UsageMeter`), and whether those totals are complete for a month.
+ *
+ * Every usage item is written once, by its source's unique id, in the transaction of the work it
+ * counts (`meter.ts`), together with its `vd.usage.recorded` event; the event is queued for the
+ * `meter` consumer, which adds it to `usage_months` and removes it from its queue in one
+ * transaction. So each item is in the monthly totals exactly once, and "the meter is behind for
+ * a month" means: an event of an item of that month is still queued for it.
+ */
+import { sql, type Kysely } from 'kysely';
+import { ApiError } from '../../shared/errors.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { Coordinator } from '../coordination/coordinator.ts';
+import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
+import type { UsageKind } from '../db/schema/index.ts';
+import type { DB, Store, Tx } from '../db/store.ts';
+import { consumeBatch, OUTBOX_CHANNEL, type ConsumedEvent } from '../runtime/outbox.ts';
+
+/** The outbox consumer that keeps the monthly totals. */
+export const METER_CONSUMER = 'meter';
+
+/** `YYYY-MM` → its first instant and the next month's, UTC. Throws 422 on anything else. */
+export function monthRange(month: string): { start: Date; end: Date; first: string } {
+  const m = /^(\d{4})-(0[1-9]|1[0-2])$/.exec(month);
+  if (!m) throw new ApiError('unprocessable', `month must be YYYY-MM (got ${JSON.stringify(month).slice(0, 40)})`);
+  const y = Number(m[1]);
+  const mo = Number(m[2]) - 1;
+  return { start: new Date(Date.UTC(y, mo, 1)), end: new Date(Date.UTC(y, mo + 1, 1)), first: `${m[1]}-${m[2]}-01` };
+}
+
+/** The UTC month (`YYYY-MM`) of an instant. */
+export const monthOf = (at: Date | string): string => new Date(at).toISOString().slice(0, 7);
+
+export type MonthUsageRow = { tenant_id: string; kind: UsageKind; quantity: string; raw_seconds: string | null; items: number };
+
+/**
+ * The month's totals per company and kind (of the companies `tenantIds`, or all), quantities as
+ * decimal strings the same on Postgres and PGlite.
+ */
+export async function monthUsage(db: Kysely<DB>, month: string, tenantIds?: readonly string[]): Promise<MonthUsageRow[]> {
+  const { first } = monthRange(month);
+  if (tenantIds && tenantIds.length === 0) return [];
+  const r = await sql<MonthUsageRow>`
+    select tenant_id, kind, quantity::text as quantity, raw_seconds::text as raw_seconds, items::int as items
+    from usage_months
+    where month = ${first}::date ${tenantIds ? sql`and tenant_id = any(${[...tenantIds]}::text[])` : sql``}
+    order by tenant_id, kind`.execute(db);
+  return r.rows.map((x) => ({ ...x, items: Number(x.items) }));
+}
+
+/**
+ * Throws 503 `unavailable` when the month's totals may be incomplete: an item of that month is
+ * still queued for the meter, or the store does not say within `timeoutMs`.
+ */
+export async function assertMeterCurrent(store: Store, month: string, timeoutMs = 1500): Promise<void> {
+  const { start, end } = monthRange(month);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), timeoutMs);
+  });
+  const asked = sql<{ n: number }>`
+    select count(*)::int as n from outbox_pending p join outbox o on o.seq = p.seq
+    where p.consumer = ${METER_CONSUMER} and (o.data->>'at')::timestamptz >= ${start} and (o.data->>'at')::timestamptz < ${end}`
+    .execute(store.db)
+    .then((r) => r.rows[0].n);
+  asked.catch(() => {}); // answered below, or too late to matter
+  try {
+    const answer = await Promise.race([asked, late]).catch((err: unknown) => {
+      throw new ApiError('unavailable', `insights: the usage of ${month} could not be read (${err instanceof Error ? err.message : 'no answer'}); try again`);
+    });
+    if (answer === 'late') throw new ApiError('unavailable', `insights: the usage of ${month} did not answer within ${timeoutMs} ms; try again`);
+    if (answer > 0) throw new ApiError('unavailable', `insights: the usage meter is behind for ${month} (${answer} usage item${answer === 1 ? '' : 's'} not counted yet); try again shortly`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Adds a batch of `vd.usage.recorded` events to the monthly totals, inside the claiming transaction. */
+export async function addToMonths(tx: Tx, events: readonly ConsumedEvent[]): Promise<void> {
+  const counted = events.filter((e) => e.subject === 'vd.usage.recorded' && e.tenant_id);
+  if (counted.length === 0) return;
+  const data = counted.map((e) => e.data as { kind: string; quantity: number | string; raw_seconds?: number | string | null; at: string });
+  // Summed by the store in NUMERIC, never in floats; one row per company, month and kind.
+  await sql`
+    insert into usage_months as u (tenant_id, month, kind, quantity, raw_seconds, items)
+    select x.tenant_id, x.month::date, x.kind, sum(x.quantity), sum(x.raw_seconds), count(*)
+    from unnest(${counted.map((e) => e.tenant_id)}::text[], ${data.map((d) => `${monthOf(d.at)}-01`)}::text[], ${data.map((d) => d.kind)}::text[],
+      ${data.map((d) => String(d.quantity))}::numeric[], ${data.map((d) => (d.raw_seconds == null ? null : String(d.raw_seconds)))}::numeric[])
+      as x(tenant_id, month, kind, quantity, raw_seconds)
+    group by x.tenant_id, x.month, x.kind
+    on conflict (tenant_id, month, kind) do update set
+      quantity = u.quantity + excluded.quantity,
+      raw_seconds = case when excluded.raw_seconds is null then u.raw_seconds else coalesce(u.raw_seconds, 0) + excluded.raw_seconds end,
+      items = u.items + excluded.items,
+      updated_at = now()`.execute(tx);
+}
+
+/** How many queued events the meter takes in one transaction. */
+const METER_BATCH = 2000;
+
+/**
+ * The meter's consumer on this instance: woken by every outbox commit notice (and a poll), it
+ * moves queued `vd.usage.recorded` events into the monthly totals. Several instances share the
+ * queue (claims skip rows another holds). `pause()` stops it (tests, and an operator's view of
+ * "the meter is behind").
+ */
+export class UsageMeter {
+  readonly #store: Store;
+  readonly #coordinator: Coordinator;
+  readonly #log: Logger;
+  readonly #pollMs: number;
+  #sub: LastingSubscription | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #again = false;
+  #paused = false;
+  #stopped = true;
+
+  constructor(deps: { store: Store; coordinator: Coordinator; log: Logger }, opts: { pollMs?: number } = {}) {
+    this.#store = deps.store;
+    this.#coordinator = deps.coordinator;
+    this.#log = deps.log;
+    this.#pollMs = opts.pollMs ?? 500;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.#sub = lastingSubscribe(this.#coordinator, OUTBOX_CHANNEL, () => this.wake());
+    this.#timer = setInterval(() => this.wake(), this.#pollMs);
+    this.#timer.unref();
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#sub?.stop();
+    this.#sub = null;
+    await this.#running;
+  }
+
+  /** Stops counting (events stay queued) until `resume()`. */
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.wake();
+  }
+
+  /** Counts everything queued now; resolves when the queue was found empty (or the meter is paused). */
+  async drain(): Promise<void> {
+    while (this.#running) await this.#running;
+    this.#running = this.#drain();
+    try {
+      await this.#running;
+    } finally {
+      this.#running = null;
+    }
+  }
+
+  wake(): void {
+    if (this.#stopped || this.#paused) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#drain()
+      .catch((err: unknown) => {
+        if (!this.#stopped) this.#log.error({ err }, 'usage meter: counting failed; will retry');
+      })
+      .finally(() => {
+        this.#running = null;
+        if (this.#again) {
+          this.#again = false;
+          this.wake();
+        }
+      });
+  }
+
+  async #drain(): Promise<void> {
+    while (!this.#stopped && !this.#paused) {
+      const n = await consumeBatch(this.#store, METER_CONSUMER, METER_BATCH, (tx, events) => addToMonths(tx, events));
+      if (n < METER_BATCH) return;
+    }
+  }
+}
