@@ -12,6 +12,9 @@ const bool = z
   .enum(['0', '1', 'true', 'false', ''])
   .transform((v) => v === '1' || v === 'true');
 
+/** A unit amount in US dollars as a decimal string (never a float): up to 8 digits and 4 places. */
+const unitMoney = z.string().regex(/^(0|[1-9]\d{0,7})(\.\d{1,4})?$/, 'must be a decimal of up to 8 digits and 4 places, e.g. 0.0040');
+
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -40,6 +43,15 @@ const schema = z.object({
   VD_SESSION_IDLE_HOURS: z.coerce.number().positive().default(12),
   /** Test and demo only: lets the guarded outbound client reach loopback and private addresses. */
   VD_ALLOW_PRIVATE_TARGETS: bool.default(false),
+  /**
+   * The cost book: our cost per unit of each usage item (US dollars), for "our cost" and margin.
+   * Placeholders, not carrier rates.
+   */
+  VD_COST_AI_SECOND: unitMoney.default('0.0004'),
+  VD_COST_CALL_MINUTE: unitMoney.default('0.0080'),
+  VD_COST_BILLABLE_TRANSFER: unitMoney.default('2.0000'),
+  VD_COST_LIST_VERIFY: unitMoney.default('0.0010'),
+  VD_COST_QA_REVIEW: unitMoney.default('0.0300'),
   /** Set to 0 to run the control plane without its embedded media agent. */
   VD_EMBEDDED_AGENT: bool.default(true),
   /** Concurrent calls the embedded media agent takes. */

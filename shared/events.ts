@@ -41,6 +41,11 @@ export const EVENT_NAMES = [
   'vd.platform.node_resumed',
   // Ours: a legacy do-not-call file imported (one per file, not one per number).
   'vd.compliance.dnc_imported',
+  // Ours: operators' changes of prices and invoice records (also the platform audit trail).
+  'vd.platform.price_changed',
+  'vd.platform.billing_month_invoiced',
+  'vd.platform.billing_month_paid',
+  'vd.platform.billing_month_reopened',
   // Ours: a usage item counted.
   'vd.usage.recorded',
 ] as const;
