@@ -5,7 +5,8 @@
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
-import type { CompanyStatus, PlanName } from '../db/schema/index.ts';
+import type { CompanyStatus, PlanName, UsageKind } from '../db/schema/index.ts';
+import { monthUsage as meteredUsage } from '../usage/ledger.ts';
 import type { Store } from '../db/store.ts';
 import { PAGE_SIZE, pageOf, positionCursor } from '../db/page.ts';
 import { companyView, type CompanyView } from './create-company.ts';
@@ -96,8 +97,11 @@ export type AuditLine = {
 
 export type Person = { id: string; name: string; email: string; roles: string[]; created_at: string };
 
-/** Calls, talk minutes and AI minutes of calls started in the UTC month `month` (YYYY-MM). */
-export type MonthUsage = { month: string; calls: number; talk_minutes: number; ai_minutes: number };
+/**
+ * This month's usage (UTC): calls, talk minutes and AI minutes of calls started in the month, and
+ * the quantity of every usage item kind the meter has counted for it (`items`).
+ */
+export type MonthUsage = { month: string; calls: number; talk_minutes: number; ai_minutes: number; items: Record<UsageKind, number> };
 
 /** Whether the dialing kill switch holds a company: null when the switch could not be read. */
 export type KillSwitchHealth = { global: PauseRecord | null; tenant: PauseRecord | null; holds: boolean | null; message: string | null };
@@ -145,7 +149,10 @@ async function monthUsage(store: Store, tenantId: string, now: Date): Promise<Mo
     .where('tenant_id', '=', tenantId)
     .where('started_at', '>=', start)
     .executeTakeFirstOrThrow();
-  return { month: start.toISOString().slice(0, 7), calls: Number(r.calls), talk_minutes: minutesOf(Number(r.talk ?? 0)), ai_minutes: minutesOf(Number(r.ai ?? 0)) };
+  const month = start.toISOString().slice(0, 7);
+  const items: Record<UsageKind, number> = { ai_second: 0, call_minute: 0, billable_transfer: 0, list_verify: 0, qa_review: 0 };
+  for (const u of await meteredUsage(store.db, month, [tenantId])) items[u.kind] = Number(u.quantity);
+  return { month, calls: Number(r.calls), talk_minutes: minutesOf(Number(r.talk ?? 0)), ai_minutes: minutesOf(Number(r.ai ?? 0)), items };
 }
 
 /** The store-read parts of the detail beyond the company row. */

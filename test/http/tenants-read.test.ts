@@ -10,6 +10,8 @@ import { createOperator } from '../../control-plane/auth/accounts.ts';
 import { addCompanyUser, createCompany } from '../../control-plane/companies/create-company.ts';
 import { storeColumnSources, type ColumnSources } from '../../control-plane/companies/list-columns.ts';
 import { newId } from '../../shared/ids.ts';
+import { aiSeconds, billableTransfer, callMinutes, listVerify, meterUsage } from '../../control-plane/usage/meter.ts';
+import { emit } from '../../control-plane/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeKey, makeUser } from '../support/fixtures.ts';
@@ -216,6 +218,12 @@ t('detail: company, people without password hashes, sub-accounts, plan limits, u
   const agent = await addCompanyUser(cp.services.store, co.id, { name: 'Agent A', email: `agent-${++seq}@example.com`, roles: ['agent'] });
   await insertCall(co.id, { state: 'ended', talk_seconds: 120, ai_seconds: 30 });
   await insertCall(co.id, { state: 'ended', talk_seconds: 90, ai_seconds: 0 });
+  // Every kind the meter counted this month is shown (from its monthly totals).
+  const metered = { id: newId('call'), tenant_id: co.id, campaign_id: null };
+  await cp.services.store.transaction(async (tx) => {
+    await emit(tx, await meterUsage(tx, [aiSeconds(metered, 30, new Date())!, callMinutes(metered, 120, new Date())!, billableTransfer(metered, new Date()), listVerify({ id: newId('chk'), tenant_id: co.id }, 40, new Date())]));
+  });
+  await cp.services.meter.drain();
   const t0 = Date.now() - 100_000;
   for (let i = 0; i < 25; i++) await insertAudit(co.id, 'platform', `platform.action.${i}`, new Date(t0 + i * 1000));
   await insertAudit(co.id, 'company', 'key.created', new Date(t0));
@@ -236,7 +244,7 @@ t('detail: company, people without password hashes, sub-accounts, plan limits, u
   assert.equal(d.plan, { name: 'enterprise', limits: { concurrent_calls: 500, calls_per_second: 50, requests_per_second: 1000, request_burst: 5000, sub_accounts: 100, users: 1000 } });
   assert.is(d.live.calls_today, 2);
   const month = new Date().toISOString().slice(0, 7);
-  assert.equal(d.usage_this_month, { month, calls: 2, talk_minutes: 3.5, ai_minutes: 0.5 });
+  assert.equal(d.usage_this_month, { month, calls: 2, talk_minutes: 3.5, ai_minutes: 0.5, items: { ai_second: 30, call_minute: 2, billable_transfer: 1, list_verify: 40, qa_review: 0 } });
   assert.is(d.platform_audit.length, 20);
   assert.is(d.platform_audit[0].action, 'platform.action.24', 'latest first');
   assert.is(d.platform_audit[19].action, 'platform.action.5');
