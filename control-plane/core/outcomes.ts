@@ -139,32 +139,24 @@ function parse(raw: unknown, index: number): Parsed | string {
  * list or call is not found, like one that does not exist.
  */
 export async function applyOutcomes(store: Store, tenantId: string, outcomes: unknown[]): Promise<OutcomesResult> {
-  const rejectedRows: OutcomesResult['rejected_rows'] = [];
-  let rejected = 0;
-  const reject = (index: number, reason: string) => {
-    rejected++;
-    if (rejectedRows.length < REJECTED_ROWS_LISTED) rejectedRows.push({ index, reason });
-  };
+  const rejected: OutcomesResult['rejected_rows'] = [];
   const parsed: Parsed[] = [];
   outcomes.forEach((raw, i) => {
     const p = parse(raw, i);
-    if (typeof p === 'string') reject(i, p);
+    if (typeof p === 'string') rejected.push({ index: i, reason: p });
     else parsed.push(p);
   });
   let applied = 0;
   let unchanged = 0;
   if (parsed.length) {
-    const late = await store.transaction(async (tx) => {
-      const out = await applyParsed(tx, tenantId, parsed);
-      applied = out.applied;
-      unchanged = out.unchanged;
-      return out.rejected;
-    });
-    for (const r of late) reject(r.index, r.reason);
+    const out = await store.transaction((tx) => applyParsed(tx, tenantId, parsed));
+    applied = out.applied;
+    unchanged = out.unchanged;
+    rejected.push(...out.rejected);
   }
-  // Rejections found in the store come after those of reading; the answer lists them by index.
-  rejectedRows.sort((a, b) => a.index - b.index);
-  return { received: outcomes.length, applied, unchanged, rejected, rejected_rows: rejectedRows };
+  // Rejections found in the store come after those of reading; the answer lists the first by index.
+  rejected.sort((a, b) => a.index - b.index);
+  return { received: outcomes.length, applied, unchanged, rejected: rejected.length, rejected_rows: rejected.slice(0, REJECTED_ROWS_LISTED) };
 }
 
 async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[]) {

@@ -327,6 +327,18 @@ t('rows are rejected one by one with their index and reason; a bad body is 422',
   }
 });
 
+t('the first 50 rejected rows are listed by index, those found in the store among them', async () => {
+  const { people } = await listWith(co, 1);
+  // Row 0 is refused by the store (unknown person), the others when read (bad disposition).
+  const rows = (n: number) => [{ person_id: 'per_unknown', disposition: 'ok' }, ...Array.from({ length: n - 1 }, () => ({ person_id: people[0].id, disposition: 'BAD' }))];
+  const fifty = await post({ outcomes: rows(50) });
+  assert.equal([fifty.body.rejected, fifty.body.rejected_rows.length], [50, 50]);
+  const fiftyOne = await post({ outcomes: [...rows(51), { person_id: people[0].id, disposition: 'fine' }] });
+  assert.equal([fiftyOne.body.received, fiftyOne.body.applied, fiftyOne.body.rejected, fiftyOne.body.rejected_rows.length], [52, 1, 51, 50]);
+  assert.equal(fiftyOne.body.rejected_rows.map((r: { index: number }) => r.index), Array.from({ length: 50 }, (_, i) => i));
+  assert.equal(fiftyOne.body.rejected_rows[0], { index: 0, reason: 'person not found' });
+});
+
 t("another company's person, list or call is not found, and nothing of it changes", async () => {
   const theirs = await listWith(other, 1);
   const callId = `call_t${++seq}`;
