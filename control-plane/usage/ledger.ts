@@ -5,7 +5,7 @@
  * Every usage item is written once, by its source's unique id, in the transaction of the work it
  * counts (`meter.ts`), together with its `vd.usage.recorded` event; the event is queued for the
  * `meter` consumer, which adds it to `usage_months` and removes it from its queue in one
- * transaction. So each item is in the monthly totals exactly once, and "the meter is behind for
+ * statement (`countBatch`). So each item is in the monthly totals exactly once, and "the meter is behind for
  * a month" means: an event of an item of that month is still queued for it.
  */
 import { sql, type Kysely } from 'kysely';
@@ -14,8 +14,8 @@ import type { Logger } from '../../shared/logger.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { UsageKind } from '../db/schema/index.ts';
-import type { DB, Store, Tx } from '../db/store.ts';
-import { consumeBatch, OUTBOX_CHANNEL, type ConsumedEvent } from '../runtime/outbox.ts';
+import type { DB, Store } from '../db/store.ts';
+import { OUTBOX_CHANNEL } from '../runtime/outbox.ts';
 
 /** The outbox consumer that keeps the monthly totals. */
 export const METER_CONSUMER = 'meter';
@@ -76,28 +76,8 @@ export async function assertMeterCurrent(store: Store, month: string, timeoutMs 
   }
 }
 
-/** Adds a batch of `vd.usage.recorded` events to the monthly totals, inside the claiming transaction. */
-export async function addToMonths(tx: Tx, events: readonly ConsumedEvent[]): Promise<void> {
-  const counted = events.filter((e) => e.subject === 'vd.usage.recorded' && e.tenant_id);
-  if (counted.length === 0) return;
-  const data = counted.map((e) => e.data as { kind: string; quantity: number | string; raw_seconds?: number | string | null; at: string });
-  // Summed by the store in NUMERIC, never in floats; one row per company, month and kind.
-  await sql`
-    insert into usage_months as u (tenant_id, month, kind, quantity, raw_seconds, items)
-    select x.tenant_id, x.month::date, x.kind, sum(x.quantity), sum(x.raw_seconds), count(*)
-    from unnest(${counted.map((e) => e.tenant_id)}::text[], ${data.map((d) => `${monthOf(d.at)}-01`)}::text[], ${data.map((d) => d.kind)}::text[],
-      ${data.map((d) => String(d.quantity))}::numeric[], ${data.map((d) => (d.raw_seconds == null ? null : String(d.raw_seconds)))}::numeric[])
-      as x(tenant_id, month, kind, quantity, raw_seconds)
-    group by x.tenant_id, x.month, x.kind
-    on conflict (tenant_id, month, kind) do update set
-      quantity = u.quantity + excluded.quantity,
-      raw_seconds = case when excluded.raw_seconds is null then u.raw_seconds else coalesce(u.raw_seconds, 0) + excluded.raw_seconds end,
-      items = u.items + excluded.items,
-      updated_at = now()`.execute(tx);
-}
-
 /** How many queued events the meter takes in one transaction. */
-const METER_BATCH = 2000;
+const METER_BATCH = 5000;
 
 /**
  * The meter's consumer on this instance: woken by every outbox commit notice (and a poll), it
@@ -183,8 +163,41 @@ export class UsageMeter {
 
   async #drain(): Promise<void> {
     while (!this.#stopped && !this.#paused) {
-      const n = await consumeBatch(this.#store, METER_CONSUMER, METER_BATCH, (tx, events) => addToMonths(tx, events));
+      const n = await countBatch(this.#store, METER_BATCH);
       if (n < METER_BATCH) return;
     }
   }
+}
+
+/**
+ * Takes up to `limit` events queued for the meter (skipping rows another instance holds), adds
+ * them to the monthly totals and removes them from the queue: one statement, so one transaction,
+ * and nothing travels to this process but the count. Answers how many it took.
+ */
+export async function countBatch(store: Store, limit: number): Promise<number> {
+  const r = await sql<{ n: number }>`
+    with claimed as (
+      delete from outbox_pending
+      where consumer = ${METER_CONSUMER} and seq in (
+        select seq from outbox_pending where consumer = ${METER_CONSUMER} order by seq limit ${limit} for update skip locked
+      )
+      returning seq
+    ), items as (
+      select o.tenant_id, o.data from outbox o join claimed c on c.seq = o.seq
+      where o.subject = 'vd.usage.recorded' and o.tenant_id is not null
+    ), added as (
+      insert into usage_months as u (tenant_id, month, kind, quantity, raw_seconds, items)
+      select tenant_id, date_trunc('month', (data->>'at')::timestamptz at time zone 'UTC')::date, data->>'kind',
+        sum((data->>'quantity')::numeric), sum((data->>'raw_seconds')::numeric), count(*)
+      from items
+      group by 1, 2, 3
+      on conflict (tenant_id, month, kind) do update set
+        quantity = u.quantity + excluded.quantity,
+        raw_seconds = case when excluded.raw_seconds is null then u.raw_seconds else coalesce(u.raw_seconds, 0) + excluded.raw_seconds end,
+        items = u.items + excluded.items,
+        updated_at = now()
+      returning 1
+    )
+    select (select count(*) from claimed)::int as n`.execute(store.db);
+  return Number(r.rows[0].n);
 }
