@@ -50,6 +50,10 @@ export async function queueListCheck(tx: Tx, tenantId: string, listId: string): 
     .where('status', '=', 'queued')
     .orderBy('created_at')
     .limit(1)
+    // Held until this transaction ends, so no runner starts it (and finishes without the people
+    // this transaction adds) before they are committed; a runner that took it first makes it
+    // 'running', and then a new check is queued.
+    .forUpdate()
     .executeTakeFirst();
   if (waiting) return waiting.id;
   const id = newId('chk');
