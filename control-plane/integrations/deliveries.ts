@@ -131,7 +131,7 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   let leasable = opts.leaseUpTo;
   const laneLeft = new Map<string, number>();
   const token = randomUUID();
-  const rows = { id: [] as string[], connector_id: [] as string[], tenant_id: [] as string[], event_id: [] as string[], subject: [] as string[], body: [] as string[], event_at: [] as string[], leased: [] as boolean[] };
+  const rows: Array<{ id: string; connector_id: string; tenant_id: string; event_id: string; subject: string; body: string; event_at: string; leased: boolean }> = [];
   const leased: Claimed[] = [];
   let unleased = 0;
   for (const e of events) {
@@ -154,33 +154,30 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
         leasable--;
         laneLeft.set(c.id, left - 1);
       }
-      rows.connector_id.push(c.id);
-      rows.tenant_id.push(c.tenant_id);
-      rows.event_id.push(e.id);
-      rows.subject.push(e.subject);
-      rows.body.push(body);
-      rows.event_at.push(e.at);
-      rows.leased.push(lease);
+      rows.push({ id: '', connector_id: c.id, tenant_id: c.tenant_id, event_id: e.id, subject: e.subject, body, event_at: e.at, leased: lease });
       if (!lease && c.state === 'active') unleased++;
       if (lease) {
         leased.push({ id: '', connector_id: c.id, subject: e.subject, body, attempts: 0, backoff_step: 0, first_attempt_at: null, give_up_at: null, event_at: at, token, target: targetOf(c) });
       }
     }
   }
-  const n = rows.connector_id.length;
+  const n = rows.length;
   if (n === 0) return none;
   // One draw of random bytes for the batch's ids.
-  rows.id = newIds('dlv', n);
-  for (let i = 0, k = 0; i < n; i++) if (rows.leased[i]) leased[k++].id = rows.id[i];
-  // One statement for the batch, its values passed as arrays (a handful of parameters however
-  // many rows): building and parsing a VALUES list of 14 columns a row cost the consumer more than
-  // the rows' writing. The lease starts at this statement (`clock_timestamp()`), after the stamp.
+  const ids = newIds('dlv', n);
+  for (let i = 0, k = 0; i < n; i++) {
+    rows[i].id = ids[i];
+    if (rows[i].leased) leased[k++].id = ids[i];
+  }
+  // One statement for the batch, its rows passed as one JSON text: building and parsing a VALUES
+  // list of 14 columns a row (or escaping every quote of every body into an array literal) cost
+  // the consumer more than the rows' writing. The lease starts at this statement
+  // (`clock_timestamp()`), after the stamp.
   const inserted = await sql<{ id: string }>`
     insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
     select x.id, x.connector_id, x.tenant_id, x.event_id, x.subject, x.body, 'pending', x.event_at, ${created}::timestamptz, ${created}::timestamptz,
       case when x.leased then ${opts.instance} end, case when x.leased then ${token} end, case when x.leased then ${leaseUntil(opts.leaseMs)} end
-    from unnest(${rows.id}::text[], ${rows.connector_id}::text[], ${rows.tenant_id}::text[], ${rows.event_id}::text[], ${rows.subject}::text[],
-      ${rows.body}::text[], ${rows.event_at}::timestamptz[], ${rows.leased}::boolean[]) as x(id, connector_id, tenant_id, event_id, subject, body, event_at, leased)
+    from json_to_recordset(${JSON.stringify(rows)}::json) as x(id text, connector_id text, tenant_id text, event_id text, subject text, body text, event_at timestamptz, leased boolean)
     on conflict (connector_id, event_id) do nothing
     returning id`.execute(tx);
   const kept = new Set(inserted.rows.map((r) => r.id));
@@ -311,8 +308,6 @@ export function nextState(item: Claimed, at: number, result: OutboundResult, ran
   return { ...base, status: 'retrying' as DeliveryStatus, next_at: Math.min(end + wait, giveUp), delivered_at: null, given_up_at: null, backoff_step: item.backoff_step + 1 };
 }
 
-const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
-
 /**
  * Writes the outcomes of attempts in one statement (its own transaction, one round trip): each
  * delivery's new state (only under the token it was claimed with), the attempt row of each
@@ -340,14 +335,14 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
       status: s.status,
       attempts: s.attempts,
       backoff_step: s.backoff_step,
-      next_at: iso(s.next_at),
-      first_attempt_at: iso(s.first_attempt_at),
-      give_up_at: iso(s.give_up_at),
-      delivered_at: iso(s.delivered_at),
-      given_up_at: iso(s.given_up_at),
+      next_at: s.next_at,
+      first_attempt_at: s.first_attempt_at,
+      give_up_at: s.give_up_at,
+      delivered_at: s.delivered_at,
+      given_up_at: s.given_up_at,
       last_status: s.last_status,
       last_outcome: s.last_outcome,
-      at: iso(o.at),
+      at: o.at,
       duration_ms: Math.round(r.durationMs),
       body_start: r.kind === 'answered' ? r.bodyStart.slice(0, keepBytes) : null,
       message: r.kind === 'answered' ? null : r.message.slice(0, 500),
@@ -355,10 +350,14 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
   });
   const flagged = await sql<{ id: string; state: string }>`
     with v as (
-      select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(id text, token text, connector_id text, ord int,
-        ok boolean, status text, attempts int, backoff_step int, next_at timestamptz, first_attempt_at timestamptz,
-        give_up_at timestamptz, delivered_at timestamptz, given_up_at timestamptz, last_status int, last_outcome text,
-        at timestamptz, duration_ms int, body_start text, message text)),
+      -- Times travel as epoch milliseconds (a Date's ISO text for each cost more than the row).
+      select v.id, v.token, v.connector_id, v.ord, v.ok, v.status, v.attempts, v.backoff_step, to_timestamp(v.next_at / 1000) as next_at,
+        to_timestamp(v.first_attempt_at / 1000) as first_attempt_at, to_timestamp(v.give_up_at / 1000) as give_up_at, to_timestamp(v.delivered_at / 1000) as delivered_at,
+        to_timestamp(v.given_up_at / 1000) as given_up_at, v.last_status, v.last_outcome, to_timestamp(v.at / 1000) as at, v.duration_ms, v.body_start, v.message
+      from json_to_recordset(${JSON.stringify(values)}::json) as v(id text, token text, connector_id text, ord int,
+        ok boolean, status text, attempts int, backoff_step int, next_at float8, first_attempt_at float8,
+        give_up_at float8, delivered_at float8, given_up_at float8, last_status int, last_outcome text,
+        at float8, duration_ms int, body_start text, message text)),
     kept as (
       update webhook_deliveries d set
         status = v.status, attempts = v.attempts, backoff_step = v.backoff_step, next_at = v.next_at,

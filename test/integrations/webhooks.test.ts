@@ -468,7 +468,7 @@ t('/ops/queues: deliveries pending, retrying, given up; the outbox backlog and e
   assert.ok(r.body.webhook_deliveries.retrying >= 1, JSON.stringify(r.body));
   assert.ok(typeof r.body.webhook_deliveries.pending === 'number' && typeof r.body.webhook_deliveries.given_up === 'number');
   assert.ok(typeof r.body.outbox.backlog === 'number');
-  assert.equal(r.body.consumers.map((c: { consumer: string }) => c.consumer).sort(), ['audit', 'webhooks']);
+  assert.equal(r.body.consumers.map((c: { consumer: string }) => c.consumer).sort(), ['audit', 'meter', 'webhooks']);
   assert.is((await call(cp.url, 'GET', '/api/platform/ops/queues', { session: owner })).status, 403);
 });
 
