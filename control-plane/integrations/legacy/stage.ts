@@ -4,7 +4,7 @@
  * one statement at the end, and nothing does if the file fails half-way.
  *
  * - Real Postgres: COPY … FROM STDIN (pg-copy-streams) in text format, written in chunks of about
- *   256 KB with the stream's back-pressure, on the transaction's own client.
+ *   64 KB with the stream's back-pressure, on the transaction's own client.
  * - The embedded PGlite: multi-row statements of at most `PGLITE_BATCH` rows, each row's values
  *   passed as one array per column (`unnest`), so a statement's size is bounded.
  */
@@ -20,7 +20,7 @@ export type StageValue = string | number | null;
 /** Rows of one statement on PGlite. */
 export const PGLITE_BATCH = 2000;
 /** Bytes of COPY text gathered before they are written to the stream. */
-const COPY_CHUNK = 256 * 1024;
+const COPY_CHUNK = 64 * 1024;
 
 export interface Stage {
   /** Adds one row (values in the order of the columns); waits when the store is behind. */
