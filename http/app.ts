@@ -23,6 +23,7 @@ import { authRoutes } from './routes/auth.ts';
 import { complianceRoutes } from './routes/compliance.ts';
 import { campaignRoutes } from './routes/core/campaigns.ts';
 import { listRoutes } from './routes/core/lists.ts';
+import { resultRoutes } from './routes/core/results.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { insightsRoutes } from './routes/insights.ts';
 import { inboundRoutes } from './routes/inbound.ts';
@@ -65,6 +66,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/integrations/v1/inbound', inboundLeadRoutes.app);
   api.route('/core/v1/notices', noticeRoutes.app);
   api.route('/core/v1', listRoutes.app);
+  api.route('/core/v1', resultRoutes.app);
   api.route('/core/v1/campaigns', campaignRoutes.app);
   api.route('/compliance/v1', complianceRoutes.app);
   api.route('/insights/v1', insightsRoutes.app);
