@@ -39,6 +39,8 @@ import { tenantReadRoutes } from './routes/platform/tenants-read.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantWriteRoutes } from './routes/platform/tenants-write.ts';
 import { subAccountRoutes } from './routes/sub-accounts.ts';
+import { operatorRoutes } from './routes/platform/operators.ts';
+import { userRoutes } from './routes/core/users.ts';
 
 /** The whole HTTP API on `services`. */
 export function buildApp(services: Services, dialer: Dialer | null = null): Hono<AppEnv> {
@@ -72,6 +74,8 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/insights/v1', insightsRoutes.app);
   api.route('/platform/tenants', tenantReadRoutes.app);
   api.route('/platform/tenants', tenantWriteRoutes.app);
+  api.route('/platform/operators', operatorRoutes.app);
+  api.route('/core/v1/users', userRoutes.app);
   api.route('/platform', dialingRoutes.app);
   api.route('/platform', billingRoutes.app);
   api.route('/platform/ops', opsRoutes.app);

@@ -34,6 +34,12 @@ export const EVENT_NAMES = [
   'vd.platform.company_resumed',
   'vd.platform.company_closing_scheduled',
   'vd.platform.company_closing_cancelled',
+  // Ours: operators, company users and company edits (issue 15; also the audit trails).
+  'vd.platform.operator_created',
+  'vd.platform.operator_changed',
+  'vd.platform.company_changed',
+  'vd.company.user_created',
+  'vd.company.user_changed',
   // Ours: media nodes.
   'vd.platform.node_online',
   'vd.platform.node_offline',

@@ -42,6 +42,7 @@ export async function checkCredentials(store: Store, email: string, password: st
   const row = op ?? cu;
   const ok = row ? await verifyPassword(row.password_hash, password) : await verifyNobody(password);
   if (!row || !ok) throw new ApiError('unauthorized', 'wrong e-mail or password');
+  if (row.disabled_at) throw new ApiError('forbidden', 'this account is disabled; ask an administrator');
   if (cu && cu.company_status !== 'on') {
     throw new ApiError('forbidden', `the company is ${cu.company_status}; sign-in is stopped`);
   }

@@ -62,6 +62,8 @@ export async function resolveSession(store: Store, token: string, idleHours: num
     ])
     .where('s.token_hash', '=', tokenHash)
     .where('s.ended_at', 'is', null)
+    // A disabled account's sessions end at once, on every instance (they are read here each request).
+    .where((eb) => eb.and([eb('o.disabled_at', 'is', null), eb('u.disabled_at', 'is', null)]))
     .where('s.expires_at', '>', new Date())
     .executeTakeFirst();
   if (!row || row.email === null) return null;

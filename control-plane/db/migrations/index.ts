@@ -15,6 +15,7 @@ import * as results from './20261125_0012_results.ts';
 import * as imports from './20261125_0013_imports.ts';
 import * as usageMeter from './20261125_0014_usage_meter.ts';
 import * as billing from './20261125_0015_billing.ts';
+import * as accounts from './20261125_0016_accounts.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '20261125_0013_imports': imports,
   '20261125_0014_usage_meter': usageMeter,
   '20261125_0015_billing': billing,
+  '20261125_0016_accounts': accounts,
 };

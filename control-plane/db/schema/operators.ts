@@ -9,5 +9,7 @@ export interface OperatorsTable {
   /** platform_owner, platform_support, platform_billing; any other role reads only. */
   roles: string[];
   must_change_password: boolean;
+  /** When the account was switched off (it cannot sign in; its sessions ended); null while on. */
+  disabled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
 }

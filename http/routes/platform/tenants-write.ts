@@ -6,6 +6,7 @@
 import { z } from '@hono/zod-openapi';
 import { createCompany } from '../../../control-plane/companies/create-company.ts';
 import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany } from '../../../control-plane/companies/lifecycle.ts';
+import { editCompany } from '../../../control-plane/companies/edit.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
@@ -23,6 +24,9 @@ export const Reason = z.object({ reason: z.string().max(2000) });
 const Closing = z.object({ reason: z.string().max(2000), date: z.string().max(10).openapi({ description: 'YYYY-MM-DD, today or later.' }) });
 
 const managers = operators('platform_support', 'platform_owner');
+const Edit = z
+  .object({ name: z.string().trim().min(1).max(200).optional(), notes: z.string().max(10_000).optional(), plan: z.enum(['trial', 'standard', 'enterprise']).optional() })
+  .refine((e) => e.name !== undefined || e.notes !== undefined || e.plan !== undefined, 'send name, notes, plan or several');
 const TenantId = pathOf({ id: idParam('The company id (ten_…).') });
 
 const Tenant = record('TenantRecord', { id: z.string(), name: z.string(), slug: z.string(), status: z.string() });
@@ -32,6 +36,19 @@ export const LifecycleAnswer = z.object({ complete: z.boolean(), failures: z.arr
 const NOT_ON = 'The company is closing (resume refused until closing is cancelled), or not in a state that allows this.';
 
 export const tenantWriteRoutes = new ApiRoutes('Companies')
+  .add(
+    {
+      method: 'patch',
+      path: '/{id}',
+      guard: managers,
+      summary: "Edit a company's name, notes or plan",
+      description: "A plan change holds at once on every instance (request budget, call caps, sub-account and user caps); a downgrade below what the company has is allowed and shows in the health check's caps hit.",
+      params: TenantId,
+      body: Edit,
+      answers: { 200: json('The company.', Tenant) },
+    },
+    async (c, { params, body }) => c.json(await editCompany(c.get('services'), actorOf(c.get('principal')), params.id, body)),
+  )
   .add(
     {
       method: 'post',

@@ -1,0 +1,45 @@
+/** Operators under `/api/platform/operators`: platform_owner only (list, create, change role, disable). */
+import { z } from '@hono/zod-openapi';
+import { addOperator, changeOperator, listOperators, OPERATOR_ROLES } from '../../../control-plane/auth/operators.ts';
+import { actorOf, operators } from '../../middleware/guards.ts';
+import { ApiRoutes } from '../../openapi/route.ts';
+import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
+
+const owners = operators('platform_owner');
+const Role = z.enum(OPERATOR_ROLES).openapi({ description: 'platform_owner (everything), platform_support (companies), platform_billing (prices and invoices), platform_viewer (reads only).' });
+const Operator = record('Operator', { id: z.string(), name: z.string(), email: z.string(), role: z.string(), disabled: z.boolean(), disabled_at: z.string().nullable(), created_at: z.string() });
+const NewOperator = z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320), role: Role });
+const Change = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
+const OperatorId = pathOf({ id: idParam('The operator id (opr_…).') });
+
+export const operatorRoutes = new ApiRoutes('Operators')
+  .add({ method: 'get', path: '/', guard: owners, summary: 'Every operator', answers: { 200: json('The operators.', z.object({ items: z.array(Operator) })) } }, async (c) =>
+    c.json({ items: await listOperators(c.get('services').store) }),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/',
+      guard: owners,
+      summary: 'Create an operator',
+      description: 'The temporary password is in this answer only; it must be changed at first sign-in. An e-mail already registered is 409.',
+      body: NewOperator,
+      answers: { 201: json('The operator and their temporary password.', z.object({ operator: Operator, temporary_password: z.string() })) },
+      errors: { 409: 'That e-mail is already registered.' },
+    },
+    async (c, { body }) => c.json(await addOperator(c.get('services').store, actorOf(c.get('principal')), body), 201),
+  )
+  .add(
+    {
+      method: 'patch',
+      path: '/{id}',
+      guard: owners,
+      summary: "Change an operator's role, or disable them",
+      description: 'Disabling ends their sessions at once. The last active platform_owner can be neither demoted nor disabled (409).',
+      params: OperatorId,
+      body: Change,
+      answers: { 200: json('The operator.', Operator) },
+      errors: { 409: 'The last active platform_owner.' },
+    },
+    async (c, { params, body }) => c.json(await changeOperator(c.get('services').store, actorOf(c.get('principal')), params.id, body)),
+  );
