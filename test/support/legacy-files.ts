@@ -100,9 +100,10 @@ export function streamUpload(base: string, path: string, session: Session, conte
 
 /**
  * Sends the headers and the first `sendBytes` of `body` (declaring its whole length, or chunked),
- * then cuts the connection, as a client that goes away mid-upload.
+ * then, `holdMs` later, cuts the connection, as a client that goes away mid-upload. Resolves when
+ * it has cut it, or when the server answered or went away first.
  */
-export function cutOffUpload(base: string, path: string, session: Session, contentType: string, body: Buffer, sendBytes: number, chunked: boolean): Promise<void> {
+export function cutOffUpload(base: string, path: string, session: Session, contentType: string, body: Buffer, sendBytes: number, chunked: boolean, holdMs = 300): Promise<void> {
   const u = new URL(base);
   return new Promise((resolve) => {
     const headers: Record<string, string | number> = { 'content-type': contentType, cookie: session.cookie, 'x-vd-csrf': session.csrf };
@@ -112,10 +113,11 @@ export function cutOffUpload(base: string, path: string, session: Session, conte
     req.on('response', () => resolve());
     req.write(body.subarray(0, sendBytes), () => {
       // Let the server read what was sent, then go away without finishing the body.
-      setTimeout(() => {
+      const timer = setTimeout(() => {
         req.destroy();
         resolve();
-      }, 300);
+      }, holdMs);
+      req.once('close', () => clearTimeout(timer));
     });
   });
 }

@@ -15,7 +15,7 @@
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { ApiError } from '../../../shared/errors.ts';
-import { LeadInput, normaliseLead, type Lead } from '../../core/people.ts';
+import { LEAD_FIELD_MAX, normaliseLead, type Lead, type LeadInput } from '../../core/people.ts';
 
 /** The columns the import uses (Lead import rule 2, and e-mail as the inbound leads take it). */
 const USED = ['lead_id', 'phone_code', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'date_of_birth', 'email'] as const;
@@ -91,19 +91,21 @@ function headerColumns(record: string[]): Record<Used, number> | null {
   return Object.fromEntries(USED.map((u) => [u, names.indexOf(u)])) as Record<Used, number>;
 }
 
+/**
+ * One record as a lead, normalised. Its fields are text already, so they are checked against the
+ * lead fields' lengths directly (what `LeadInput` checks, at a tenth of the cost a row).
+ */
 function leadOf(record: string[], columns: Record<Used, number>): { ok: true; lead: Lead } | { ok: false; reason: string } {
-  const input: Record<string, string | undefined> = {};
+  const input: LeadInput = {};
   for (const u of USED) {
     const i = columns[u];
     const v = i >= 0 ? record[i] : undefined;
     if (v === undefined || v === '') continue;
-    // The store cannot hold a NUL; such a row is refused by the field's name.
-    if (v.includes('\u0000')) return { ok: false, reason: `invalid ${u}` };
+    // Too long for the field, or a NUL the store cannot hold: the row is refused by the field's name.
+    if (v.length > LEAD_FIELD_MAX[u] || v.includes('\u0000')) return { ok: false, reason: `invalid ${u}` };
     input[u] = v;
   }
-  const parsed = LeadInput.safeParse(input);
-  if (!parsed.success) return { ok: false, reason: `invalid ${parsed.error.issues[0].path.join('.')}` };
-  return normaliseLead(parsed.data);
+  return normaliseLead(input);
 }
 
 /** The first bytes of `source` (up to the first line break, or `SNIFF_BYTES`), and an iterator over the rest. */
