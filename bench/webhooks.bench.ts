@@ -7,7 +7,9 @@
  * BENCH_SECONDS, BENCH_LIGHT_RATE events/s for BENCH_LIGHT_SECONDS.
  *
  * The sides run BENCH_ROUNDS times, alternating (ours first in odd rounds, the peer first in even
- * ones), so a neighbour's load on the shared machine falls on both. Prints one JSON line per side
+ * ones), so a neighbour's load on the shared machine falls on both; before each side the run waits
+ * up to BENCH_QUIET_WAIT_S (120) for the machine to be quiet (under BENCH_QUIET_SHARE, 0.3, of
+ * its CPU busy over a second) and prints the share it saw as `machine_busy_before`. Prints one JSON line per side
  * and phase (`group`), then `comparison` lines: each figure's median over the rounds for both
  * sides and ours/peer, with the issue's goal for it and whether it is met.
  *
@@ -16,12 +18,16 @@
  * One side alone: node bench/webhooks.bench.ts --side ours|peer
  */
 import { fork } from 'node:child_process';
+import { cpus } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { runLoad, serveReceiver, startReceiverProcess, type LoadSettings } from './support/webhook-load.ts';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SIDES = (process.env.BENCH_SIDES ?? 'ours,peer').split(',') as Side[];
+const QUIET_SHARE = Number(process.env.BENCH_QUIET_SHARE ?? 0.3);
+const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 120);
 const settings: LoadSettings = {
   backlog: Number(process.env.BENCH_BACKLOG ?? 20_000),
   backlogTx: 500,
@@ -46,6 +52,27 @@ async function runSide(side: Side): Promise<void> {
   } finally {
     await system.close().catch((err) => console.error(err));
     await receiver.stop();
+  }
+}
+
+/** The machine's busy share over `ms` (all cores). */
+async function busyShare(ms: number): Promise<number> {
+  const sample = () => cpus().reduce((a, c) => ({ busy: a.busy + c.times.user + c.times.nice + c.times.sys + c.times.irq, all: a.all + c.times.user + c.times.nice + c.times.sys + c.times.irq + c.times.idle }), { busy: 0, all: 0 });
+  const a = sample();
+  await sleep(ms);
+  const b = sample();
+  return (b.busy - a.busy) / Math.max(1, b.all - a.all);
+}
+
+/**
+ * Waits (up to BENCH_QUIET_WAIT_S) until the shared machine is quiet (under BENCH_QUIET_SHARE
+ * busy over a second) before a side starts; returns the last share seen, printed with the side.
+ */
+async function quiet(): Promise<number> {
+  const deadline = Date.now() + QUIET_WAIT_S * 1000;
+  for (;;) {
+    const share = await busyShare(1000);
+    if (share < QUIET_SHARE || Date.now() > deadline) return Number(share.toFixed(2));
   }
 }
 
@@ -83,8 +110,9 @@ async function main(): Promise<void> {
   for (let round = 1; round <= ROUNDS; round++) {
     const order = round % 2 ? SIDES : [...SIDES].reverse();
     for (const side of order) {
+      const busyBefore = await quiet();
       const lines = await forkSide(side);
-      for (const l of lines) console.log(JSON.stringify({ bench: 'webhooks', side, round, ...l }));
+      for (const l of lines) console.log(JSON.stringify({ bench: 'webhooks', side, round, machine_busy_before: busyBefore, ...l }));
       const checks = lines.find((l) => l.group === 'checks')!;
       if (checks.duplicates !== 0 || checks.other_requests !== 0) throw new Error(`side ${side}, round ${round}: ${checks.duplicates} duplicate arrivals, ${checks.other_requests} unknown requests`);
       runs[side].push(new Map(lines.map((l) => [l.group, l])));
