@@ -5,6 +5,7 @@
 import { serve } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { checkDataDir, listenProblem, type Config } from '../shared/config.ts';
 import { buildApp } from '../http/app.ts';
 import { answerClientErrors } from '../http/client-error.ts';
@@ -29,6 +30,9 @@ export type RunningControlPlane = {
 export async function startControlPlane(config: Config, overrides: ServiceOverrides = {}, dialerOptions: DialerOptions = {}): Promise<RunningControlPlane> {
   // A data folder the embedded store cannot use stops the start with its setting named.
   if (!config.DATABASE_URL && config.VD_DATA_DIR !== 'memory://') checkDataDir(config.VD_DATA_DIR);
+  // So is a HOST or PORT it cannot listen on: tried before the store is opened and migrated, so
+  // the answer comes at once (the real listen below still names them if the port is taken since).
+  await tryListen(config.HOST, config.PORT);
   const services = await createServices(config, overrides);
   let dialer: Dialer | null = null;
   let bootstrap: RunningControlPlane['bootstrap'];
@@ -86,4 +90,13 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
       await services.close();
     },
   };
+}
+
+/** Listens on `host`:`port` and closes again; rejects with the setting named when it cannot. */
+function tryListen(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', (err: Error) => reject(listenProblem(err, host, port) ?? err));
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
 }

@@ -167,7 +167,8 @@ async function everyCallEnded(input: CheckInput, byId: Map<string, CallRow>): Pr
 async function usageOnce(input: CheckInput): Promise<CheckResult> {
   const q = async (sql: string) => Number((await input.db.query<{ n: number }>(sql)).rows[0].n);
   const items = await q(`select count(*)::int as n from usage_events`);
-  const duplicates = await q(`select count(*)::int as n from (select call_id, kind from usage_events group by 1, 2 having count(*) > 1) x`);
+  // One item per source and kind: a call's minutes, a check's numbers (list checks have no call).
+  const duplicates = await q(`select count(*)::int as n from (select source_id, kind from usage_events group by 1, 2 having count(*) > 1) x`);
   const missingMinutes = await q(`select count(*)::int as n from calls c where c.state = 'ended' and c.answered_at is not null and c.talk_seconds > 0
     and not exists (select 1 from usage_events u where u.call_id = c.id and u.kind = 'call_minute')`);
   const missingAi = await q(`select count(*)::int as n from calls c where c.state = 'ended' and c.ai_seconds > 0
@@ -186,7 +187,7 @@ async function usageOnce(input: CheckInput): Promise<CheckResult> {
       (select coalesce(sum(n), 0)::int from e) as events`)
   ).rows[0];
   const examples = (
-    await input.db.query(`select call_id, kind, count(*)::int as n from usage_events group by 1, 2 having count(*) > 1 limit 5`)
+    await input.db.query(`select source_id, kind, count(*)::int as n from usage_events group by 1, 2 having count(*) > 1 limit 5`)
   ).rows;
   return {
     check: 'usage_once',
