@@ -103,6 +103,8 @@ export type System = {
   emit(first: number, count: number): Promise<void>;
   /** How many bench events are finished in its store (delivered and recorded). */
   finished(): Promise<number>;
+  /** Checked once at the end, beside duplicate arrivals: what the system's store says went wrong. */
+  problems?(): Promise<Record<string, number>>;
   close(): Promise<void>;
 };
 
@@ -275,6 +277,6 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
       ...meters,
     });
   }
-  lines.push({ group: 'checks', events: nextN, duplicates, other_requests: others });
+  lines.push({ group: 'checks', events: nextN, duplicates, other_requests: others, ...(await system.problems?.()) });
   return lines;
 }

@@ -33,9 +33,16 @@ export async function startOurs(receiverUrl: string): Promise<System> {
     },
     async finished() {
       const { rows } = await sql<{ done: string }>`
-        select count(*) as done from webhook_deliveries where subject = ${SUBJECT} and status = 'delivered'
-          and attempts = (select count(*) from webhook_attempts a where a.delivery_id = webhook_deliveries.id)`.execute(store.db);
+        select count(*) as done from webhook_deliveries where subject = ${SUBJECT} and status = 'delivered'`.execute(store.db);
       return Number(rows[0].done);
+    },
+    async problems() {
+      // Every delivery made once, delivered at its first attempt, with exactly that attempt in the log.
+      const { rows } = await sql<{ deliveries: string; not_once: string; unlogged: string }>`
+        select count(*) as deliveries, count(*) filter (where d.attempts <> 1) as not_once,
+          count(*) filter (where (select count(*) from webhook_attempts a where a.delivery_id = d.id) <> d.attempts) as unlogged
+        from webhook_deliveries d where d.subject = ${SUBJECT}`.execute(store.db);
+      return { deliveries: Number(rows[0].deliveries), not_attempted_once: Number(rows[0].not_once), attempts_not_logged: Number(rows[0].unlogged) };
     },
     async close() {
       try {

@@ -120,10 +120,11 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   if (!platformWide) q = q.where('tenant_id', 'in', tenants);
   const connectors = (await q.execute()) as ConnectorRow[];
   if (connectors.length === 0) return none;
-  const byTenant = new Map<string, Array<ConnectorRow & { match: (s: string) => boolean }>>();
+  const byTenant = new Map<string, Array<ConnectorRow & { match: (s: string) => boolean; target: Target }>>();
   for (const c of connectors) {
     const list = byTenant.get(c.tenant_id) ?? [];
-    list.push({ ...c, match: compilePatterns(c.events ?? []) });
+    // One target a connection a batch: its deliveries share it (nothing changes it after).
+    list.push({ ...c, match: compilePatterns(c.events ?? []), target: targetOf(c) });
     byTenant.set(c.tenant_id, list);
   }
   const all = [...byTenant.values()].flat();
@@ -157,7 +158,7 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
       rows.push({ id: '', connector_id: c.id, tenant_id: c.tenant_id, event_id: e.id, subject: e.subject, body, event_at: e.at, leased: lease });
       if (!lease && c.state === 'active') unleased++;
       if (lease) {
-        leased.push({ id: '', connector_id: c.id, subject: e.subject, body, attempts: 0, backoff_step: 0, first_attempt_at: null, give_up_at: null, event_at: at, token, target: targetOf(c) });
+        leased.push({ id: '', connector_id: c.id, subject: e.subject, body, attempts: 0, backoff_step: 0, first_attempt_at: null, give_up_at: null, event_at: at, token, target: c.target });
       }
     }
   }

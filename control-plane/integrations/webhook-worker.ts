@@ -232,7 +232,11 @@ export class WebhookWorker {
     for (const item of items) {
       let lane = this.#lanes.get(item.connector_id);
       if (!lane) this.#lanes.set(item.connector_id, (lane = { queue: [], inFlight: 0 }));
-      lane.queue.push({ ...item, claimedAt: at, startBy: at + this.#staleMs });
+      // The claimed item is this worker's own from here: stamped in place, not copied.
+      const held = item as Held;
+      held.claimedAt = at;
+      held.startBy = at + this.#staleMs;
+      lane.queue.push(held);
       this.#held++;
     }
     this.#pump();
