@@ -152,7 +152,12 @@ export class ListChecks {
   async #take(): Promise<string | null> {
     const r = await sql<{ id: string }>`
       update list_checks c set status = 'running', lease_owner = ${this.#instanceId},
-        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(c.started_at, now())
+        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(c.started_at, now()),
+        -- What it covers is fixed when it first starts: the people there now (every batch that
+        -- joined it has committed: it held the check's row). Later batches have their own check.
+        upto = case when c.started_at is null
+          then (select max(p.id) from people p where p.list_id = c.list_id and (c.scope = 'all' or p."check" = 'unchecked'))
+          else c.upto end
       from (
         select o.id from list_checks o
         where o.status in ('queued', 'running') and (o.lease_until is null or o.lease_until < now())
@@ -179,9 +184,9 @@ export class ListChecks {
 
   /** Checks the next chunk of the check's people; false when none is left. */
   async #chunkOf(id: string): Promise<boolean> {
-    const check = await this.#store.db.selectFrom('list_checks').select(['tenant_id', 'list_id', 'scope', 'done_upto', 'lease_owner', 'status']).where('id', '=', id).executeTakeFirst();
-    if (!check || check.status !== 'running' || check.lease_owner !== this.#instanceId) return false;
-    let q = this.#store.db.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', check.list_id).orderBy('id').limit(this.#chunk);
+    const check = await this.#store.db.selectFrom('list_checks').select(['tenant_id', 'list_id', 'scope', 'upto', 'done_upto', 'lease_owner', 'status']).where('id', '=', id).executeTakeFirst();
+    if (!check || check.status !== 'running' || check.lease_owner !== this.#instanceId || check.upto === null) return false;
+    let q = this.#store.db.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', check.list_id).where('id', '<=', check.upto).orderBy('id').limit(this.#chunk);
     if (check.scope === 'unchecked') q = q.where('check', '=', 'unchecked');
     if (check.done_upto) q = q.where('id', '>', check.done_upto);
     const people = await q.execute();

@@ -189,8 +189,8 @@ t('a check is counted once even when its end is processed twice; a dead instance
   assert.is(events.length, 1, 'one vd.usage.recorded for the check');
   // A check left running by an instance that died: its lease runs out and this instance ends it.
   await sql`insert into people (id, tenant_id, list_id, phone_number) values ('per_orphan0000000000000000001', ${co.tenantId}, ${listId}, '+13125550172')`.execute(cp.services.store.db);
-  await sql`insert into list_checks (id, tenant_id, list_id, scope, status, lease_owner, lease_until, started_at)
-    values ('chk_orphan0000000000000000001', ${co.tenantId}, ${listId}, 'unchecked', 'running', 'dead-instance', now() - interval '1 second', now())`.execute(cp.services.store.db);
+  await sql`insert into list_checks (id, tenant_id, list_id, scope, status, lease_owner, lease_until, started_at, upto)
+    values ('chk_orphan0000000000000000001', ${co.tenantId}, ${listId}, 'unchecked', 'running', 'dead-instance', now() - interval '1 second', now(), 'per_orphan0000000000000000001')`.execute(cp.services.store.db);
   cp.services.checks.wake();
   const taken = await checkDone(listId, 'chk_orphan0000000000000000001');
   assert.equal({ checked: taken.checked, callable: taken.callable }, { checked: 1, callable: 1 });
@@ -199,8 +199,8 @@ t('a check is counted once even when its end is processed twice; a dead instance
 t('a check whose lease is still held by another instance is left alone', async () => {
   const listId = await newList(co.owner);
   await sql`insert into people (id, tenant_id, list_id, phone_number) values ('per_held00000000000000000001', ${co.tenantId}, ${listId}, '+13125550180')`.execute(cp.services.store.db);
-  await sql`insert into list_checks (id, tenant_id, list_id, scope, status, lease_owner, lease_until, started_at)
-    values ('chk_held000000000000000000001', ${co.tenantId}, ${listId}, 'unchecked', 'running', 'alive-instance', now() + interval '1 hour', now())`.execute(cp.services.store.db);
+  await sql`insert into list_checks (id, tenant_id, list_id, scope, status, lease_owner, lease_until, started_at, upto)
+    values ('chk_held000000000000000000001', ${co.tenantId}, ${listId}, 'unchecked', 'running', 'alive-instance', now() + interval '1 hour', now(), 'per_held00000000000000000001')`.execute(cp.services.store.db);
   // Another list's check, queued after it, runs to its end: the runner has been round since.
   const otherList = await newList(co.owner);
   const r = await call(base, 'POST', LEADS, { key: keys['leads:write'], body: { list_id: otherList, leads: [{ phone_number: '3125550181' }] } });
@@ -210,6 +210,20 @@ t('a check whose lease is still held by another instance is left alone', async (
   const p = await call(base, 'GET', `/api/core/v1/people/per_held00000000000000000001`, { session: co.owner });
   assert.is(p.body.check, 'unchecked');
   await sql`update list_checks set status = 'done' where id = 'chk_held000000000000000000001'`.execute(cp.services.store.db);
+});
+
+t("each batch's check counts that batch's people, even while another check of the list runs", async () => {
+  const listId = await newList(co.owner);
+  // A check of the list held by a live instance (as if it ran elsewhere), covering nobody new.
+  await sql`insert into list_checks (id, tenant_id, list_id, scope, status, lease_owner, lease_until, started_at, upto)
+    values ('chk_running0000000000000000001', ${co.tenantId}, ${listId}, 'unchecked', 'running', 'other-instance', now() + interval '1 hour', now(), null)`.execute(cp.services.store.db);
+  const r = await call(base, 'POST', LEADS, { key: keys['leads:write'], body: { list_id: listId, leads: [{ phone_number: '3125550190' }, { phone_number: '3125550191' }] } });
+  assert.is.not(r.body.check_id, 'chk_running0000000000000000001');
+  // The running check ends (its instance finishes it): the batch's check then runs and counts its two.
+  await sql`update list_checks set status = 'done', finished_at = now() where id = 'chk_running0000000000000000001'`.execute(cp.services.store.db);
+  cp.services.checks.wake();
+  const check = await checkDone(listId, r.body.check_id);
+  assert.equal({ checked: check.checked, callable: check.callable }, { checked: 2, callable: 2 });
 });
 
 t.run();

@@ -25,6 +25,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('callable', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('rejected', 'integer', (c) => c.notNull().defaultTo(0))
     // The last person done (by id): a check taken over after a crash goes on from there.
+    // The newest person the check covers (set when it starts): people added later are their own batch's check's.
+    .addColumn('upto', 'text')
     .addColumn('done_upto', 'text')
     .addColumn('lease_owner', 'text')
     .addColumn('lease_until', 'timestamptz')

@@ -13,6 +13,8 @@ export interface ListChecksTable {
   checked: ColumnType<number, number | undefined, number>;
   callable: ColumnType<number, number | undefined, number>;
   rejected: ColumnType<number, number | undefined, number>;
+  /** The newest person (by id) the check covers, set when it starts; null: nobody to check. */
+  upto: ColumnType<string | null, string | null | undefined, string | null>;
   /** The last person done, by id: a check taken over after a crash goes on from there. */
   done_upto: ColumnType<string | null, string | null | undefined, string | null>;
   lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
