@@ -16,7 +16,7 @@ import { assertError } from '../support/limits.ts';
 import { eventually } from '../support/eventually.ts';
 import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
-import { cutOffUpload, legacyFile, legacyRow, phoneCsv, streamUpload, usNumber } from '../support/legacy-files.ts';
+import { cutOffUpload, heldUpload, legacyFile, legacyRow, phoneCsv, streamUpload, usNumber } from '../support/legacy-files.ts';
 
 const MB50 = 50 * 1024 * 1024;
 const CONNECTORS = '/api/integrations/v1/connectors';
@@ -318,6 +318,27 @@ t('an instance SIGKILLed mid-import leaves nobody behind', async () => {
   } finally {
     await stopProcess(child?.proc, 'SIGKILL');
   }
+});
+
+t('4 imports run at once in an instance; a fifth is 429 with Retry-After until one ends', async () => {
+  const active = async () => Number((await sql.query(`select count(*) from pg_stat_activity where query ilike 'copy %_import_stage%' and state <> 'idle'`)).rows[0].count);
+  const held = [];
+  for (let i = 0; i < 4; i++) held.push(heldUpload(cp.url, i % 2 ? dncPath(con) : leadsPath(con, await newList(owner)), owner, 'text/plain', phoneCsv(1000)));
+  await eventually('4 imports under way', async () => (await active()) === 4, 20_000);
+  const list = await newList(owner);
+  const fifth = await postLeads(list, 'phone_number\n4155550101\n');
+  assertError(fifth, 429, 'too_many_requests');
+  assert.is(fifth.headers.get('retry-after'), '5');
+  assertError(await postDnc('4155550101\n'), 429, 'too_many_requests');
+  // A cut import frees its slot before its failure is recorded.
+  const failed = async () => Number((await sql.query(`select count(*) from imports where tenant_id = $1 and status = 'failed'`, [tenantId])).rows[0].count);
+  const before = await failed();
+  await held[0].cut();
+  await eventually('a slot to be free', async () => (await failed()) === before + 1, 20_000);
+  const again = await postLeads(list, 'phone_number\n4155550101\n');
+  assert.is(again.status, 200, again.text);
+  for (const h of held.slice(1)) await h.cut();
+  await eventually('the held imports to end', async () => (await active()) === 0, 20_000);
 });
 
 t('keys cannot use the legacy imports; a session needs owner or admin and the CSRF header', async () => {

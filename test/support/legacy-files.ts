@@ -121,3 +121,21 @@ export function cutOffUpload(base: string, path: string, session: Session, conte
     });
   });
 }
+
+/**
+ * Starts a chunked upload of `body` but for its last bytes and holds it open until `cut()` (a
+ * client that is slow to finish); `cut()` closes the connection and waits for it to be closed.
+ */
+export function heldUpload(base: string, path: string, session: Session, contentType: string, body: Buffer): { cut(): Promise<void> } {
+  const u = new URL(base);
+  const req = http.request({ host: u.hostname, port: u.port, path, method: 'POST', headers: { 'content-type': contentType, cookie: session.cookie, 'x-vd-csrf': session.csrf } });
+  req.on('error', () => {});
+  req.write(body.subarray(0, Math.max(0, body.length - 10)));
+  return {
+    cut() {
+      const closed = new Promise<void>((resolve) => req.once('close', () => resolve()));
+      req.destroy();
+      return closed;
+    },
+  };
+}
