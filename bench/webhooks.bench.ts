@@ -102,6 +102,8 @@ const FIGURES: Array<{ name: string; get: (byGroup: Map<string, Line>) => number
   { name: 'backlog_cpu_us_per_delivery', get: (g) => g.get('backlog')!.process_cpu_us_per_delivery as number, goal: { max: 1.0 } },
   { name: 'light_cpu_us_per_delivery', get: (g) => g.get('light')!.process_cpu_us_per_delivery as number },
   { name: 'steady_cpu_ms_per_s', get: (g) => g.get('steady')!.process_cpu_ms_per_s as number },
+  { name: 'steady_postgres_cpu_us_per_delivery', get: (g) => g.get('steady')!.postgres_cpu_us_per_delivery as number },
+  { name: 'backlog_postgres_cpu_us_per_delivery', get: (g) => g.get('backlog')!.postgres_cpu_us_per_delivery as number },
 ];
 const lat = (g: Map<string, Line>, group: string) => g.get(group)!.commit_to_arrival_ms as { p50: number; p99: number };
 

@@ -118,6 +118,31 @@ function pct(s: Float64Array, p: number): number {
 }
 const r1 = (x: number) => Number(x.toFixed(1));
 
+/** CPU seconds so far of every Postgres and Redis server process (from /proc; null elsewhere). */
+async function serverCpu(): Promise<{ postgres: number; redis: number } | null> {
+  const { readFile, readdir } = await import('node:fs/promises');
+  let pids: string[];
+  try {
+    pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d));
+  } catch {
+    return null;
+  }
+  let postgres = 0;
+  let redis = 0;
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const close = stat.lastIndexOf(')');
+    if (close < 0) continue;
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    if (comm !== 'postgres' && comm !== 'redis-server') continue;
+    const f = stat.slice(close + 2).split(' ');
+    const sec = (Number(f[11]) + Number(f[12])) / 100;
+    if (comm === 'postgres') postgres += sec;
+    else redis += sec;
+  }
+  return { postgres, redis };
+}
+
 /** Busy and total CPU time of the whole machine so far (ms, all cores). */
 function machine() {
   let busy = 0;
@@ -136,8 +161,8 @@ function machine() {
  *            first to last arrival
  *   steady   `rate` events/s offered in batches every TICK_MS for `seconds`: latency under load
  *   light    `lightRate` events/s for `lightSeconds`: latency at low load
- * Each line has the commit → arrival latency and the process's CPU per delivery (from the
- * phase's start until every event of it is finished in the store).
+ * Each line has the commit → arrival latency and the CPU per delivery (from the phase's start
+ * until every event of it is finished in the store) of the process and of Postgres and Redis.
  */
 export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadSettings): Promise<Array<Record<string, unknown>>> {
   const capacity = s.warmup + s.backlog + Math.ceil(s.rate * s.seconds) + Math.ceil(s.lightRate * s.lightSeconds) + 1000;
@@ -196,18 +221,24 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
     return { first, last, latency: { p50: r1(pct(lat, 50)), p90: r1(pct(lat, 90)), p99: r1(pct(lat, 99)), max: r1(lat[lat.length - 1]) } };
   }
 
-  function meter(events: () => number) {
+  async function meter(events: () => number) {
     const m0 = machine();
+    const pg0 = await serverCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    return () => {
+    return async () => {
       const sec = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
       const m = machine();
+      const pg = await serverCpu();
       const cpuMs = (cpu.user + cpu.system) / 1000;
+      const n = events();
       return {
         process_cpu_ms_per_s: Math.round(cpuMs / sec),
-        process_cpu_us_per_delivery: r1((cpuMs * 1000) / events()),
+        process_cpu_us_per_delivery: r1((cpuMs * 1000) / n),
+        // Every Postgres process of the machine (other databases' too: read it on a quiet machine).
+        postgres_cpu_us_per_delivery: pg && pg0 ? r1(((pg.postgres - pg0.postgres) * 1e6) / n) : null,
+        redis_cpu_us_per_delivery: pg && pg0 ? r1(((pg.redis - pg0.redis) * 1e6) / n) : null,
         machine_cpu_busy_share: Number(((m.busy - m0.busy) / Math.max(1, m.all - m0.all)).toFixed(2)),
       };
     };
@@ -242,7 +273,7 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
   }
   {
     const from = nextN;
-    const done = meter(() => nextN - from);
+    const done = await meter(() => nextN - from);
     const t0 = wall();
     for (let i = 0; i < s.backlog; i += s.backlogTx) await emitBatch(Math.min(s.backlogTx, s.backlog - i));
     const emittedAt = wall();
@@ -255,15 +286,15 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
       deliveries_per_s: Math.round((s.backlog - 1) / ((f.last - f.first) / 1000)),
       all_arrived_after_first_commit_ms: Math.round(f.last - t0),
       commit_to_arrival_ms: f.latency,
-      ...done(),
+      ...(await done()),
     });
   }
   for (const [group, rate, seconds] of [['steady', s.rate, s.seconds], ['light', s.lightRate, s.lightSeconds]] as const) {
     const from = nextN;
-    const done = meter(() => nextN - from);
+    const done = await meter(() => nextN - from);
     const o = await offer(rate, seconds);
     await settle(from, group);
-    const meters = done();
+    const meters = await done();
     const f = figures(from, nextN);
     let inWindow = 0;
     for (let n = from; n < nextN; n++) if (arrivedAt[n] >= o.startWall + 1000 && arrivedAt[n] <= o.endWall) inWindow++;
