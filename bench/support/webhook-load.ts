@@ -298,6 +298,15 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
     const f = figures(from, nextN);
     let inWindow = 0;
     for (let n = from; n < nextN; n++) if (arrivedAt[n] >= o.startWall + 1000 && arrivedAt[n] <= o.endWall) inWindow++;
+    if (process.env.BENCH_LATENCY_BY_SECOND === '1') {
+      // Where a tail comes from: the worst commit → arrival of the events committed in each second.
+      const worst: number[] = [];
+      for (let n = from; n < nextN; n++) {
+        const sec = Math.floor((commitAt[n] - o.startWall) / 1000);
+        worst[sec] = Math.max(worst[sec] ?? 0, arrivedAt[n] - commitAt[n]);
+      }
+      process.stderr.write(`${group}: worst commit → arrival by second of commit (ms): ${worst.map((w) => Math.round(w)).join(' ')}\n`);
+    }
     lines.push({
       group,
       offered_per_s: rate,
