@@ -205,23 +205,22 @@ export class ListChecks {
         update list_checks set lease_until = now() + ${lease}::interval
         where id = ${id} and status = 'running' and lease_owner = ${this.#instanceId} returning id`.execute(tx);
       if (held.rows.length === 0) return false;
-      const r = await sql<{ callable: number; rejected: number }>`
-        with x as (
-          select * from unnest(${people.map((p) => p.id)}::text[], ${found.map((f) => f.valid)}::boolean[], ${found.map((f) => f.lineType)}::text[]) as x(id, valid, line_type)
-        ), verdict as (
-          select p.id, x.line_type,
-            case when not x.valid then 'invalid_number'
-                 when exists (select 1 from dnc_numbers d where d.tenant_id = p.tenant_id and d.number = p.phone_number) then 'dnc'
+      // Driven by the chunk's ids (a join on the primary key), the do-not-call look-up by number.
+      const r = await sql<{ callable: boolean }>`
+        update people p set "check" = case when x.reason is null then 'callable' else 'rejected' end,
+          check_reason = x.reason, line_type = x.line_type
+        from (
+          select u.id, u.line_type,
+            case when not u.valid then 'invalid_number'
+                 when exists (select 1 from dnc_numbers d where d.tenant_id = ${check.tenant_id} and d.number = u.phone) then 'dnc'
             end as reason
-          from people p join x on x.id = p.id
-        ), written as (
-          update people p set "check" = case when v.reason is null then 'callable' else 'rejected' end,
-            check_reason = v.reason, line_type = v.line_type
-          from verdict v where p.id = v.id
-          returning v.reason
-        )
-        select count(*) filter (where reason is null)::int as callable, count(*) filter (where reason is not null)::int as rejected from written`.execute(tx);
-      const { callable, rejected } = r.rows[0];
+          from unnest(${people.map((p) => p.id)}::text[], ${found.map((f) => f.valid)}::boolean[], ${found.map((f) => f.lineType)}::text[],
+            ${people.map((p) => p.phone_number)}::text[]) as u(id, valid, line_type, phone)
+        ) x
+        where p.id = x.id
+        returning x.reason is null as callable`.execute(tx);
+      const callable = r.rows.filter((x) => x.callable).length;
+      const rejected = r.rows.length - callable;
       await sql`
         update list_checks set checked = checked + ${callable + rejected}, callable = callable + ${callable}, rejected = rejected + ${rejected}, done_upto = ${last}
         where id = ${id}`.execute(tx);
