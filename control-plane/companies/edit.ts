@@ -8,6 +8,7 @@
 import { ApiError } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { ApiKeys } from '../auth/api-keys.ts';
+import type { Logger } from '../../shared/logger.ts';
 import type { PlanName } from '../db/schema/index.ts';
 import type { Store } from '../db/store.ts';
 import { emit } from '../runtime/outbox.ts';
@@ -15,7 +16,7 @@ import { companyView, type CompanyView } from './create-company.ts';
 
 export type CompanyEdit = { name?: string; notes?: string; plan?: PlanName };
 
-export async function editCompany(deps: { store: Store; apiKeys: ApiKeys }, by: Who, tenantId: string, edit: CompanyEdit): Promise<CompanyView> {
+export async function editCompany(deps: { store: Store; apiKeys: ApiKeys; logger: Logger }, by: Who, tenantId: string, edit: CompanyEdit): Promise<CompanyView> {
   const { row, planChanged } = await deps.store.transaction(async (tx) => {
     const before = await tx.selectFrom('companies').selectAll().where('id', '=', tenantId).forUpdate().executeTakeFirst();
     if (!before) throw new ApiError('not_found', `no company ${tenantId}`);
@@ -30,6 +31,11 @@ export async function editCompany(deps: { store: Store; apiKeys: ApiKeys }, by: 
     return { row, planChanged: set.plan !== undefined };
   });
   // Keys carry the plan in each instance's cache: every instance drops this company's.
-  if (planChanged) await deps.apiKeys.forgetTenant(tenantId).catch(() => {});
+  if (planChanged) {
+    await deps.apiKeys.forgetTenant(tenantId).catch((err: unknown) => {
+      // The change stands; other instances' cached keys keep the old plan until they expire (2 s).
+      deps.logger.warn({ err, tenant_id: tenantId }, 'plan changed, but other instances could not be told at once');
+    });
+  }
   return companyView(row);
 }

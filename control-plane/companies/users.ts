@@ -60,7 +60,7 @@ export async function createUser(store: Store, tenantId: string, by: Asker, inpu
   const id = newId('usr');
   const row = await store.transaction(async (tx) => {
     const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).forUpdate().executeTakeFirstOrThrow();
-    const users = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).executeTakeFirstOrThrow();
+    const users = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).where('disabled_at', 'is', null).executeTakeFirstOrThrow();
     const cap = planLimits(company.plan).users;
     if (Number(users.n) >= cap) throw new ApiError('conflict', `the ${company.plan} plan's cap of ${cap} users is reached`);
     const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', email).executeTakeFirst();
@@ -103,6 +103,13 @@ export async function changeUser(store: Store, tenantId: string, by: Asker, id: 
         .where(sql<boolean>`'owner' = any(roles)`)
         .executeTakeFirstOrThrow();
       if (Number(others.n) === 0) throw new ApiError('conflict', "this is the company's last active owner: make another user owner first");
+    }
+    if (before.disabled_at && !disabledAt) {
+      // Switched back on: the plan's cap counts active users.
+      const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).executeTakeFirstOrThrow();
+      const active = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).where('disabled_at', 'is', null).executeTakeFirstOrThrow();
+      const cap = planLimits(company.plan).users;
+      if (Number(active.n) >= cap) throw new ApiError('conflict', `the ${company.plan} plan's cap of ${cap} users is reached`);
     }
     const row = await tx.updateTable('company_users').set({ roles, disabled_at: disabledAt }).where('id', '=', id).returning(COLUMNS).executeTakeFirstOrThrow();
     if (disabledAt && !before.disabled_at) await endUserSessions(tx, id);

@@ -175,22 +175,25 @@ export class ListChecks {
   async run(id: string): Promise<void> {
     for (;;) {
       if (this.#stopped) return;
-      const more = await this.#chunkOf(id);
-      if (!more) break;
+      const step = await this.#chunkOf(id);
+      // Lost: another instance took the check over (this one stalled past its lease); it ends it.
+      if (step === 'lost') return;
+      if (step === 'done') break;
       await yieldToLoop();
     }
-    await this.finish(id);
+    await this.finish(id, this.#instanceId);
   }
 
-  /** Checks the next chunk of the check's people; false when none is left. */
-  async #chunkOf(id: string): Promise<boolean> {
+  /** Checks the next chunk of the check's people: 'more' to come, 'done' (none left), or 'lost' (no longer this instance's). */
+  async #chunkOf(id: string): Promise<'more' | 'done' | 'lost'> {
     const check = await this.#store.db.selectFrom('list_checks').select(['tenant_id', 'list_id', 'scope', 'upto', 'done_upto', 'lease_owner', 'status']).where('id', '=', id).executeTakeFirst();
-    if (!check || check.status !== 'running' || check.lease_owner !== this.#instanceId || check.upto === null) return false;
+    if (!check || check.status !== 'running' || check.lease_owner !== this.#instanceId) return 'lost';
+    if (check.upto === null) return 'done';
     let q = this.#store.db.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', check.list_id).where('id', '<=', check.upto).orderBy('id').limit(this.#chunk);
     if (check.scope === 'unchecked') q = q.where('check', '=', 'unchecked');
     if (check.done_upto) q = q.where('id', '>', check.done_upto);
     const people = await q.execute();
-    if (people.length === 0) return false;
+    if (people.length === 0) return 'done';
     // The numbers, in slices so one chunk does not hold the event loop for long.
     const found: Array<{ valid: boolean; lineType: string | null }> = [];
     for (let i = 0; i < people.length; i += 250) {
@@ -204,7 +207,7 @@ export class ListChecks {
       const held = await sql<{ id: string }>`
         update list_checks set lease_until = now() + ${lease}::interval
         where id = ${id} and status = 'running' and lease_owner = ${this.#instanceId} returning id`.execute(tx);
-      if (held.rows.length === 0) return false;
+      if (held.rows.length === 0) return 'lost' as const;
       // Driven by the chunk's ids (a join on the primary key), the do-not-call look-up by number.
       const r = await sql<{ callable: boolean }>`
         update people p set "check" = case when x.reason is null then 'callable' else 'rejected' end,
@@ -224,18 +227,21 @@ export class ListChecks {
       await sql`
         update list_checks set checked = checked + ${callable + rejected}, callable = callable + ${callable}, rejected = rejected + ${rejected}, done_upto = ${last}
         where id = ${id}`.execute(tx);
-      return true;
+      return 'more' as const;
     });
   }
 
   /**
    * Ends the check `id`: `done`, and its `list_verify` item (numbers checked) through the usage
-   * meter in the same transaction. Ending it again changes nothing and counts nothing.
+   * meter in the same transaction. Ending it again changes nothing and counts nothing. With
+   * `holder`, only while that instance still holds the check (a runner that lost it must not end
+   * it half-way).
    */
-  async finish(id: string): Promise<void> {
+  async finish(id: string, holder?: string): Promise<void> {
     await this.#store.transaction(async (tx) => {
       const row = await tx.selectFrom('list_checks').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
       if (!row) return;
+      if (holder !== undefined && (row.status !== 'running' || row.lease_owner !== holder)) return;
       if (row.status !== 'done') {
         await tx.updateTable('list_checks').set({ status: 'done', finished_at: new Date(), lease_owner: null, lease_until: null }).where('id', '=', id).execute();
       }
@@ -249,8 +255,15 @@ export class ListChecks {
   /** `POST /lists/{id}/check`: a re-check of every person of the company's list. */
   async recheck(tenantId: string, listId: string): Promise<CheckView> {
     await findList(this.#store, tenantId, listId);
-    const id = newId('chk');
-    await this.#store.db.insertInto('list_checks').values({ id, tenant_id: tenantId, list_id: listId, scope: 'all' }).execute();
+    // A re-check asked again before the first one started is the same re-check (and billed once).
+    const id = await this.#store.transaction(async (tx) => {
+      await sql`select pg_advisory_xact_lock(hashtext(${`recheck:${listId}`}))`.execute(tx);
+      const waiting = await tx.selectFrom('list_checks').select('id').where('list_id', '=', listId).where('scope', '=', 'all').where('status', '=', 'queued').executeTakeFirst();
+      if (waiting) return waiting.id;
+      const id = newId('chk');
+      await tx.insertInto('list_checks').values({ id, tenant_id: tenantId, list_id: listId, scope: 'all' }).execute();
+      return id;
+    });
     this.wake();
     return this.find(tenantId, listId, id);
   }

@@ -45,7 +45,7 @@ export const OUTBOX_CONSUMERS: string[] = ['audit', 'webhooks', 'meter'];
  */
 const CONSUMER_WANTS: Record<string, (e: NewEvent) => boolean> = {
   audit: (e) => typeof e.data.actor === 'object' && e.data.actor !== null,
-  webhooks: (e) => e.tenant_id !== null || PLATFORM_WIDE_EVENTS.has(e.subject),
+  webhooks: (e) => (e.tenant_id !== null && !OPERATORS_ONLY_EVENTS.has(e.subject)) || PLATFORM_WIDE_EVENTS.has(e.subject),
   // The usage meter's monthly totals (control-plane/usage/ledger.ts).
   meter: (e) => e.subject === 'vd.usage.recorded',
 };
@@ -55,6 +55,18 @@ const CONSUMER_WANTS: Record<string, (e: NewEvent) => boolean> = {
  * company-less events (media nodes, companies created) are the operators' business only.
  */
 export const PLATFORM_WIDE_EVENTS: ReadonlySet<string> = new Set(['vd.platform.dialing_pause_changed']);
+
+/**
+ * Events about a company that are the operators' business only (their notes on it, its prices and
+ * invoice records): in the audit trails, never sent to the company's own webhook connections.
+ */
+export const OPERATORS_ONLY_EVENTS: ReadonlySet<string> = new Set([
+  'vd.platform.company_changed',
+  'vd.platform.price_changed',
+  'vd.platform.billing_month_invoiced',
+  'vd.platform.billing_month_paid',
+  'vd.platform.billing_month_reopened',
+]);
 
 /**
  * The advisory lock that orders event writes against the making of webhook connections. Every

@@ -6,6 +6,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { sql } from 'kysely';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
@@ -187,6 +188,41 @@ t('company edit: platform_support and platform_owner only; name, notes and plan;
     const rows = await a.services.store.db.selectFrom('audit_log').select(['scope', 'detail']).where('tenant_id', '=', co.tenantId).where('action', '=', 'vd.platform.company_changed').execute();
     return rows.length === 2 && rows.every((r) => r.scope === 'platform');
   });
+});
+
+t("a company's edit, prices and invoice records stay the operators': in the audit trail, not on the company's webhooks", async () => {
+  const co = await makeCompany(a);
+  // A webhook connection of the company listening to everything.
+  await sql`insert into connectors (id, tenant_id, kind, name, url, secret, events)
+    values (${`con_ops_only_${Date.now()}`}, ${co.tenantId}, 'webhook', 'Everything', 'https://hooks.example.com/vd', 'whsec_test', '["vd.>"]')`.execute(a.services.store.db);
+  assert.is((await call(a.url, 'PATCH', `/api/platform/tenants/${co.tenantId}`, { session: ops.support, body: { notes: 'late payer, be firm' } })).status, 200);
+  const queued = await sql<{ subject: string; consumer: string }>`
+    select o.subject, p.consumer from outbox o join outbox_pending p on p.seq = o.seq
+    where o.tenant_id = ${co.tenantId} and o.subject = 'vd.platform.company_changed'`.execute(a.services.store.db);
+  const delivered = await sql<{ n: number }>`
+    select count(*)::int as n from webhook_deliveries d join outbox o on o.id = d.event_id
+    where o.tenant_id = ${co.tenantId} and o.subject = 'vd.platform.company_changed'`.execute(a.services.store.db);
+  assert.ok(!queued.rows.some((r) => r.consumer === 'webhooks'), JSON.stringify(queued.rows));
+  assert.is(delivered.rows[0].n, 0);
+  await eventually('the audit line', async () => {
+    const rows = await a.services.store.db.selectFrom('audit_log').select('scope').where('tenant_id', '=', co.tenantId).where('action', '=', 'vd.platform.company_changed').execute();
+    return rows.length === 1;
+  });
+});
+
+t('disabled users do not count against the plan cap; switching one back on past the cap is 409', async () => {
+  const co = await makeCompany(a);
+  assert.is((await call(a.url, 'PATCH', `/api/platform/tenants/${co.tenantId}`, { session: ops.support, body: { plan: 'trial' } })).status, 200);
+  const ids: string[] = [];
+  for (let i = 1; i < 5; i++) {
+    const r = await call(a.url, 'POST', '/api/core/v1/users', { session: co.owner, body: { name: `U${i}`, email: email('cap'), role: 'agent' } });
+    assert.is(r.status, 201, r.text);
+    ids.push(r.body.user.id);
+  }
+  assert.is((await call(a.url, 'PATCH', `/api/core/v1/users/${ids[0]}`, { session: co.owner, body: { disabled: true } })).status, 200);
+  assert.is((await call(a.url, 'POST', '/api/core/v1/users', { session: co.owner, body: { name: 'Replacement', email: email('cap'), role: 'agent' } })).status, 201);
+  const back = await call(a.url, 'PATCH', `/api/core/v1/users/${ids[0]}`, { session: co.owner, body: { disabled: false } });
+  assert.is(back.status, 409, back.text);
 });
 
 t.run();

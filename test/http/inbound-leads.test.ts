@@ -226,4 +226,23 @@ t("each batch's check counts that batch's people, even while another check of th
   assert.equal({ checked: check.checked, callable: check.callable }, { checked: 2, callable: 2 });
 });
 
+t('a runner that lost its check does not end it; a re-check asked twice before it starts is one re-check', async () => {
+  const listId = await newList(co.owner);
+  await sql`insert into list_checks (id, tenant_id, list_id, scope, status, lease_owner, lease_until, started_at, upto)
+    values ('chk_lost00000000000000000001', ${co.tenantId}, ${listId}, 'unchecked', 'running', 'the-new-holder', now() + interval '1 hour', now(), null)`.execute(cp.services.store.db);
+  await cp.services.checks.finish('chk_lost00000000000000000001', 'the-old-holder');
+  const c = await call(base, 'GET', `/api/core/v1/lists/${listId}/checks/chk_lost00000000000000000001`, { session: co.owner });
+  assert.is(c.body.status, 'running');
+  await sql`update list_checks set status = 'done' where id = 'chk_lost00000000000000000001'`.execute(cp.services.store.db);
+  // Two re-checks asked at once while the checks are held up: the same check.
+  await cp.services.checks.stop();
+  try {
+    const [x, y] = await Promise.all([0, 1].map(() => call(base, 'POST', `/api/core/v1/lists/${listId}/check`, { session: co.owner })));
+    assert.is(x.status, 202);
+    assert.is(x.body.check.id, y.body.check.id);
+  } finally {
+    cp.services.checks.start();
+  }
+});
+
 t.run();

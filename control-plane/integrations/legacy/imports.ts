@@ -212,7 +212,7 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
         const r = await sql<{ accepted: number; added: number }>`
           with s as materialized (select distinct number from dnc_import_stage),
           ins as (
-            insert into dnc_numbers (tenant_id, number, source) select ${req.tenantId}, number, 'legacy_import' from s
+            insert into dnc_numbers (tenant_id, number, source) select ${req.tenantId}, number, 'legacy_import' from s order by number
             on conflict (tenant_id, number) do nothing
             returning 1
           )
