@@ -61,6 +61,9 @@ export async function queueListCheck(tx: Tx, tenantId: string, listId: string): 
   return id;
 }
 
+/** Times a check is taken before it is given up as 'failed'. */
+export const MAX_CHECK_ATTEMPTS = 5;
+
 export type ListChecksOptions = {
   /** How often an idle instance looks for checks queued elsewhere or left by a dead instance. */
   pollMs?: number;
@@ -140,6 +143,7 @@ export class ListChecks {
         await this.run(id);
       } catch (err) {
         this.#log.error({ err, check_id: id }, 'list check failed; it is taken up again when its lease ends');
+        await sql`update list_checks set error = ${String((err as Error)?.message ?? err).slice(0, 500)} where id = ${id}`.execute(this.#store.db).catch(() => {});
         return;
       }
     }
@@ -150,8 +154,14 @@ export class ListChecks {
    * after another), if nobody holds it.
    */
   async #take(): Promise<string | null> {
+    // A check taken MAX_CHECK_ATTEMPTS times without ending (it failed each time, or its runners
+    // died) is given up as 'failed', so it no longer holds up the checks of its list behind it.
+    await sql`
+      update list_checks set status = 'failed', finished_at = now(), lease_owner = null, lease_until = null,
+        error = coalesce(error, ${`given up after ${MAX_CHECK_ATTEMPTS} attempts`})
+      where status in ('queued', 'running') and attempts >= ${MAX_CHECK_ATTEMPTS} and (lease_until is null or lease_until < now())`.execute(this.#store.db);
     const r = await sql<{ id: string }>`
-      update list_checks c set status = 'running', lease_owner = ${this.#instanceId},
+      update list_checks c set status = 'running', lease_owner = ${this.#instanceId}, attempts = c.attempts + 1,
         lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(c.started_at, now()),
         -- What it covers is fixed when it first starts: the people there now (every batch that
         -- joined it has committed: it held the check's row). Later batches have their own check.

@@ -245,4 +245,15 @@ t('a runner that lost its check does not end it; a re-check asked twice before i
   }
 });
 
+t("a check taken five times without ending is given up as failed and no longer holds up its list", async () => {
+  const listId = await newList(co.owner);
+  await sql`insert into list_checks (id, tenant_id, list_id, scope, status, lease_owner, lease_until, started_at, upto, attempts)
+    values ('chk_doomed000000000000000001', ${co.tenantId}, ${listId}, 'unchecked', 'running', 'crashed', now() - interval '1 second', now(), null, 5)`.execute(cp.services.store.db);
+  const r = await call(base, 'POST', LEADS, { key: keys['leads:write'], body: { list_id: listId, leads: [{ phone_number: '3125550195' }] } });
+  await checkDone(listId, r.body.check_id);
+  const doomed = await call(base, 'GET', `/api/core/v1/lists/${listId}/checks/chk_doomed000000000000000001`, { session: co.owner });
+  assert.is(doomed.body.status, 'failed');
+  assert.ok(doomed.body.finished_at);
+});
+
 t.run();

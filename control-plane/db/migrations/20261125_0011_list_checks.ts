@@ -29,6 +29,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     // The newest person the check covers (set when it starts): people added later are their own batch's check's.
     .addColumn('upto', 'text')
     .addColumn('done_upto', 'text')
+    // How many times a runner has taken it: a check that keeps failing ends as 'failed'.
+    .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('lease_owner', 'text')
     .addColumn('lease_until', 'timestamptz')
     .addColumn('error', 'text')

@@ -17,6 +17,8 @@ export interface ListChecksTable {
   upto: ColumnType<string | null, string | null | undefined, string | null>;
   /** The last person done, by id: a check taken over after a crash goes on from there. */
   done_upto: ColumnType<string | null, string | null | undefined, string | null>;
+  /** How many times a runner has taken it (a check that keeps failing ends as `failed`). */
+  attempts: ColumnType<number, number | undefined, number>;
   lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
   lease_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
   error: ColumnType<string | null, string | null | undefined, string | null>;
