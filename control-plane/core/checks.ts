@@ -170,7 +170,7 @@ export class ListChecks {
           else c.upto end
       from (
         select o.id from list_checks o
-        where o.status in ('queued', 'running') and (o.lease_until is null or o.lease_until < now())
+        where o.status in ('queued', 'running') and (o.lease_until is null or o.lease_until < now()) and o.attempts < ${MAX_CHECK_ATTEMPTS}
           and not exists (select 1 from list_checks e where e.list_id = o.list_id and e.status in ('queued', 'running') and (e.created_at, e.id) < (o.created_at, o.id))
         order by o.created_at, o.id
         limit 1
