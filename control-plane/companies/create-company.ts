@@ -11,6 +11,7 @@ import type { PlanName } from '../db/schema/index.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { emit } from '../runtime/outbox.ts';
 import { planLimits } from './plans.ts';
+import { insertCompanyUser } from './users.ts';
 
 export type NewCompany = {
   name: string;
@@ -102,7 +103,7 @@ export async function createCompany(
   });
 }
 
-/** Adds a user to a company (owner, admin or another role), with a temporary password. */
+/** Adds a user to a company (owner, admin or another role), with a temporary password: the rules of `insertCompanyUser`. */
 export async function addCompanyUser(
   store: Store,
   tenantId: string,
@@ -112,15 +113,6 @@ export async function addCompanyUser(
   const password = temporaryPassword();
   const phc = await hashPassword(password);
   const id = newId('usr');
-  await store.transaction(async (tx) => {
-    const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).forUpdate().executeTakeFirstOrThrow();
-    const users = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).executeTakeFirstOrThrow();
-    const cap = planLimits(company.plan).users;
-    if (Number(users.n) >= cap) throw new ApiError('unprocessable', `the ${company.plan} plan allows ${cap} users`);
-    const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', email).executeTakeFirst();
-    if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator');
-    if (holder || !(await registerEmail(tx, email, 'company', id))) throw new ApiError('conflict', 'that e-mail is already registered');
-    await tx.insertInto('company_users').values({ id, tenant_id: tenantId, email, name: input.name, password_hash: phc, roles: input.roles, must_change_password: true }).execute();
-  });
+  await store.transaction((tx) => insertCompanyUser(tx, tenantId, { id, email, name: input.name, phc, roles: input.roles }));
   return { id, email, temporary_password: password };
 }

@@ -59,18 +59,7 @@ export async function createUser(store: Store, tenantId: string, by: Asker, inpu
   const phc = await hashPassword(password);
   const id = newId('usr');
   const row = await store.transaction(async (tx) => {
-    const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).forUpdate().executeTakeFirstOrThrow();
-    const users = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).where('disabled_at', 'is', null).executeTakeFirstOrThrow();
-    const cap = planLimits(company.plan).users;
-    if (Number(users.n) >= cap) throw new ApiError('conflict', `the ${company.plan} plan's cap of ${cap} users is reached`);
-    const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', email).executeTakeFirst();
-    if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator');
-    if (holder || !(await registerEmail(tx, email, 'company', id))) throw new ApiError('conflict', 'that e-mail is already registered');
-    const row = await tx
-      .insertInto('company_users')
-      .values({ id, tenant_id: tenantId, email, name: input.name, password_hash: phc, roles: [input.role], must_change_password: true })
-      .returning(COLUMNS)
-      .executeTakeFirstOrThrow();
+    const row = await insertCompanyUser(tx, tenantId, { id, email, name: input.name, phc, roles: [input.role] });
     await emit(tx, [{ subject: 'vd.company.user_created', tenant_id: tenantId, about: id, data: { actor: by.who, user_id: id, email, role: input.role } }]);
     return row;
   });
@@ -104,13 +93,8 @@ export async function changeUser(store: Store, tenantId: string, by: Asker, id: 
         .executeTakeFirstOrThrow();
       if (Number(others.n) === 0) throw new ApiError('conflict', "this is the company's last active owner: make another user owner first");
     }
-    if (before.disabled_at && !disabledAt) {
-      // Switched back on: the plan's cap counts active users.
-      const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).executeTakeFirstOrThrow();
-      const active = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).where('disabled_at', 'is', null).executeTakeFirstOrThrow();
-      const cap = planLimits(company.plan).users;
-      if (Number(active.n) >= cap) throw new ApiError('conflict', `the ${company.plan} plan's cap of ${cap} users is reached`);
-    }
+    // Switched back on: the plan's cap counts active users.
+    if (before.disabled_at && !disabledAt) await assertUserRoom(tx, tenantId);
     const row = await tx.updateTable('company_users').set({ roles, disabled_at: disabledAt }).where('id', '=', id).returning(COLUMNS).executeTakeFirstOrThrow();
     if (disabledAt && !before.disabled_at) await endUserSessions(tx, id);
     const changed = { role: roles[0] !== before.roles[0] ? roles[0] : undefined, disabled: (disabledAt !== null) !== (before.disabled_at !== null) ? disabledAt !== null : undefined };
@@ -119,6 +103,31 @@ export async function changeUser(store: Store, tenantId: string, by: Asker, id: 
     }
     return view(row);
   });
+}
+
+/**
+ * Inserts a company user (inside the caller's transaction, which holds the company row): the
+ * plan's cap of active users (409), an operator's e-mail (422), one already registered (409).
+ */
+export async function insertCompanyUser(tx: Tx, tenantId: string, u: { id: string; email: string; name: string; phc: string; roles: string[] }): Promise<Row> {
+  await lockCompanyUsers(tx, tenantId);
+  await assertUserRoom(tx, tenantId);
+  const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', u.email).executeTakeFirst();
+  if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator');
+  if (holder || !(await registerEmail(tx, u.email, 'company', u.id))) throw new ApiError('conflict', 'that e-mail is already registered');
+  return tx
+    .insertInto('company_users')
+    .values({ id: u.id, tenant_id: tenantId, email: u.email, name: u.name, password_hash: u.phc, roles: u.roles, must_change_password: true })
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+/** 409 when the company already has as many active users as its plan allows. */
+async function assertUserRoom(tx: Tx, tenantId: string): Promise<void> {
+  const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).executeTakeFirstOrThrow();
+  const active = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).where('disabled_at', 'is', null).executeTakeFirstOrThrow();
+  const cap = planLimits(company.plan).users;
+  if (Number(active.n) >= cap) throw new ApiError('conflict', `the ${company.plan} plan's cap of ${cap} users is reached`);
 }
 
 /** Serialises a company's user changes, so "another active owner" cannot race. */
