@@ -122,7 +122,10 @@ function slowAnswers(path: string, delayMs: number): void {
   rx.answer((r) => (r.path === path ? { status: 200, delayMs } : { status: 200 }));
 }
 
-/** After A's stall: B claims and sends (or A, under a fresh claim); never both, one attempt, no overlap. */
+/**
+ * After A's stall: B claims and sends (or A, under a fresh claim); never both, one attempt, no
+ * overlap. B polls every 250 ms: its first claim may skip the row while A is handing it back.
+ */
 async function oneSender(id: string, path: string, b: WebhookWorker): Promise<void> {
   b.start();
   await eventually('delivered', async () => (await row(id)).status === 'delivered');
@@ -151,7 +154,7 @@ t('poller: a claim whose sender stalls past its lease is not sent once another i
   // (A may already have handed it back, if its send was refused in time.)
   const over = await sql<{ over: boolean }>`select lease_until is null or lease_until < clock_timestamp() as over from webhook_deliveries where id = ${id}`.execute(store.db);
   assert.ok(over.rows[0].over, 'A\'s lease ran out during the stall');
-  await oneSender(id, path, worker('instance-b', plainClient()));
+  await oneSender(id, path, worker('instance-b', plainClient(), { pollMs: 250 }));
 });
 
 t('fast path: a message leased in the transaction that made it is not sent after a stall past the lease', async () => {
@@ -170,7 +173,7 @@ t('fast path: a message leased in the transaction that made it is not sent after
   assert.type(afterCommit, 'function');
   (afterCommit as () => void)();
   await stalled;
-  await oneSender(made.id, path, worker('instance-b', plainClient()));
+  await oneSender(made.id, path, worker('instance-b', plainClient(), { pollMs: 250 }));
 });
 
 t('fast path: a fan-out transaction held open past its lease does not send what it leased', async () => {
@@ -189,7 +192,7 @@ t('fast path: a fan-out transaction held open past its lease does not send what 
   const made = await store.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', 'evt_slowcommit').executeTakeFirstOrThrow();
   assert.is(made.lease_owner, 'instance-a');
   (afterCommit as () => void)();
-  await oneSender(made.id, path, worker('instance-b', plainClient()));
+  await oneSender(made.id, path, worker('instance-b', plainClient(), { pollMs: 250 }));
 });
 
 t('an attempt cut at the answer limit is not followed by the next one while the receiver still answers it', async () => {
