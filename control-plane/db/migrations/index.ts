@@ -16,6 +16,7 @@ import * as imports from './20261125_0013_imports.ts';
 import * as usageMeter from './20261125_0014_usage_meter.ts';
 import * as billing from './20261125_0015_billing.ts';
 import * as accounts from './20261125_0016_accounts.ts';
+import * as recordings from './20261126_0017_recordings.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '20261125_0014_usage_meter': usageMeter,
   '20261125_0015_billing': billing,
   '20261125_0016_accounts': accounts,
+  '20261126_0017_recordings': recordings,
 };

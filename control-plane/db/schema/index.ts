@@ -26,6 +26,7 @@ import type { OutboxTable } from './outbox.ts';
 import type { PeopleTable } from './people.ts';
 import type { PlatformSettingsTable } from './platform-settings.ts';
 import type { PriceBookTable } from './price-book.ts';
+import type { RecordingsTable } from './recordings.ts';
 import type { RegisteredEmailsTable } from './registered-emails.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { UsageEventsTable } from './usage-events.ts';
@@ -40,6 +41,7 @@ export type { ListCheckStatus } from './list-checks.ts';
 export type { UsageKind } from './usage-events.ts';
 export type { BillingStatus } from './billing-months.ts';
 export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
+export type { RecordingFormat, RecordingSource, RecordingStatus } from './recordings.ts';
 
 export interface DB {
   companies: CompaniesTable;
@@ -75,4 +77,5 @@ export interface DB {
   billing_months: BillingMonthsTable;
   billing_versions: BillingVersionsTable;
   billing_lines: BillingLinesTable;
+  recordings: RecordingsTable;
 }
