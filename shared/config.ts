@@ -18,6 +18,14 @@ const unitMoney = z.string().regex(/^(0|[1-9]\d{0,7})(\.\d{1,4})?$/, 'must be a 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /**
+   * Port of the Prometheus metrics listener (`GET /metrics`), on HOST, apart from the API's:
+   * 0 for any free port, `off` for no listener. A port in use stops the start, as PORT does.
+   */
+  VD_METRICS_PORT: z
+    .union([z.literal('off'), z.coerce.number().int().min(0).max(65535)], { error: 'must be a port number (0 to 65535, 0 for any free port) or off' })
+    .default(9464)
+    .transform((v) => (v === 'off' ? null : v)),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z
     .string()
@@ -132,14 +140,17 @@ export function checkDataDir(dir: string): void {
   }
 }
 
-/** The setting to blame when the HTTP server cannot listen, as a ConfigError; null for other errors. */
-export function listenProblem(err: unknown, host: string, port: number): ConfigError | null {
+/**
+ * The setting to blame when the HTTP server (or, with `portSetting` VD_METRICS_PORT, the metrics
+ * listener) cannot listen, as a ConfigError; null for other errors.
+ */
+export function listenProblem(err: unknown, host: string, port: number, portSetting: 'PORT' | 'VD_METRICS_PORT' = 'PORT'): ConfigError | null {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   switch (code) {
     case 'EADDRINUSE':
-      return new ConfigError(`PORT: ${port} is already in use on ${host}`);
+      return new ConfigError(`${portSetting}: ${port} is already in use on ${host}`);
     case 'EACCES':
-      return new ConfigError(`PORT: ${port} on ${host} may not be used by this process (a port under 1024 needs privileges)`);
+      return new ConfigError(`${portSetting}: ${port} on ${host} may not be used by this process (a port under 1024 needs privileges)`);
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
     case 'EAI_NONAME':
