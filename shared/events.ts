@@ -52,6 +52,8 @@ export const EVENT_NAMES = [
   'vd.platform.billing_month_invoiced',
   'vd.platform.billing_month_paid',
   'vd.platform.billing_month_reopened',
+  // Ours: an operator's change of an AI upstream's settings (the key never in it; audit trail only).
+  'vd.platform.ai_settings_changed',
   // Ours: a usage item counted.
   'vd.usage.recorded',
 ] as const;

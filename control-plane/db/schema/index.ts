@@ -1,5 +1,8 @@
 /** The database type: every table, one file each, joined here. */
 import type { ActorsTable } from './actors.ts';
+import type { AiProvidersTable } from './ai-providers.ts';
+import type { AiSamplesTable } from './ai-samples.ts';
+import type { CpInstancesTable } from './cp-instances.ts';
 import type { ApiKeysTable } from './api-keys.ts';
 import type { AuditLogTable } from './audit-log.ts';
 import type { BillingLinesTable } from './billing-lines.ts';
@@ -40,6 +43,8 @@ export type { PersonCheck, PersonStatus } from './people.ts';
 export type { ListCheckStatus } from './list-checks.ts';
 export type { UsageKind } from './usage-events.ts';
 export type { BillingStatus } from './billing-months.ts';
+export type { AiPurpose } from './ai-providers.ts';
+export type { AiSampleKind } from './ai-samples.ts';
 export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
 export type { RecordingFormat, RecordingSource, RecordingStatus } from './recordings.ts';
 
@@ -78,4 +83,7 @@ export interface DB {
   billing_versions: BillingVersionsTable;
   billing_lines: BillingLinesTable;
   recordings: RecordingsTable;
+  ai_providers: AiProvidersTable;
+  ai_samples: AiSamplesTable;
+  cp_instances: CpInstancesTable;
 }
