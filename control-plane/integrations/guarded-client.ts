@@ -14,7 +14,10 @@
  *    (covers IP literals, which skip lookup, and anything the lookup could not see).
  *
  * Redirects are never followed, the whole attempt is bounded in time, and only the first bytes of
- * an answer are read. A caller may give a start deadline (`startBy`): it is checked right before
+ * an answer are read. `open` (recording imports, the recording bucket) is the one exception to
+ * the last two: it hands the caller the answer's body as a stream, with a limit on the wait for
+ * the answer and on each pause between its chunks instead of a limit on the whole, and the caller
+ * reads and counts it. A caller may give a start deadline (`startBy`): it is checked right before
  * the request is written, and past it nothing is (`not_sent`). `VD_ALLOW_PRIVATE_TARGETS` (tests
  * and demos only) opens loopback, private and link-local addresses and numeric/internal hosts;
  * scheme and credential rules still apply.
@@ -23,6 +26,7 @@
 import { promises as dns, type LookupAddress, type LookupOptions } from 'node:dns';
 import { subscribe } from 'node:diagnostics_channel';
 import { isIP, isIPv4 } from 'node:net';
+import type { Readable } from 'node:stream';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 
@@ -60,6 +64,24 @@ export type PostOptions = {
    * `not_sent`. A webhook worker passes the moment its lease stops covering a whole attempt.
    */
   startBy?: number;
+};
+
+/** Why a request got no answer (every kind of `OutboundResult` but `answered`). */
+export type OutboundFailure = Exclude<OutboundResult, { kind: 'answered' }>;
+
+/** An answer whose body is left to the caller (`open`): it must read it to its end or destroy it. */
+export type StreamedAnswer = { kind: 'answered'; status: number; durationMs: number; headers: Record<string, string | string[] | undefined>; body: Dispatcher.ResponseData['body'] };
+
+export type OpenOptions = {
+  /** PUT and DELETE: the recording store's bucket (its signed requests go through this client too); POST: the QA Bot's AI upstream. */
+  method?: 'GET' | 'HEAD' | 'PUT' | 'DELETE' | 'POST';
+  headers?: Record<string, string>;
+  /** A PUT's or POST's body, streamed (its length in the headers: a bucket refuses a chunked body; the QA Bot's upload to transcription). */
+  body?: Readable | Buffer;
+  /** Ends the request and its body stream (the caller gave up, or lost its lease). */
+  signal?: AbortSignal;
+  /** Longest wait for the answer's headers, and longest pause between two chunks of its body. */
+  idleMs?: number;
 };
 
 type Checked = { ok: true; url: URL } | { ok: false; reason: string };
@@ -338,25 +360,39 @@ export class OutboundClient {
         remoteAddress: peer.address,
       };
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      const codes = errorCodes(err);
-      const durationMs = ms();
-      if (err instanceof StartDeadlinePassed || codes.includes('VD_START_DEADLINE_PASSED')) {
-        return { kind: 'not_sent', durationMs, message };
-      }
-      if (err instanceof RefusedAddressError || codes.includes('VD_REFUSED_ADDRESS')) {
-        return { kind: 'refused_address', durationMs, message };
-      }
-      if (abort.signal.aborted || codes.some((c) => TIMEOUT_CODES.includes(c))) {
-        return { kind: 'timeout', durationMs, message: `no complete answer within ${this.#timeoutMs} ms` };
-      }
-      if (codes.includes('ECONNREFUSED')) return { kind: 'connection_refused', durationMs, message };
-      if (codes.some((c) => SOCKET_CODES.includes(c) || /^E[A-Z]+$/.test(c))) {
-        return { kind: 'connection_failed', durationMs, message };
-      }
-      return { kind: 'error', durationMs, message };
+      return failureOf(err, ms(), abort.signal.aborted, `no complete answer within ${this.#timeoutMs} ms`);
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Sends a request (a GET; a PUT, DELETE or POST whose body streams out) and hands back the
+   * answer with its body unread, for answers too large to hold (a recording file). The same three gates and the same refusal of redirects as `post`
+   * (a 3xx is answered, never followed). No limit on the whole: `idleMs` bounds the wait for the
+   * headers and each pause between chunks. Never throws; the body stream may still fail later
+   * (a pause past `idleMs`, the signal, the peer gone), and the caller must read it or destroy it.
+   */
+  async open(url: string, opts: OpenOptions = {}): Promise<StreamedAnswer | OutboundFailure> {
+    const started = performance.now();
+    const ms = () => Math.round(performance.now() - started);
+    const checked = this.#check(url);
+    if (!checked.ok) return { kind: 'refused_address', durationMs: ms(), message: checked.reason };
+    const idleMs = opts.idleMs ?? this.#timeoutMs;
+    try {
+      const res = await this.#dispatcher.request({
+        origin: checked.origin,
+        path: checked.path,
+        method: opts.method ?? 'GET',
+        headers: opts.headers,
+        body: opts.body,
+        signal: opts.signal,
+        headersTimeout: idleMs,
+        bodyTimeout: idleMs,
+      });
+      return { kind: 'answered', status: res.statusCode, durationMs: ms(), headers: res.headers, body: res.body };
+    } catch (err) {
+      return failureOf(err, ms(), false, `no answer within ${idleMs} ms`);
     }
   }
 
@@ -414,6 +450,24 @@ export class OutboundClient {
 }
 
 const decoder = new TextDecoder();
+
+/** What a request's error means; `timedOut`: the caller's own time limit ended it. */
+export function failureOf(err: unknown, durationMs: number, timedOut: boolean, timeoutMessage: string): OutboundFailure {
+  const message = err instanceof Error ? err.message : String(err);
+  const codes = errorCodes(err);
+  if (err instanceof StartDeadlinePassed || codes.includes('VD_START_DEADLINE_PASSED')) {
+    return { kind: 'not_sent', durationMs, message };
+  }
+  if (err instanceof RefusedAddressError || codes.includes('VD_REFUSED_ADDRESS')) {
+    return { kind: 'refused_address', durationMs, message };
+  }
+  if (timedOut || codes.some((c) => TIMEOUT_CODES.includes(c))) return { kind: 'timeout', durationMs, message: timeoutMessage };
+  if (codes.includes('ECONNREFUSED')) return { kind: 'connection_refused', durationMs, message };
+  if (codes.some((c) => SOCKET_CODES.includes(c) || /^E[A-Z]+$/.test(c))) {
+    return { kind: 'connection_failed', durationMs, message };
+  }
+  return { kind: 'error', durationMs, message };
+}
 
 export function clientFromConfig(config: { VD_ALLOW_PRIVATE_TARGETS: boolean }, extra?: Partial<OutboundOptions>): OutboundClient {
   return new OutboundClient({ ...extra, allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS });
