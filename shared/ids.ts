@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 
 export const ID_PREFIXES = [
-  'ten', 'usr', 'opr', 'key', 'ses', 'cmp', 'lst', 'per', 'call', 'evt', 'node', 'con', 'aud', 'jny', 'dlv', 'chk', 'imp', 'rec',
+  'ten', 'usr', 'opr', 'key', 'ses', 'cmp', 'lst', 'per', 'call', 'evt', 'node', 'con', 'aud', 'jny', 'dlv', 'chk', 'imp', 'rec', 'rev',
 ] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 

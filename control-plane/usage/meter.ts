@@ -63,6 +63,11 @@ export function listVerify(check: { id: string; tenant_id: string }, numbersChec
   return { id: `use_${check.id}_list_verify`, tenant_id: check.tenant_id, kind: 'list_verify', quantity: numbersChecked, unit: 'number', call_id: null, campaign_id: null, occurred_at: at, source_id: check.id };
 }
 
+/** A saved QA review, keyed by the review (a re-score is a new review: new work, counted again). */
+export function qaReview(review: { id: string; tenant_id: string; call_id: string | null; campaign_id: string | null }, at: Date): UsageItem {
+  return { id: `use_${review.id}_qa_review`, tenant_id: review.tenant_id, kind: 'qa_review', quantity: 1, unit: 'review', call_id: review.call_id, campaign_id: review.campaign_id, occurred_at: at, source_id: review.id };
+}
+
 /**
  * Writes the items in the caller's transaction, each id at most once ever; answers the
  * `vd.usage.recorded` events of those newly counted, for the caller to emit in that transaction.

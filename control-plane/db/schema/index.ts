@@ -29,6 +29,8 @@ import type { OutboxTable } from './outbox.ts';
 import type { PeopleTable } from './people.ts';
 import type { PlatformSettingsTable } from './platform-settings.ts';
 import type { PriceBookTable } from './price-book.ts';
+import type { QaReviewsTable } from './qa-reviews.ts';
+import type { QaScorecardsTable } from './qa-scorecards.ts';
 import type { RecordingsTable } from './recordings.ts';
 import type { RegisteredEmailsTable } from './registered-emails.ts';
 import type { SessionsTable } from './sessions.ts';
@@ -46,6 +48,7 @@ export type { BillingStatus } from './billing-months.ts';
 export type { AiPurpose } from './ai-providers.ts';
 export type { AiSampleKind } from './ai-samples.ts';
 export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
+export type { ReviewScorer, ReviewStatus } from './qa-reviews.ts';
 export type { RecordingFormat, RecordingSource, RecordingStatus } from './recordings.ts';
 
 export interface DB {
@@ -83,6 +86,8 @@ export interface DB {
   billing_versions: BillingVersionsTable;
   billing_lines: BillingLinesTable;
   recordings: RecordingsTable;
+  qa_scorecards: QaScorecardsTable;
+  qa_reviews: QaReviewsTable;
   ai_providers: AiProvidersTable;
   ai_samples: AiSamplesTable;
   cp_instances: CpInstancesTable;
