@@ -17,6 +17,7 @@ import * as usageMeter from './20261125_0014_usage_meter.ts';
 import * as billing from './20261125_0015_billing.ts';
 import * as accounts from './20261125_0016_accounts.ts';
 import * as recordings from './20261126_0017_recordings.ts';
+import * as recordingImports from './20261126_0018_recording_imports.ts';
 import * as qa from './20261126_0019_qa.ts';
 import * as aiOps from './20261126_0020_ai_ops.ts';
 
@@ -38,6 +39,7 @@ export const migrations: Record<string, Migration> = {
   '20261125_0015_billing': billing,
   '20261125_0016_accounts': accounts,
   '20261126_0017_recordings': recordings,
+  '20261126_0018_recording_imports': recordingImports,
   '20261126_0019_qa': qa,
   '20261126_0020_ai_ops': aiOps,
 };

@@ -32,6 +32,7 @@ import type { PriceBookTable } from './price-book.ts';
 import type { QaReviewsTable } from './qa-reviews.ts';
 import type { QaScorecardsTable } from './qa-scorecards.ts';
 import type { RecordingsTable } from './recordings.ts';
+import type { RecordingImportFilesTable, RecordingImportRunsTable } from './recording-imports.ts';
 import type { RegisteredEmailsTable } from './registered-emails.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { UsageEventsTable } from './usage-events.ts';
@@ -50,6 +51,7 @@ export type { AiSampleKind } from './ai-samples.ts';
 export type { ConnectorKind, ConnectorState, DeliveryStatus } from './connectors.ts';
 export type { ReviewScorer, ReviewStatus } from './qa-reviews.ts';
 export type { RecordingFormat, RecordingSource, RecordingStatus } from './recordings.ts';
+export type { ImportFileStatus, ImportRunStatus, ImportRunTrigger } from './recording-imports.ts';
 
 export interface DB {
   companies: CompaniesTable;
@@ -86,6 +88,8 @@ export interface DB {
   billing_versions: BillingVersionsTable;
   billing_lines: BillingLinesTable;
   recordings: RecordingsTable;
+  recording_import_runs: RecordingImportRunsTable;
+  recording_import_files: RecordingImportFilesTable;
   qa_scorecards: QaScorecardsTable;
   qa_reviews: QaReviewsTable;
   ai_providers: AiProvidersTable;
