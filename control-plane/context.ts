@@ -27,6 +27,9 @@ import { OutboundClient, type LookupFn } from './integrations/guarded-client.ts'
 import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
 import { ListChecks, type ListChecksOptions } from './core/checks.ts';
 import { METER_CONSUMER, UsageMeter } from './usage/ledger.ts';
+import { recordingStoreFromConfig } from './recordings/from-config.ts';
+import type { RecordingStoredHook } from './recordings/save.ts';
+import type { RecordingStore } from './recordings/store.ts';
 
 export type Services = {
   config: Config;
@@ -64,10 +67,17 @@ export type Services = {
   checks: ListChecks;
   /** The usage meter's consumer: monthly totals from the queued usage events. */
   meter: UsageMeter;
+  /** The recording store: a folder under VD_DATA_DIR, or an S3-compatible bucket. */
+  recordings: RecordingStore;
+  /**
+   * Run in the transaction that marks a recording stored (`saveRecording`), after its event: the
+   * QA Bot queues its review here. A failure undoes the save (the sender tries again).
+   */
+  recordingStored: RecordingStoredHook[];
   close(): Promise<void>;
 };
 
-export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coordinator' | 'columnSources'>> & {
+export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coordinator' | 'columnSources' | 'recordings'>> & {
   runtime?: RuntimeOptions;
   /** Webhook timings, clock and spread, and the DNS the guarded client uses (tests simulate rebinding). */
   webhooks?: WebhookWorkerOptions & { lookup?: LookupFn };
@@ -102,6 +112,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const meter = new UsageMeter({ store, coordinator, log });
   for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name) && name !== METER_CONSUMER) throw new Error(`outbox consumer ${name} has no handler`);
   const outbox = new OutboxWorker(store, coordinator, log, consumers);
+  const recordingStore = overrides.recordings ? { store: overrides.recordings, close: async () => {} } : recordingStoreFromConfig(config);
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
     if (!overrides.store) await store.close().catch(() => {});
@@ -126,6 +137,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     webhooks,
     checks,
     meter,
+    recordings: recordingStore.store,
+    recordingStored: [],
     async close() {
       await agentHub.close();
       await checks.stop();
@@ -134,6 +147,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       await outbox.stop();
       await webhooks.stop();
       await outbound.close();
+      await recordingStore.close();
       await runtime.stop();
       await apiKeys.stop();
       await closeOwned();

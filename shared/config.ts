@@ -72,6 +72,18 @@ const schema = z.object({
     .string()
     .min(16, 'must be at least 16 characters')
     .default(() => randomBytes(24).toString('base64url')),
+  /**
+   * The recording store: a bucket when VD_RECORDINGS_BUCKET is set (S3-compatible, path-style,
+   * SigV4), else the folder `<VD_DATA_DIR>/recordings`. The endpoint defaults to AWS S3's own for
+   * the region; the keys are required with a bucket.
+   */
+  VD_RECORDINGS_BUCKET: z.string().min(3).max(63).optional(),
+  VD_RECORDINGS_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  VD_RECORDINGS_REGION: z.string().min(1).max(64).default('us-east-1'),
+  VD_RECORDINGS_ACCESS_KEY: z.string().min(1).optional(),
+  VD_RECORDINGS_SECRET_KEY: z.string().min(1).optional(),
+  /** Largest recording a media agent may upload, in MB (the spec's import limit: up to 500). */
+  VD_RECORDING_MAX_MB: z.coerce.number().int().min(1).max(500).default(100),
 });
 
 export type Config = z.infer<typeof schema>;
@@ -89,6 +101,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const parsed = parseEnv(schema, env);
   if (!parsed.ok) throw new ConfigError(`invalid settings: ${parsed.problems.join('; ')}`);
   const cfg = parsed.value;
+  if (cfg.VD_RECORDINGS_BUCKET && (!cfg.VD_RECORDINGS_ACCESS_KEY || !cfg.VD_RECORDINGS_SECRET_KEY)) {
+    throw new ConfigError('VD_RECORDINGS_ACCESS_KEY, VD_RECORDINGS_SECRET_KEY: both are required with VD_RECORDINGS_BUCKET');
+  }
   if (cfg.VD_ALLOW_PRIVATE_TARGETS && cfg.NODE_ENV === 'production') {
     throw new ConfigError(
       'VD_ALLOW_PRIVATE_TARGETS: may not be set when NODE_ENV=production (it is for local tests only)',

@@ -1,0 +1,168 @@
+/**
+ * Saving a recording, whatever brought it (a media agent's upload, a recording import): its row
+ * is found or made, the file streams into the recording store under `<tenant>/<id>.<format>`
+ * (its duration read on the way), and then ONE transaction marks the row stored, emits
+ * `vd.call.recording_stored` and runs the "recording stored" hooks (the QA Bot queues its review
+ * there), so a stored recording is never without its event or its review.
+ */
+import type { Selectable } from 'kysely';
+import { newId } from '../../shared/ids.ts';
+import type { RecordingFormat, RecordingSource } from '../db/schema/index.ts';
+import type { RecordingsTable } from '../db/schema/recordings.ts';
+import type { Store, Tx } from '../db/store.ts';
+import { emit } from '../runtime/outbox.ts';
+import { AudioInfo } from './audio-info.ts';
+import { contentTypeOf, RecordingTooLarge, type PutBody, type RecordingStore } from './store.ts';
+
+export type RecordingRow = Selectable<RecordingsTable>;
+
+/** Runs inside the transaction that marks a recording stored; a throw undoes the whole save. */
+export type RecordingStoredHook = (tx: Tx, recording: RecordingRow) => Promise<void>;
+
+export type RecordingDeps = { store: Store; recordings: RecordingStore; recordingStored: RecordingStoredHook[] };
+
+export type SaveRecordingInput = {
+  tenantId: string;
+  source: RecordingSource;
+  /** The call recorded (required for source `call`). */
+  callId?: string | null;
+  campaignId?: string | null;
+  /** The recording import connection and the file's unique name in it (source `import`). */
+  connectorId?: string | null;
+  sourceName?: string | null;
+  format: RecordingFormat;
+  body: PutBody;
+  /** The body's length when known (Content-Length). */
+  length?: number | null;
+  maxBytes: number;
+};
+
+/** The recording was stored already (a second upload of it): nothing was changed. */
+export class RecordingAlreadyStored extends Error {
+  readonly recording: RecordingRow;
+  constructor(recording: RecordingRow) {
+    super(`recording ${recording.id} is already stored`);
+    this.name = 'RecordingAlreadyStored';
+    this.recording = recording;
+  }
+}
+
+/** The store key of a recording. */
+export function storageKey(row: Pick<RecordingRow, 'tenant_id' | 'id' | 'format'>): string {
+  return `${row.tenant_id}/${row.id}.${row.format}`;
+}
+
+/**
+ * The recording's row, made when there is none (status `waiting_upload`) and counted as one more
+ * attempt; a stored one throws `RecordingAlreadyStored`.
+ */
+async function claim(store: Store, input: SaveRecordingInput): Promise<RecordingRow> {
+  const values = {
+    id: newId('rec'),
+    tenant_id: input.tenantId,
+    call_id: input.callId ?? null,
+    campaign_id: input.campaignId ?? null,
+    source: input.source,
+    connector_id: input.connectorId ?? null,
+    source_name: input.sourceName ?? null,
+    status: 'waiting_upload' as const,
+    format: input.format,
+    attempts: 1,
+  };
+  const byCall = input.source === 'call';
+  if (byCall && !input.callId) throw new Error('a call recording needs its call id');
+  if (!byCall && (!input.connectorId || !input.sourceName)) throw new Error('an imported recording needs its connection and unique name');
+  const row = await store.db
+    .insertInto('recordings')
+    .values(values)
+    .onConflict((oc) =>
+      (byCall ? oc.column('call_id').where('call_id', 'is not', null) : oc.columns(['connector_id', 'source_name']).where('source', '=', 'import'))
+        .doUpdateSet((eb) => ({ attempts: eb('recordings.attempts', '+', 1), format: eb.ref('excluded.format') }))
+        .where('recordings.status', '<>', 'stored'),
+    )
+    .returningAll()
+    .executeTakeFirst();
+  if (row) return row;
+  const stored = await store.db
+    .selectFrom('recordings')
+    .selectAll()
+    .$call((q) => (byCall ? q.where('call_id', '=', input.callId!) : q.where('connector_id', '=', input.connectorId!).where('source_name', '=', input.sourceName!)))
+    .executeTakeFirstOrThrow();
+  throw new RecordingAlreadyStored(stored);
+}
+
+/**
+ * Streams `input.body` into the recording store and marks the recording stored (event and hooks
+ * in the same transaction). A body past `maxBytes` marks the recording `failed` (it would be as
+ * large next time) and throws `RecordingTooLarge`; any other failure keeps it `waiting_upload`
+ * with the error noted, and throws, for the sender to try again.
+ */
+export async function saveRecording(deps: RecordingDeps, input: SaveRecordingInput): Promise<RecordingRow> {
+  const row = await claim(deps.store, input);
+  const key = storageKey(row);
+  const info = new AudioInfo(input.format);
+  let bytes: number;
+  try {
+    ({ bytes } = await deps.recordings.put(key, input.body, { maxBytes: input.maxBytes, contentType: contentTypeOf(input.format), length: input.length, onChunk: (c) => info.push(c) }));
+  } catch (err) {
+    const tooLarge = err instanceof RecordingTooLarge;
+    await deps.store.db
+      .updateTable('recordings')
+      .set({ error: (err as Error).message.slice(0, 500), ...(tooLarge ? { status: 'failed' as const } : {}) })
+      .where('id', '=', row.id)
+      .where('status', '<>', 'stored')
+      .execute();
+    throw err;
+  }
+  const duration = info.duration();
+  return deps.store.transaction(async (tx) => {
+    const stored = await tx
+      .updateTable('recordings')
+      .set({ status: 'stored', bytes, duration_s: duration, storage_key: key, stored_at: new Date(), error: null })
+      .where('id', '=', row.id)
+      .where('status', '<>', 'stored')
+      .returningAll()
+      .executeTakeFirst();
+    // Another upload of the same recording stored it first (same key, same file): its event was sent.
+    if (!stored) throw new RecordingAlreadyStored(await tx.selectFrom('recordings').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow());
+    await emit(tx, [
+      {
+        subject: 'vd.call.recording_stored',
+        tenant_id: stored.tenant_id,
+        about: stored.call_id ?? stored.id,
+        campaign_id: stored.campaign_id,
+        data: {
+          recording_id: stored.id,
+          call_id: stored.call_id,
+          campaign_id: stored.campaign_id,
+          source: stored.source,
+          bytes,
+          duration_s: duration,
+          format: stored.format,
+        },
+      },
+    ]);
+    for (const hook of deps.recordingStored) await hook(tx, stored);
+    return stored;
+  });
+}
+
+/** A recording as the company reads it. */
+export function recordingView(r: RecordingRow) {
+  return {
+    id: r.id,
+    call_id: r.call_id,
+    campaign_id: r.campaign_id,
+    source: r.source,
+    source_name: r.source_name,
+    status: r.status,
+    format: r.format,
+    bytes: r.bytes === null ? null : Number(r.bytes),
+    duration_s: r.duration_s,
+    error: r.error,
+    attempts: r.attempts,
+    written_at: r.written_at?.toISOString() ?? null,
+    stored_at: r.stored_at?.toISOString() ?? null,
+    created_at: r.created_at.toISOString(),
+  };
+}
