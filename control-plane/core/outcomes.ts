@@ -149,7 +149,17 @@ export async function applyOutcomes(store: Store, tenantId: string, outcomes: un
   let applied = 0;
   let unchanged = 0;
   if (parsed.length) {
-    const out = await store.transaction((tx) => applyParsed(tx, tenantId, parsed));
+    let out!: Awaited<ReturnType<typeof applyParsed>>;
+    // A claim that moved between the look at the claims and the people's locks: once more, holding its campaign too.
+    for (let held: string[] = [], tries = 0; ; tries++) {
+      try {
+        out = await store.transaction((tx) => applyParsed(tx, tenantId, parsed, held));
+        break;
+      } catch (e) {
+        if (!(e instanceof ClaimMoved) || tries >= 5) throw e;
+        held = e.campaigns;
+      }
+    }
     applied = out.applied;
     unchanged = out.unchanged;
     rejected.push(...out.rejected);
@@ -159,7 +169,33 @@ export async function applyOutcomes(store: Store, tenantId: string, outcomes: un
   return { received: outcomes.length, applied, unchanged, rejected: rejected.length, rejected_rows: rejected.slice(0, REJECTED_ROWS_LISTED) };
 }
 
-async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[]) {
+/** The people's claims changed between the look at them and their locks: the campaigns to hold on the next try. */
+class ClaimMoved extends Error {
+  readonly campaigns: string[];
+  constructor(campaigns: string[]) {
+    super('a claim moved while the outcome was taking its locks');
+    this.campaigns = campaigns;
+  }
+}
+
+/**
+ * Holds (`for no key update`, in id order) the campaigns that have claimed any of `people`, and
+ * `held`: a launch holds its batch's campaigns `for share` while it writes call rows, so an
+ * outcome for a claimed person waits for a launch under way to commit, and a launch starting now
+ * waits for the outcome and then sees the person as the outcome left them (`dropUnclaimed` in
+ * dialer/launch-rows.ts). Taken before the people's locks (campaigns before people, as everywhere).
+ */
+async function holdClaimingCampaigns(tx: Tx, tenantId: string, people: string[], held: string[]): Promise<Set<string>> {
+  const claims = people.length
+    ? await sql<{ c: string }>`
+        select distinct claimed_by as c from people where tenant_id = ${tenantId} and id = any(${people}::text[]) and status = 'calling' and claimed_by is not null`.execute(tx)
+    : { rows: [] };
+  const campaigns = [...new Set([...held, ...claims.rows.map((r) => r.c)])].sort();
+  if (campaigns.length) await sql`select id from campaigns where id = any(${campaigns}::text[]) order by id for no key update`.execute(tx);
+  return new Set(campaigns);
+}
+
+async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[], held: string[]) {
   const rejected: Array<{ index: number; reason: string }> = [];
   // Whom each outcome names: calls first, then people (the lock order).
   const callIds = [...new Set(parsed.flatMap((p) => (p.by.kind === 'call' ? [p.by.id] : [])))];
@@ -199,7 +235,10 @@ async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[]) {
     const who = personOf.get(p.index);
     if (who) named.add(who.personId);
   }
+  const holding = await holdClaimingCampaigns(tx, tenantId, [...named], held);
   const state = await lockPeople(tx, tenantId, [...named]);
+  const moved = [...state.values()].filter((s) => s.status === 'calling' && s.claimed_by !== null && !holding.has(s.claimed_by));
+  if (moved.length) throw new ClaimMoved([...holding, ...moved.map((s) => s.claimed_by!)]);
   const latest = await latestCampaigns(tx, [...state.keys()]);
   for (const s of state.values()) s.campaign_id = latest.get(s.id) ?? null;
 

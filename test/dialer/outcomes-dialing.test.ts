@@ -6,6 +6,7 @@
  * during a call is what stays once the call ends; results and calls are read with a `read` key,
  * paged and filtered, and another company's are 404.
  */
+import { sql } from 'kysely';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
@@ -51,6 +52,38 @@ t.after(async () => {
   } finally {
     await drop();
   }
+});
+
+t('an outcome for a claimed person waits for a launch of its campaign under way (the launch holds the campaign for share)', async () => {
+  const { campaignId, listId } = await makeCampaign(cp, co.tenantId, co.owner, { people: 1, cps: 10, concurrent: 1 });
+  const claimed = await eventually('the person claimed by the campaign', async () => {
+    const ps = await peopleOf(listId);
+    return ps.find((p) => p.status === 'calling' && p.claimed_by === campaignId) ?? null;
+  });
+  let release!: () => void;
+  const releasing = new Promise<void>((r) => (release = r));
+  let holding!: () => void;
+  const held = new Promise<void>((r) => (holding = r));
+  // What a launch transaction does first with its batch's campaigns (launch-rows.ts writeCalls).
+  const launch = cp.services.store.transaction(async (tx) => {
+    await sql`select id from campaigns where id = ${campaignId} for share`.execute(tx);
+    holding();
+    await releasing;
+  });
+  await held;
+  let answered = false;
+  const outcome = postOutcomes([{ person_id: claimed.id, disposition: 'bought_elsewhere', final: true }]).then((r) => ((answered = true), r));
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    assert.not.ok(answered, 'the outcome changed a claimed person while a launch of their campaign was writing its calls');
+    assert.is((await person(claimed.id)).status, 'calling');
+  } finally {
+    release();
+    await launch;
+  }
+  const r = await outcome;
+  assert.is(r.body.applied, 1, r.text);
+  assert.is((await person(claimed.id)).status, 'done');
 });
 
 t('a final outcome for a person already claimed by the dialer: never called, the others are', async () => {
