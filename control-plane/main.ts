@@ -24,7 +24,7 @@ try {
   throw err;
 }
 
-// A setting that stops the start (HOST, PORT, VD_DATA_DIR) is one line and exit code 1, no stack.
+// A setting that stops the start (HOST, PORT, VD_METRICS_PORT, VD_DATA_DIR) is one line and exit code 1, no stack.
 const cp = await startWhenStoreAnswers(config).catch((err: unknown) => {
   if (err instanceof ConfigError) {
     console.error(err.message);
@@ -35,6 +35,7 @@ const cp = await startWhenStoreAnswers(config).catch((err: unknown) => {
 const mode = `${config.DATABASE_URL ? 'Postgres' : `embedded PGlite (${config.VD_DATA_DIR})`}, ${config.REDIS_URL ? 'Redis' : 'in-process'} coordination`;
 // Printed, not logged: the person starting the platform must see these once; logs never hold them.
 console.log(`control plane listening on ${cp.url} (${mode})`);
+console.log(cp.metricsUrl ? `metrics (Prometheus text) on ${cp.metricsUrl}` : 'metrics listener off (VD_METRICS_PORT=off)');
 if (cp.bootstrap) {
   console.log(`first operator (platform_owner): ${cp.bootstrap.email}`);
   if (cp.bootstrap.password) console.log(`one-time password: ${cp.bootstrap.password}  (you must change it at first sign-in)`);

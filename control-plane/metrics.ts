@@ -70,6 +70,8 @@ export const callLaunchDenials = new Counter({
   registers: [processRegistry],
 });
 
+for (const reason of DENY_REASONS) callLaunchDenials.inc({ reason }, 0);
+
 // ---- Webhooks, usage, imports, recordings, QA -----------------------------------------------
 
 /** A webhook attempt's result as written: delivered (2xx), retrying (failed, tried again later), given_up (failed for the last time). */
@@ -81,6 +83,8 @@ export const webhookDeliveries = new Counter({
   labelNames: ['outcome'] as const,
   registers: [processRegistry],
 });
+
+for (const outcome of ['delivered', 'retrying', 'given_up'] as const) webhookDeliveries.inc({ outcome }, 0);
 
 export const usageItems = new Counter({
   name: 'vd_usage_items_total',
@@ -244,8 +248,10 @@ export function instanceRegistry(src: InstanceSources, opts: InstanceRegistryOpt
 
 /** The Prometheus text document of the process's metrics and `instance`'s. */
 export async function scrape(instance: Registry | null): Promise<string> {
+  // The instance's first: a store read that fails in it is counted in this same scrape.
+  const theirs = instance ? await instance.metrics() : '';
   const own = await processRegistry.metrics();
-  return instance ? `${own}\n${await instance.metrics()}` : own;
+  return theirs ? `${own}\n${theirs}` : own;
 }
 
 /** The content type of `scrape`'s answer. */

@@ -13,6 +13,9 @@ import { bootstrapOperator } from './auth/accounts.ts';
 import { createServices, type ServiceOverrides, type Services } from './context.ts';
 import type { AgentHub } from './telephony/agent-hub.ts';
 import { Dialer, type DialerOptions } from '../dialer/dialer.ts';
+import { instanceRegistry, type InstanceRegistryOptions } from './metrics.ts';
+import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
+import { outboxLag } from './runtime/outbox-lag.ts';
 
 export type RunningControlPlane = {
   url: string;
@@ -21,22 +24,31 @@ export type RunningControlPlane = {
   /** The WebSocket endpoint of the media agents (`/agent/v1`) and their registry. */
   agentHub: AgentHub;
   dialer: Dialer;
+  /** `GET` this for the Prometheus text (null with VD_METRICS_PORT=off). */
+  metricsUrl: string | null;
   /** The first operator's credentials when this start created it with a generated password. */
   bootstrap: { email: string; password: string | null } | null;
   close(): Promise<void>;
 };
 
 /** Starts an instance on `config.HOST`:`config.PORT` (0 for an ephemeral port). */
-export async function startControlPlane(config: Config, overrides: ServiceOverrides = {}, dialerOptions: DialerOptions = {}): Promise<RunningControlPlane> {
+export async function startControlPlane(
+  config: Config,
+  overrides: ServiceOverrides = {},
+  dialerOptions: DialerOptions = {},
+  metricsOptions: InstanceRegistryOptions = {},
+): Promise<RunningControlPlane> {
   // A data folder the embedded store cannot use stops the start with its setting named.
   if (!config.DATABASE_URL && config.VD_DATA_DIR !== 'memory://') checkDataDir(config.VD_DATA_DIR);
   // So is a HOST or PORT it cannot listen on: tried before the store is opened and migrated, so
   // the answer comes at once (the real listen below still names them if the port is taken since).
   await tryListen(config.HOST, config.PORT);
+  if (config.VD_METRICS_PORT !== null) await tryListen(config.HOST, config.VD_METRICS_PORT, 'VD_METRICS_PORT');
   const services = await createServices(config, overrides);
   let dialer: Dialer | null = null;
   let bootstrap: RunningControlPlane['bootstrap'];
-  let server: Server;
+  let server: Server | undefined;
+  let metrics: MetricsServer | null = null;
   try {
     bootstrap = await bootstrapOperator(services.store, config.VD_BOOTSTRAP_OPERATOR_EMAIL, config.VD_BOOTSTRAP_OPERATOR_PASSWORD);
     // The composition root: the one place that joins the control plane, the dialer and the HTTP layer.
@@ -56,9 +68,17 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
       };
       s.once('error', failed);
     });
+    if (config.VD_METRICS_PORT !== null) metrics = await startInstanceMetrics(config.HOST, config.VD_METRICS_PORT, services, dialer, metricsOptions);
   } catch (err) {
     // A start that failed half-way (the store went away meanwhile) leaves nothing running behind:
     // the caller may try again in the same process.
+    if (server) {
+      const s = server;
+      await new Promise<void>((resolve) => {
+        s.close(() => resolve());
+        s.closeAllConnections();
+      });
+    }
     await dialer?.stop().catch(() => {});
     await services.close().catch(() => {});
     throw err;
@@ -75,8 +95,10 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
     services,
     agentHub,
     dialer,
+    metricsUrl: metrics?.url ?? null,
     bootstrap,
     async close() {
+      await metrics?.close();
       // Upgraded sockets are not closed by closeAllConnections: the hub closes its own first.
       // Launching stops first; then the agents' sockets close, so every call event they sent is
       // in; then the dialer writes what it holds and stops.
@@ -92,11 +114,38 @@ export async function startControlPlane(config: Config, overrides: ServiceOverri
   };
 }
 
+/**
+ * The metrics listener of this instance: the process's counters and this instance's gauges (its
+ * dialer's live calls and kill-switch reader, the outbox lag in its store, read at scrape time).
+ */
+function startInstanceMetrics(host: string, port: number, services: Services, dialer: Dialer, opts: InstanceRegistryOptions): Promise<MetricsServer> {
+  const timeoutMs = opts.storeTimeoutMs ?? 1000;
+  const registry = instanceRegistry(
+    {
+      liveCalls: () => dialer.liveCalls,
+      killSwitch: () => {
+        const state = dialer.pause.state;
+        const ago = dialer.pause.lastGoodReadAgoMs;
+        if (!state || ago === null) return null;
+        return {
+          platformPaused: state.global !== null,
+          pausedCompanies: Object.keys(state.tenants).length,
+          lastGoodReadUnixSeconds: (Date.now() - ago) / 1000,
+        };
+      },
+      outboxLag: () => outboxLag(services.store, timeoutMs),
+    },
+    { ...opts, storeTimeoutMs: timeoutMs },
+  );
+  const log = services.logger.child({ part: 'metrics' });
+  return startMetricsServer(host, port, registry, (err) => log.warn({ err }, 'a metrics scrape failed'));
+}
+
 /** Listens on `host`:`port` and closes again; rejects with the setting named when it cannot. */
-function tryListen(host: string, port: number): Promise<void> {
+function tryListen(host: string, port: number, portSetting: 'PORT' | 'VD_METRICS_PORT' = 'PORT'): Promise<void> {
   return new Promise((resolve, reject) => {
     const probe = createNetServer();
-    probe.once('error', (err: Error) => reject(listenProblem(err, host, port) ?? err));
+    probe.once('error', (err: Error) => reject(listenProblem(err, host, port, portSetting) ?? err));
     probe.listen(port, host, () => probe.close(() => resolve()));
   });
 }

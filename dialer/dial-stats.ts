@@ -8,8 +8,12 @@
 import { sql } from 'kysely';
 import type { Logger } from '../shared/logger.ts';
 import type { Store } from '../control-plane/db/store.ts';
+import { callLaunchDenials, callLaunches, DENY_REASONS, type DenyReason } from '../control-plane/metrics.ts';
 
 type Cell = { launched: number; denied: number };
+
+/** One label object per reason, made once: an increment makes none. */
+const DENY_LABELS = Object.fromEntries(DENY_REASONS.map((reason) => [reason, { reason }])) as Record<DenyReason, { reason: DenyReason }>;
 
 export class DialStats {
   readonly #store: Store;
@@ -34,12 +38,16 @@ export class DialStats {
     await this.flush();
   }
 
+  /** Counts launches here and in the process's metrics (`vd_call_launches_total`). */
   launched(tenantId: string, n = 1): void {
     this.#cell(tenantId).launched += n;
+    callLaunches.inc(n);
   }
 
-  denied(tenantId: string, n = 1): void {
+  /** Counts denied attempts here and, by reason, in the process's metrics (`vd_call_launch_denials_total`). */
+  denied(tenantId: string, reason: DenyReason, n = 1): void {
     this.#cell(tenantId).denied += n;
+    callLaunchDenials.inc(DENY_LABELS[reason], n);
   }
 
   #cell(tenantId: string): Cell {

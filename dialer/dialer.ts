@@ -494,7 +494,7 @@ export class Dialer {
   #ended(calls: EndedCall[]): void {
     const remote = new Map<string, string[]>();
     for (const c of calls) {
-      if (c.refused) this.stats.denied(c.tenant_id);
+      if (c.refused) this.stats.denied(c.tenant_id, 'node_refused');
       if (!c.launched_by || c.launched_by === this.#me) this.#endLocal(c.call_id);
       else {
         let l = remote.get(c.launched_by);

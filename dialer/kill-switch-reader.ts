@@ -165,6 +165,11 @@ export class KillSwitchReader {
     return { launch: true, idle_reason: null };
   }
 
+  /** Milliseconds since the start of the last good read (null before the first one). */
+  get lastGoodReadAgoMs(): number | null {
+    return this.#lastGood === -Infinity ? null : this.#now() - this.#lastGood;
+  }
+
   /** The last state read (null before the first good read). */
   get state(): SwitchState | null {
     return this.#state;

@@ -12,6 +12,7 @@ import type { Store } from '../control-plane/db/store.ts';
 import type { ActorRuntime } from '../control-plane/runtime/runtime.ts';
 import type { MediaNodes } from '../control-plane/telephony/nodes.ts';
 import type { DialStats } from './dial-stats.ts';
+import type { DenyReason } from '../control-plane/metrics.ts';
 import type { KillSwitchReader } from './kill-switch-reader.ts';
 import { NUMBER_BUSY_RETRY, releaseClaims, writeCalls, type DropReason, type Launch } from './launch-rows.ts';
 
@@ -69,7 +70,7 @@ export class Launcher {
       try {
         while (this.#queued.length) {
           const next = this.#queued.splice(0);
-          if (this.#stopped) await this.#cancel(next);
+          if (this.#stopped) await this.#cancel(next, next.map(() => 'stopped' as const));
           else await this.launch(next).catch((err) => this.#log.error({ err }, 'launch failed'));
         }
       } finally {
@@ -105,50 +106,56 @@ export class Launcher {
       }
       const sent: Launch[] = [];
       const cancelled: Launch[] = [];
+      const why: DenyReason[] = [];
       const busy: Launch[] = [];
       for (const l of batch) {
         if (blocked.has(l.callId)) {
           this.#d.endLocal(l.callId);
-          this.#d.stats.denied(l.tenantId);
+          this.#d.stats.denied(l.tenantId, 'do_not_call');
           continue;
         }
-        const why = dropped.get(l.callId);
-        if (why === 'duplicate' || why === 'not_claimed') {
+        const dropReason = dropped.get(l.callId);
+        if (dropReason === 'duplicate' || dropReason === 'not_claimed') {
           // Someone else is calling this person already, or an outcome took them out of the
           // claim (closed, or a callback): no row was written; leave the person be.
           this.#d.endLocal(l.callId);
           continue;
         }
-        if (why === 'over_cap') {
+        if (dropReason === 'over_cap') {
           // Another instance's calls filled the company's cap: the person waits in the buffer.
           if (l.run && !l.run.retired && l.personId) {
             this.#d.endLocal(l.callId);
             l.run.buffer.unshift({ id: l.personId, phone: l.to, claimedAt: Date.now() });
-          } else cancelled.push(l);
+          } else {
+            cancelled.push(l);
+            why.push('concurrency_cap');
+          }
           continue;
         }
-        if (why === 'number_busy') {
+        if (dropReason === 'number_busy') {
           // The number rings for another person of the company: this one is looked at again later.
           this.#d.endLocal(l.callId);
           if (l.personId) busy.push(l);
           continue;
         }
-        if (why === 'not_running') {
+        if (dropReason === 'not_running') {
           cancelled.push(l);
+          why.push('stopped');
           continue;
         }
         // The last look at the kill switch (and at the campaign), right before the call leaves.
-        const may =
-          this.#d.pause.check(l.tenantId).launch && (l.manual || (!!l.run && !l.run.retired && this.#d.runtime.stateOf('campaign', l.campaignId) === 'running'));
+        const paused = !this.#d.pause.check(l.tenantId).launch;
+        const may = !paused && (l.manual || (!!l.run && !l.run.retired && this.#d.runtime.stateOf('campaign', l.campaignId) === 'running'));
         if (!may || !this.#d.nodes.originate(l.nodeId, { call_id: l.callId, to: l.to, from: l.from, ring_timeout_s: this.#d.ringTimeoutS, handler: l.handler })) {
           cancelled.push(l);
+          why.push(paused ? 'kill_switch' : may ? 'node_refused' : 'stopped');
           continue;
         }
         sent.push(l);
         this.#d.stats.launched(l.tenantId);
         this.#d.onLaunch?.(l.callId, l.tenantId, performance.now());
       }
-      if (cancelled.length) await this.#cancel(cancelled);
+      if (cancelled.length) await this.#cancel(cancelled, why);
       for (const l of busy) {
         await releaseClaims(this.#d.store.db, l.campaignId, l.run?.epoch ?? null, [l.personId!], NUMBER_BUSY_RETRY).catch((err) =>
           this.#log.warn({ err }, 'a claimed person could not be given back; the reconcile will'),
@@ -161,10 +168,11 @@ export class Launcher {
     }
   }
 
-  async #cancel(cancelled: Launch[]): Promise<void> {
-    for (const l of cancelled) {
-      this.#d.endLocal(l.callId);
-      this.#d.stats.denied(l.tenantId);
+  /** Ends calls that will not leave (`why[i]` is why `cancelled[i]` did not) and gives their people back. */
+  async #cancel(cancelled: Launch[], why: DenyReason[]): Promise<void> {
+    for (let i = 0; i < cancelled.length; i++) {
+      this.#d.endLocal(cancelled[i].callId);
+      this.#d.stats.denied(cancelled[i].tenantId, why[i]);
     }
     const ids = cancelled.map((l) => l.callId).sort();
     // Each claim is given back only by the owner (campaign and epoch) that made it.

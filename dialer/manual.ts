@@ -41,7 +41,7 @@ export class ManualDialing {
   #checkPause(tenantId: string): void {
     const p = this.#d.pause.check(tenantId);
     if (p.launch) return;
-    this.#d.stats.denied(tenantId);
+    this.#d.stats.denied(tenantId, 'kill_switch');
     if (p.idle_reason === 'platform_paused') throw new ApiError('unavailable', 'platform_paused: dialing is paused by the platform; try again once it is resumed');
     throw new ApiError('unavailable', 'platform_pause_unreadable: the dialing switch cannot be read right now, so nothing is dialed; try again shortly');
   }
@@ -86,7 +86,7 @@ export class ManualDialing {
       if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
     }
     if (to && (await isOnDncList(this.#d.services.store.db, tenantId, to))) {
-      this.#d.stats.denied(tenantId);
+      this.#d.stats.denied(tenantId, 'do_not_call');
       throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
     }
     const limits = planLimits(c.plan);
@@ -95,13 +95,13 @@ export class ManualDialing {
       from calls where tenant_id = ${tenantId} and live`.execute(this.#d.services.store.db);
     const { campaign, tenant } = live.rows[0];
     if (campaign >= Math.min(c.max_concurrent_calls, limits.concurrent_calls) || tenant >= limits.concurrent_calls) {
-      this.#d.stats.denied(tenantId);
+      this.#d.stats.denied(tenantId, 'concurrency_cap');
       throw new ApiError('conflict', `concurrency_cap: ${campaign} calls are up for this campaign and ${tenant} for the company; wait for one to end`);
     }
     // The final check: a pause that arrived while the checks above ran.
     this.#checkPause(tenantId);
     if (this.#d.services.nodes.freeCapacity() <= 0) {
-      this.#d.stats.denied(tenantId);
+      this.#d.stats.denied(tenantId, 'no_capacity');
       throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
     }
     if (personId) {
@@ -122,7 +122,7 @@ export class ManualDialing {
     const nodeId = this.#d.services.nodes.pick(callId);
     if (!nodeId) {
       if (personId) await releaseClaims(this.#d.services.store.db, c.id, null, [personId]).catch(() => {});
-      this.#d.stats.denied(tenantId);
+      this.#d.stats.denied(tenantId, 'no_capacity');
       throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
     }
     this.#d.addLive(callId, c.id, tenantId);

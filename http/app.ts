@@ -13,6 +13,7 @@ import { csrf } from './middleware/csrf.ts';
 import { onError, onNotFound } from './middleware/errors.ts';
 import { storableInput } from './middleware/input.ts';
 import { idempotency } from './middleware/idempotency.ts';
+import { httpMetrics } from './middleware/metrics.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestLog } from './middleware/request-log.ts';
 import { apiDocument } from './openapi/document.ts';
@@ -47,6 +48,8 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(onNotFound);
+  // First, so the time counted is the whole answer's.
+  app.use('*', httpMetrics);
   app.use('*', async (c, next) => {
     c.set('services', services);
     c.set('dialer', dialer);

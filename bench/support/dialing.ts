@@ -44,6 +44,7 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
   const config = loadConfig({
     NODE_ENV: 'test',
     PORT: '0',
+    VD_METRICS_PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'error',
     DATABASE_URL: db.url,

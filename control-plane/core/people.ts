@@ -16,6 +16,7 @@ import type { Store, Tx } from '../db/store.ts';
 import { findList } from './lists.ts';
 import { queueListCheck } from './checks.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import { importRows } from '../metrics.ts';
 
 /** Leads read between two writes of a batch. */
 const LEAD_SLICE = 2000;
@@ -309,6 +310,9 @@ const InboundLead = LeadInput.omit({ lead_id: true }).extend({ external_id: text
 /** What `POST /inbound/leads` answers. */
 export type InboundLeadsResult = Omit<LeadBatchResult, 'rejected_rows'> & { rejected_rows: Array<{ index: number; reason: string }> };
 
+const INBOUND_ACCEPTED = { source: 'inbound_leads', outcome: 'accepted' } as const;
+const INBOUND_REJECTED = { source: 'inbound_leads', outcome: 'rejected' } as const;
+
 /** `POST /inbound/leads`: up to 10,000 leads into the company's list, by the lead import rules. */
 export async function importInboundLeads(deps: PeopleDeps, tenantId: string, listId: string, leads: readonly unknown[]): Promise<InboundLeadsResult> {
   const r = await importLeadBatch(
@@ -324,5 +328,8 @@ export async function importInboundLeads(deps: PeopleDeps, tenantId: string, lis
     },
     'lead',
   );
+  // Committed by now: the rows in `vd_import_rows_total`.
+  importRows.inc(INBOUND_ACCEPTED, r.received - r.rejected);
+  importRows.inc(INBOUND_REJECTED, r.rejected);
   return { ...r, rejected_rows: r.rejected_rows.map(({ index, reason }) => ({ index, reason })) };
 }

@@ -20,6 +20,7 @@ import { newIds } from '../../shared/ids.ts';
 import { maskPhoneNumbers } from '../../shared/masking.ts';
 import type { Store, Tx } from '../db/store.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
+import { webhookDeliveries, type WebhookOutcome } from '../metrics.ts';
 import type { OutboundResult } from './guarded-client.ts';
 import { GIVE_UP_AFTER_MS, NEEDS_ATTENTION_AFTER, retryWait } from './retry-schedule.ts';
 import type { SigningKeys } from './signature.ts';
@@ -322,6 +323,13 @@ export function nextState(item: Claimed, at: number, result: OutboundResult, ran
  * before they are updated), so two instances finishing attempts of the same connections cannot
  * deadlock; no key update, so deliveries' foreign-key checks (key share) on them go on.
  */
+/** One label object per outcome, made once. */
+const OUTCOME_LABELS: Record<WebhookOutcome, { outcome: WebhookOutcome }> = {
+  delivered: { outcome: 'delivered' },
+  retrying: { outcome: 'retrying' },
+  given_up: { outcome: 'given_up' },
+};
+
 export async function finishAttempts(store: Store, outcomes: Outcome[], random: () => number, keepBytes = 512): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
   const values = outcomes.map((o, ord) => {
@@ -389,6 +397,9 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
     from locked l join runs r on r.connector_id = l.id
     where c.id = l.id
     returning c.id, c.state`.execute(store.db);
+  // Counted once written (an attempt whose lease had moved on meanwhile is counted too: rare, and
+  // its delivery is sent again by whoever holds it now).
+  for (const v of values) webhookDeliveries.inc(OUTCOME_LABELS[v.status as WebhookOutcome]);
   return new Set(flagged.rows.filter((r) => r.state === 'needs_attention').map((r) => r.id));
 }
 

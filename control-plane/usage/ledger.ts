@@ -16,6 +16,7 @@ import { lastingSubscribe, type LastingSubscription } from '../coordination/last
 import type { UsageKind } from '../db/schema/index.ts';
 import type { DB, Store } from '../db/store.ts';
 import { OUTBOX_CHANNEL } from '../runtime/outbox.ts';
+import { usageItems } from '../metrics.ts';
 
 /** The outbox consumer that keeps the monthly totals. */
 export const METER_CONSUMER = 'meter';
@@ -193,10 +194,12 @@ export class UsageMeter {
 /**
  * Takes up to `limit` events queued for the meter (skipping rows another instance holds), adds
  * them to the monthly totals and removes them from the queue: one statement, so one transaction,
- * and nothing travels to this process but the count. Answers how many it took.
+ * and nothing travels to this process but the count (and the items counted per kind, for
+ * `vd_usage_items_total`: each item is counted there once, by the instance that metered it).
+ * Answers how many it took.
  */
 export async function countBatch(store: Store, limit: number): Promise<number> {
-  const r = await sql<{ n: number }>`
+  const r = await sql<{ n: number; kinds: Record<string, number> | string | null }>`
     with claimed as (
       delete from outbox_pending
       where consumer = ${METER_CONSUMER} and seq in (
@@ -219,6 +222,18 @@ export async function countBatch(store: Store, limit: number): Promise<number> {
         updated_at = now()
       returning 1
     )
-    select (select count(*) from claimed)::int as n`.execute(store.db);
-  return Number(r.rows[0].n);
+    select (select count(*) from claimed)::int as n,
+      (select json_object_agg(kind, c) from (select data->>'kind' as kind, count(*)::int as c from items group by 1) k) as kinds`.execute(store.db);
+  const { n, kinds } = r.rows[0];
+  const byKind = typeof kinds === 'string' ? (JSON.parse(kinds) as Record<string, number>) : kinds;
+  if (byKind) for (const kind in byKind) usageItems.inc(kindLabels(kind), Number(byKind[kind]));
+  return Number(n);
+}
+
+const KIND_LABELS = new Map<string, { kind: string }>();
+/** One label object per usage kind, made once. */
+function kindLabels(kind: string): { kind: string } {
+  let l = KIND_LABELS.get(kind);
+  if (!l) KIND_LABELS.set(kind, (l = { kind }));
+  return l;
 }

@@ -418,6 +418,7 @@ export class Instance {
         NODE_ENV: 'test',
         HOST: '127.0.0.1',
         PORT: String(this.port),
+        VD_METRICS_PORT: '0',
         VD_INSTANCE_ID: id,
         VD_EMBEDDED_AGENT: '0',
         ...this.#env,

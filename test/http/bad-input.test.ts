@@ -306,7 +306,7 @@ t('request headers over 16 KB: 400 in the error shape, not a bare 431', async ()
 /** Runs `npm start` (control-plane/main.ts) with `env` only; its exit code and output. */
 function start(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['control-plane/main.ts'], { env: { PATH: process.env.PATH ?? '', VD_EMBEDDED_AGENT: '0', PORT: '0', VD_DATA_DIR: 'memory://', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['control-plane/main.ts'], { env: { PATH: process.env.PATH ?? '', VD_EMBEDDED_AGENT: '0', PORT: '0', VD_METRICS_PORT: '0', VD_DATA_DIR: 'memory://', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -354,7 +354,7 @@ t('a bad HOST, a port in use or an unusable VD_DATA_DIR stops the start with one
 t('a usable new VD_DATA_DIR is created and the start goes on', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'vd-data-'));
   try {
-    const child = spawn(process.execPath, ['control-plane/main.ts'], { env: { PATH: process.env.PATH ?? '', VD_EMBEDDED_AGENT: '0', PORT: '0', VD_DATA_DIR: join(dir, 'new', 'deeper'), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['control-plane/main.ts'], { env: { PATH: process.env.PATH ?? '', VD_EMBEDDED_AGENT: '0', PORT: '0', VD_METRICS_PORT: '0', VD_DATA_DIR: join(dir, 'new', 'deeper'), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));

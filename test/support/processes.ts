@@ -44,7 +44,7 @@ export function startControlPlaneProcess(env: Record<string, string>, opts: Star
   const what = opts.name ? `instance ${opts.name}` : 'instance';
   const proc = spawn(process.execPath, ['control-plane/main.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', VD_EMBEDDED_AGENT: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', VD_METRICS_PORT: '0', LOG_LEVEL: 'warn', VD_EMBEDDED_AGENT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   opts.onSpawn?.(proc);

@@ -25,6 +25,7 @@ import { checkCursor, pageOf } from '../../db/page.ts';
 import { readDncFile } from './dnc-file.ts';
 import { readLeadFile } from './lead-file.ts';
 import { openStage, type StageColumn } from './stage.ts';
+import { importRows } from '../../metrics.ts';
 
 /** Lead import file limits (spec, Limits). */
 export const LEAD_FILE_MAX_BYTES = 50 * 1024 * 1024;
@@ -156,7 +157,10 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
           core: { created: moved.created, duplicates: forwarded - moved.distinct, unchanged: moved.distinct - moved.created, check_id },
         };
         await saveRecord(tx, req, { id, kind: 'leads', listId: req.listId, started, bytes: tally.bytes, result, error: null });
-        afterCommit(() => deps.checks.wake());
+        afterCommit(() => {
+          countRows('legacy_leads', forwarded, rejected);
+          deps.checks.wake();
+        });
         return result;
       }),
     ),
@@ -221,11 +225,25 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
         const result: DncImportResult = { import_id: id, lines: lines.lines, accepted, added, rejected, rejected_rows };
         await emit(tx, [{ subject: 'vd.compliance.dnc_imported', tenant_id: req.tenantId, about: req.connectorId, data: { import_id: id, connector_id: req.connectorId, accepted } }]);
         await saveRecord(tx, req, { id, kind: 'dnc', listId: null, started, bytes: tally.bytes, result, error: null });
-        afterCommit(() => deps.outbox.wake());
+        afterCommit(() => {
+          countRows('legacy_dnc', accepted, rejected);
+          deps.outbox.wake();
+        });
         return result;
       }),
     ),
   );
+}
+
+const ROW_LABELS = {
+  legacy_leads: { accepted: { source: 'legacy_leads', outcome: 'accepted' }, rejected: { source: 'legacy_leads', outcome: 'rejected' } },
+  legacy_dnc: { accepted: { source: 'legacy_dnc', outcome: 'accepted' }, rejected: { source: 'legacy_dnc', outcome: 'rejected' } },
+} as const;
+
+/** An import's rows in `vd_import_rows_total`, once it has committed (a file refused whole counts none). */
+function countRows(source: 'legacy_leads' | 'legacy_dnc', accepted: number, rejected: number): void {
+  importRows.inc(ROW_LABELS[source].accepted, accepted);
+  importRows.inc(ROW_LABELS[source].rejected, rejected);
 }
 
 type RecordFields = {
