@@ -30,6 +30,9 @@ import { METER_CONSUMER, UsageMeter } from './usage/ledger.ts';
 import { recordingStoreFromConfig } from './recordings/from-config.ts';
 import type { RecordingStoredHook } from './recordings/save.ts';
 import type { RecordingStore } from './recordings/store.ts';
+import { queueReview } from './qa/reviews.ts';
+import { QaWorker, type QaWorkerOptions } from './qa/worker.ts';
+import type { AiTimeouts } from './qa/ai-scorer.ts';
 
 export type Services = {
   config: Config;
@@ -74,6 +77,8 @@ export type Services = {
    * QA Bot queues its review here. A failure undoes the save (the sender tries again).
    */
   recordingStored: RecordingStoredHook[];
+  /** The QA Bot's worker on this instance: it scores the queued reviews. */
+  qa: QaWorker;
   close(): Promise<void>;
 };
 
@@ -83,6 +88,8 @@ export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coor
   webhooks?: WebhookWorkerOptions & { lookup?: LookupFn };
   /** List check timings and chunk size. */
   checks?: ListChecksOptions;
+  /** QA worker timings and the AI upstream's time limits. */
+  qa?: QaWorkerOptions & { timeouts?: AiTimeouts };
 };
 
 /** Builds the services from the settings: PGlite or Postgres, in-process or Redis coordination. */
@@ -113,6 +120,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name) && name !== METER_CONSUMER) throw new Error(`outbox consumer ${name} has no handler`);
   const outbox = new OutboxWorker(store, coordinator, log, consumers);
   const recordingStore = overrides.recordings ? { store: overrides.recordings, close: async () => {} } : recordingStoreFromConfig(config);
+  const qa = new QaWorker({ store, log, instanceId, client: outbound, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
     if (!overrides.store) await store.close().catch(() => {});
@@ -138,10 +146,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     checks,
     meter,
     recordings: recordingStore.store,
-    recordingStored: [],
+    // Every stored recording, from a call or an import, is queued for the QA Bot exactly once.
+    recordingStored: [(tx, r) => queueReview(tx, { tenantId: r.tenant_id, recordingId: r.id, callId: r.call_id, campaignId: r.campaign_id }).then(() => {})],
+    qa,
     async close() {
       await agentHub.close();
       await checks.stop();
+      await qa.stop();
       await meter.stop();
       await nodes.stop();
       await outbox.stop();
@@ -159,6 +170,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await outbox.start();
     webhooks.start();
     checks.start();
+    qa.start();
     meter.start();
     await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.

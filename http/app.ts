@@ -13,7 +13,6 @@ import { csrf } from './middleware/csrf.ts';
 import { onError, onNotFound } from './middleware/errors.ts';
 import { storableInput } from './middleware/input.ts';
 import { idempotency } from './middleware/idempotency.ts';
-import { httpMetrics } from './middleware/metrics.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestLog } from './middleware/request-log.ts';
 import { apiDocument } from './openapi/document.ts';
@@ -42,14 +41,13 @@ import { tenantWriteRoutes } from './routes/platform/tenants-write.ts';
 import { subAccountRoutes } from './routes/sub-accounts.ts';
 import { operatorRoutes } from './routes/platform/operators.ts';
 import { userRoutes } from './routes/core/users.ts';
+import { qaRoutes } from './routes/core/qa.ts';
 
 /** The whole HTTP API on `services`. */
 export function buildApp(services: Services, dialer: Dialer | null = null): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(onNotFound);
-  // First, so the time counted is the whole answer's.
-  app.use('*', httpMetrics);
   app.use('*', async (c, next) => {
     c.set('services', services);
     c.set('dialer', dialer);
@@ -85,6 +83,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/dialer/v1', dialerRoutes.app);
   api.route('/platform', telephonyRoutes.app);
   api.route('/core/v1/sub-accounts', subAccountRoutes.app);
+  api.route('/core/v1', qaRoutes.app);
   app.route('/api', api);
   return app;
 }

@@ -1,0 +1,216 @@
+/**
+ * The QA worker: every instance runs one. It leases queued reviews (a few at a time), scores each
+ * with the AI upstream when one is configured for QA and transcription, else with the built-in
+ * scorer, and saves the result in one transaction with the `vd.qa.scored` event and the review's
+ * one `qa_review` usage item. A failed attempt (an upstream error, a malformed model answer) puts
+ * the review back after a pause; a review whose instance died is taken again when its lease runs
+ * out; a review taken `maxAttempts` times without being saved ends as `failed` with its last error.
+ * A runner that lost its lease (it stalled past it and another instance took the review) saves
+ * nothing: the save checks the lease in its own transaction. Each review that ends (scored or
+ * failed) counts in `vd_qa_reviews_total` by status.
+ */
+import { sql } from 'kysely';
+import type { Logger } from '../../shared/logger.ts';
+import type { Store } from '../db/store.ts';
+import { qaReviews } from '../metrics.ts';
+import { emit } from '../runtime/outbox.ts';
+import { meterUsage, qaReview } from '../usage/meter.ts';
+import { scoreReview, type ScoringDeps } from './scoring.ts';
+import { scorecardVersion, tally } from './scorecard.ts';
+
+export type QaWorkerOptions = {
+  /** How often an idle instance looks for queued reviews, or reviews left by a dead instance. */
+  pollMs?: number;
+  /** How long a review is held while it is scored (longer than the upstream's time limits together). */
+  leaseMs?: number;
+  /** Times a review is taken before it ends as failed. */
+  maxAttempts?: number;
+  /** Pause after a failed attempt, times the attempts made. */
+  retryDelayMs?: number;
+  /** Reviews scored at once on this instance. */
+  concurrency?: number;
+};
+
+export class QaWorker {
+  readonly #store: Store;
+  readonly #log: Logger;
+  readonly #instanceId: string;
+  readonly #deps: ScoringDeps;
+  readonly #pollMs: number;
+  readonly #leaseMs: number;
+  readonly #maxAttempts: number;
+  readonly #retryDelayMs: number;
+  readonly #concurrency: number;
+  readonly #running = new Set<Promise<void>>();
+  #timer: NodeJS.Timeout | null = null;
+  #looking: Promise<void> | null = null;
+  #again = false;
+  #stopped = true;
+
+  constructor(deps: ScoringDeps & { log: Logger }, opts: QaWorkerOptions = {}) {
+    this.#store = deps.store;
+    this.#log = deps.log;
+    this.#instanceId = deps.instanceId;
+    this.#deps = deps;
+    this.#pollMs = opts.pollMs ?? 1000;
+    this.#leaseMs = opts.leaseMs ?? 300_000;
+    this.#maxAttempts = opts.maxAttempts ?? 3;
+    this.#retryDelayMs = opts.retryDelayMs ?? 30_000;
+    this.#concurrency = opts.concurrency ?? 4;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    await this.#looking;
+    await Promise.allSettled([...this.#running]);
+  }
+
+  /** Looks for reviews to score now (a recording was stored, a re-score asked). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#looking) {
+      this.#again = true;
+      return;
+    }
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#looking = this.#fill().finally(() => {
+      this.#looking = null;
+      if (this.#stopped) return;
+      if (this.#again) {
+        this.#again = false;
+        return this.wake();
+      }
+      this.#timer = setTimeout(() => this.wake(), this.#pollMs);
+      this.#timer.unref();
+    });
+  }
+
+  /** Takes reviews up to the free slots and starts scoring each. */
+  async #fill(): Promise<void> {
+    const free = this.#concurrency - this.#running.size;
+    if (free <= 0) return;
+    let ids: string[];
+    try {
+      ids = await this.#take(free);
+    } catch (err) {
+      this.#log.warn({ err }, 'qa: could not look for reviews');
+      return;
+    }
+    for (const id of ids) {
+      const run = this.run(id)
+        .catch((err) => this.#log.error({ err, review_id: id }, 'qa: review run failed'))
+        .finally(() => {
+          this.#running.delete(run);
+          this.wake();
+        });
+      this.#running.add(run);
+    }
+  }
+
+  /**
+   * Ends reviews taken `maxAttempts` times whose lease has run out (their runners died) as failed,
+   * then leases up to `n` reviews that nobody holds, oldest first.
+   */
+  async #take(n: number): Promise<string[]> {
+    const given = await sql<{ id: string }>`
+      update qa_reviews set status = 'failed', lease_owner = null, lease_until = null, not_before = null,
+        error = coalesce(error, ${`given up after ${this.#maxAttempts} attempts`})
+      where status in ('queued', 'scoring') and attempts >= ${this.#maxAttempts} and (lease_until is null or lease_until < now())
+      returning id`.execute(this.#store.db);
+    if (given.rows.length > 0) qaReviews.inc({ status: 'failed' }, given.rows.length);
+    const r = await sql<{ id: string }>`
+      update qa_reviews q set status = 'scoring', lease_owner = ${this.#instanceId}, attempts = q.attempts + 1,
+        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
+      from (
+        select o.id from qa_reviews o
+        where o.status in ('queued', 'scoring') and (o.lease_until is null or o.lease_until < now())
+          and (o.not_before is null or o.not_before <= now()) and o.attempts < ${this.#maxAttempts}
+        order by o.created_at, o.id
+        limit ${n}
+        for update skip locked
+      ) pick
+      where q.id = pick.id
+      returning q.id`.execute(this.#store.db);
+    return r.rows.map((x) => x.id);
+  }
+
+  /** Scores the leased review `id` and saves the outcome (or the failed attempt). Exposed for tests. */
+  async run(id: string): Promise<void> {
+    const review = await this.#store.db.selectFrom('qa_reviews').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!review || review.status !== 'scoring' || review.lease_owner !== this.#instanceId) return;
+    const criteria = await scorecardVersion(this.#store.db, review.tenant_id, review.scorecard_version);
+    let scored;
+    try {
+      scored = await scoreReview(this.#deps, { id: review.id, tenant_id: review.tenant_id, call_id: review.call_id, recording_id: review.recording_id }, criteria);
+    } catch (err) {
+      const message = String((err as Error)?.message ?? err).slice(0, 500);
+      this.#log.warn({ review_id: id, tenant_id: review.tenant_id, attempt: review.attempts, error: message }, 'qa: scoring attempt failed');
+      await this.#failAttempt(id, message, review.attempts);
+      return;
+    }
+    const figures = tally(criteria, scored.answers);
+    const saved = await this.#store.transaction(async (tx) => {
+      const row = await tx.selectFrom('qa_reviews').select(['status', 'lease_owner']).where('id', '=', id).forUpdate().executeTakeFirst();
+      // Lost: another instance took it over after this one stalled past its lease; it saves it.
+      if (!row || row.status !== 'scoring' || row.lease_owner !== this.#instanceId) return false;
+      const at = new Date();
+      await tx
+        .updateTable('qa_reviews')
+        .set({
+          status: 'scored',
+          scorer: scored.scorer,
+          model: scored.model,
+          score: figures.score,
+          potential_score: figures.potential_score,
+          percentage: figures.percentage,
+          critical_failed: figures.critical_failed,
+          answers: JSON.stringify(scored.answers),
+          scored_at: at,
+          error: null,
+          lease_owner: null,
+          lease_until: null,
+          not_before: null,
+        })
+        .where('id', '=', id)
+        .execute();
+      const event = {
+        subject: 'vd.qa.scored' as const,
+        tenant_id: review.tenant_id,
+        about: review.call_id ?? review.recording_id,
+        campaign_id: review.campaign_id,
+        data: {
+          review_id: id,
+          call_id: review.call_id,
+          recording_id: review.recording_id,
+          percentage: figures.percentage,
+          critical_failed: figures.critical_failed,
+          supersedes: review.supersedes,
+        },
+      };
+      const usage = await meterUsage(tx, [qaReview({ id, tenant_id: review.tenant_id, call_id: review.call_id, campaign_id: review.campaign_id }, at)]);
+      await emit(tx, [event, ...usage]);
+      return true;
+    });
+    if (saved) qaReviews.inc({ status: 'scored' });
+  }
+
+  /** A failed attempt: back in the queue after a pause, or failed for good at the attempt limit. */
+  async #failAttempt(id: string, message: string, attempts: number): Promise<void> {
+    const last = attempts >= this.#maxAttempts;
+    const r = await sql<{ id: string }>`
+      update qa_reviews set error = ${message}, lease_owner = null, lease_until = null,
+        status = ${last ? 'failed' : 'queued'},
+        not_before = ${last ? null : sql`now() + ${`${this.#retryDelayMs * attempts} milliseconds`}::interval`}
+      where id = ${id} and status = 'scoring' and lease_owner = ${this.#instanceId}
+      returning id`.execute(this.#store.db);
+    if (last && r.rows.length > 0) qaReviews.inc({ status: 'failed' });
+  }
+}
