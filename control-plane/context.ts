@@ -27,12 +27,10 @@ import { OutboundClient, type LookupFn } from './integrations/guarded-client.ts'
 import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
 import { ListChecks, type ListChecksOptions } from './core/checks.ts';
 import { METER_CONSUMER, UsageMeter } from './usage/ledger.ts';
+import { RecordingImports, type RecordingImportsOptions } from './integrations/recording-imports/worker.ts';
 import { recordingStoreFromConfig } from './recordings/from-config.ts';
 import type { RecordingStoredHook } from './recordings/save.ts';
 import type { RecordingStore } from './recordings/store.ts';
-import { queueReview } from './qa/reviews.ts';
-import { QaWorker, type QaWorkerOptions } from './qa/worker.ts';
-import type { AiTimeouts } from './qa/ai-scorer.ts';
 
 export type Services = {
   config: Config;
@@ -77,8 +75,8 @@ export type Services = {
    * QA Bot queues its review here. A failure undoes the save (the sender tries again).
    */
   recordingStored: RecordingStoredHook[];
-  /** The QA Bot's worker on this instance: it scores the queued reviews. */
-  qa: QaWorker;
+  /** Recording import runs: queued, scheduled and taken over by whichever instance leases them. */
+  recordingImports: RecordingImports;
   close(): Promise<void>;
 };
 
@@ -88,8 +86,8 @@ export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coor
   webhooks?: WebhookWorkerOptions & { lookup?: LookupFn };
   /** List check timings and chunk size. */
   checks?: ListChecksOptions;
-  /** QA worker timings and the AI upstream's time limits. */
-  qa?: QaWorkerOptions & { timeouts?: AiTimeouts };
+  /** Recording import timings (poll, lease, the length of a scheduling minute) and files at once. */
+  recordingImports?: RecordingImportsOptions;
 };
 
 /** Builds the services from the settings: PGlite or Postgres, in-process or Redis coordination. */
@@ -120,7 +118,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name) && name !== METER_CONSUMER) throw new Error(`outbox consumer ${name} has no handler`);
   const outbox = new OutboxWorker(store, coordinator, log, consumers);
   const recordingStore = overrides.recordings ? { store: overrides.recordings, close: async () => {} } : recordingStoreFromConfig(config);
-  const qa = new QaWorker({ store, log, instanceId, client: outbound, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
+  const recordingImports = new RecordingImports(
+    { store, log, instanceId, client: outbound, recordings: () => ({ store, recordings: services.recordings, recordingStored: services.recordingStored }) },
+    overrides.recordingImports,
+  );
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
     if (!overrides.store) await store.close().catch(() => {});
@@ -146,13 +147,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     checks,
     meter,
     recordings: recordingStore.store,
-    // Every stored recording, from a call or an import, is queued for the QA Bot exactly once.
-    recordingStored: [(tx, r) => queueReview(tx, { tenantId: r.tenant_id, recordingId: r.id, callId: r.call_id, campaignId: r.campaign_id }).then(() => {})],
-    qa,
+    recordingImports,
+    recordingStored: [],
     async close() {
       await agentHub.close();
       await checks.stop();
-      await qa.stop();
+      await recordingImports.stop();
       await meter.stop();
       await nodes.stop();
       await outbox.stop();
@@ -170,7 +170,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await outbox.start();
     webhooks.start();
     checks.start();
-    qa.start();
+    recordingImports.start();
     meter.start();
     await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.

@@ -1,9 +1,11 @@
 /**
- * A company's connections (INTERFACE.md, Connections): webhook connections, and legacy
- * connections (a name only: the target of the legacy lead and do-not-call imports). Settings are
+ * A company's connections (INTERFACE.md, Connections): webhook connections, recording import
+ * connections (their settings in `recording-imports/settings.ts`), and legacy connections (a name
+ * only: the target of the legacy lead and do-not-call imports). Settings are
  * checked on the way in (the address by the guarded client's rules, the event patterns by the
  * spec's syntax, the campaign filter against the company's campaigns) and every refusal says why.
- * The signing secret is returned by creation and rotation only; no view carries it.
+ * The signing secret is returned by creation and rotation only; no view carries it, nor any of a
+ * recording import's secrets.
  */
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
@@ -16,6 +18,8 @@ import { checkTargetAddress, type LookupFn, type OutboundClient, type OutboundRe
 import { messageHeaders, newSigningSecret } from './signature.ts';
 import { delivered } from './deliveries.ts';
 import { ANSWER_LIMIT_MS } from './retry-schedule.ts';
+import { checkedSettings, RECORDING_IMPORT_KEYS, RecordingImportFields, settingsView, type ImportSettings, type RecordingImportInput } from './recording-imports/settings.ts';
+import { testImportSource } from './recording-imports/sources.ts';
 
 export type ConnectorDeps = { store: Store; clock: Clock; client: OutboundClient; allowPrivate: boolean; lookup?: LookupFn };
 
@@ -27,6 +31,8 @@ const Name = z.string().trim().min(1).max(100);
 const Url = z.string().trim().min(1).max(2048);
 const CampaignIds = z.array(z.string().min(1).max(100)).max(1000).nullable();
 
+const WEBHOOK_KEYS = ['url', 'events', 'campaign_ids', 'full_numbers'] as const;
+
 export const NewConnector = z.object({
   kind: z.string(),
   name: Name,
@@ -34,12 +40,13 @@ export const NewConnector = z.object({
   events: z.unknown().optional(),
   campaign_ids: CampaignIds.optional(),
   full_numbers: z.boolean().optional(),
+  ...z.object(RecordingImportFields).partial().shape,
 });
 
 export const ConnectorChanges = z
-  .object({ name: Name, url: Url, events: z.unknown(), campaign_ids: CampaignIds, full_numbers: z.boolean() })
+  .object({ name: Name, url: Url, events: z.unknown(), campaign_ids: CampaignIds, full_numbers: z.boolean(), ...RecordingImportFields })
   .partial()
-  .refine((v) => Object.keys(v).length > 0, 'give at least one of name, url, events, campaign_ids, full_numbers');
+  .refine((v) => Object.keys(v).length > 0, 'give at least one setting to change (name, or the settings of the connection\'s kind)');
 
 export const Rotation = z.object({ grace_hours: z.number().min(0).max(MAX_GRACE_HOURS).optional() }).strict();
 
@@ -55,19 +62,24 @@ type Row = {
   previous_secret_until: Date | null;
   consecutive_failures: number;
   needs_attention_at: Date | null;
+  settings: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
 };
 
 const VIEW_COLUMNS = [
   'id', 'kind', 'name', 'state', 'url', 'events', 'campaign_ids', 'full_numbers', 'previous_secret_until',
-  'consecutive_failures', 'needs_attention_at', 'created_at', 'updated_at',
+  'consecutive_failures', 'needs_attention_at', 'settings', 'created_at', 'updated_at',
 ] as const;
 
 /** A connection as the API shows it: settings and state, never a secret. */
 export function connectorView(r: Row, now: number) {
   // A legacy connection has a name and nothing else to show.
   if (r.kind === 'legacy') return { id: r.id, kind: r.kind, name: r.name, state: r.state, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() };
+  if (r.kind === 'recording_import') {
+    const settings = settingsView(r.settings as ImportSettings);
+    return { id: r.id, kind: r.kind, name: r.name, state: r.state, ...settings, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() };
+  }
   return {
     id: r.id,
     kind: r.kind,
@@ -115,9 +127,12 @@ async function row(deps: ConnectorDeps, tenantId: string, id: string): Promise<R
 
 export async function createConnector(deps: ConnectorDeps, tenantId: string, userId: string | null, input: z.infer<typeof NewConnector>) {
   if (input.kind === 'legacy') return createLegacyConnector(deps, tenantId, userId, input);
+  if (input.kind === 'recording_import') return createRecordingImport(deps, tenantId, userId, input);
   if (input.kind !== 'webhook') {
-    throw new ApiError('unprocessable', `kind: expected "webhook" or "legacy" (got ${JSON.stringify(input.kind)})`);
+    throw new ApiError('unprocessable', `kind: expected "webhook", "recording_import" or "legacy" (got ${JSON.stringify(input.kind)})`);
   }
+  const strayImport = RECORDING_IMPORT_KEYS.find((k) => input[k] !== undefined);
+  if (strayImport) throw new ApiError('unprocessable', `${strayImport}: only for a recording_import connection`);
   if (input.url === undefined) throw new ApiError('unprocessable', 'url: required for a webhook connection');
   const events = checkedEvents(input.events);
   const url = await checkedUrl(deps, input.url);
@@ -132,9 +147,31 @@ export async function createConnector(deps: ConnectorDeps, tenantId: string, use
   return { ...connectorView(await row(deps, tenantId, id), deps.clock.now()), signing_secret: secret };
 }
 
+/** The recording import fields given in `input`. */
+function importFieldsOf(input: Record<string, unknown>): RecordingImportInput {
+  return Object.fromEntries(RECORDING_IMPORT_KEYS.filter((k) => input[k] !== undefined).map((k) => [k, input[k]])) as RecordingImportInput;
+}
+
+/** A recording import connection: its settings checked (`checkedSettings`), secrets kept and never shown. */
+async function createRecordingImport(deps: ConnectorDeps, tenantId: string, userId: string | null, input: z.infer<typeof NewConnector>) {
+  const extra = WEBHOOK_KEYS.find((k) => input[k] !== undefined);
+  if (extra) throw new ApiError('unprocessable', `${extra}: not a setting of a recording_import connection`);
+  const settings = await checkedSettings(null, importFieldsOf(input), { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
+  const id = newId('con');
+  const now = new Date();
+  await deps.store.db
+    .insertInto('connectors')
+    .values({
+      id, tenant_id: tenantId, kind: 'recording_import', name: input.name, url: null, events: null, campaign_ids: null, secret: null,
+      previous_secret: null, previous_secret_until: null, needs_attention_at: null, settings: JSON.stringify(settings), created_by: userId, created_at: now, updated_at: now,
+    })
+    .execute();
+  return connectorView(await row(deps, tenantId, id), deps.clock.now());
+}
+
 /** A legacy connection: `{kind:"legacy", name}` and nothing else (it has no address, events or secret). */
 async function createLegacyConnector(deps: ConnectorDeps, tenantId: string, userId: string | null, input: z.infer<typeof NewConnector>) {
-  const extra = (['url', 'events', 'campaign_ids', 'full_numbers'] as const).filter((k) => input[k] !== undefined);
+  const extra = [...WEBHOOK_KEYS, ...RECORDING_IMPORT_KEYS].filter((k) => input[k] !== undefined);
   if (extra.length) throw new ApiError('unprocessable', `${extra[0]}: a legacy connection takes only kind and name`);
   const id = newId('con');
   const now = new Date();
@@ -197,6 +234,18 @@ export async function updateConnector(deps: ConnectorDeps, tenantId: string, id:
   if (current.kind === 'legacy' && notName.length) throw new ApiError('unprocessable', `${notName[0]}: a legacy connection has only a name`);
   const set: Record<string, unknown> = { updated_at: new Date(deps.clock.now()) };
   if (changes.name !== undefined) set.name = changes.name;
+  if (current.kind === 'recording_import') {
+    const extra = WEBHOOK_KEYS.find((k) => changes[k] !== undefined);
+    if (extra) throw new ApiError('unprocessable', `${extra}: not a setting of a recording_import connection`);
+    const fields = importFieldsOf(changes);
+    if (Object.keys(fields).length) {
+      set.settings = JSON.stringify(await checkedSettings(current.settings as ImportSettings, fields, { allowPrivate: deps.allowPrivate, lookup: deps.lookup }));
+    }
+    await deps.store.db.updateTable('connectors').set(set).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+    return getConnector(deps, tenantId, id);
+  }
+  const strayImport = RECORDING_IMPORT_KEYS.find((k) => changes[k] !== undefined);
+  if (strayImport) throw new ApiError('unprocessable', `${strayImport}: only for a recording_import connection`);
   if (changes.url !== undefined) set.url = await checkedUrl(deps, changes.url);
   if (changes.events !== undefined) set.events = JSON.stringify(checkedEvents(changes.events));
   if (changes.campaign_ids !== undefined) {
@@ -261,16 +310,20 @@ export function describeOutcome(r: OutboundResult): string {
   }
 }
 
-/** The Test action: a signed `vd.test.ping` now, and whether the address answered 2xx. */
+/**
+ * The Test action: a webhook gets a signed `vd.test.ping` now, and the answer says whether the
+ * address answered 2xx; a recording import lists its source and says how many recordings it sees.
+ */
 export async function testConnector(deps: ConnectorDeps, tenantId: string, id: string) {
   const c = await deps.store.db
     .selectFrom('connectors')
-    .select(['kind', 'url', 'secret', 'previous_secret', 'previous_secret_until'])
+    .select(['kind', 'url', 'secret', 'previous_secret', 'previous_secret_until', 'settings'])
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .executeTakeFirst();
   if (!c) throw new ApiError('not_found', `no connection ${id}`);
-  if (c.kind !== 'webhook' || !c.url || !c.secret) throw new ApiError('unprocessable', 'only a webhook connection can be tested here yet');
+  if (c.kind === 'recording_import') return testImportSource(deps.client, c.settings as ImportSettings);
+  if (c.kind !== 'webhook' || !c.url || !c.secret) throw new ApiError('unprocessable', 'a legacy connection has nothing to test');
   const now = deps.clock.now();
   const eventId = newId('evt');
   const body = JSON.stringify({

@@ -50,7 +50,7 @@ export const connectorRoutes = new ApiRoutes('Connections')
       path: '/',
       guard: companyWriters,
       summary: 'Create a connection',
-      description: 'kind `webhook` `{kind, name, url, events, campaign_ids?, full_numbers?}` answers with `signing_secret` (whsec_…), shown only here; `recording_import` and `legacy` as INTERFACE.md says.',
+      description: 'kind `webhook` `{kind, name, url, events, campaign_ids?, full_numbers?}` answers with `signing_secret` (whsec_…), shown only here; `recording_import` `{kind, name, source: web_index|bucket, check_every_minutes (0 or 5–10080), per_run (default 50, at most 500), max_file_mb (default 100, at most 500), campaign_label, index_url, authorization, bucket, endpoint, prefix, region, access_key, secret_key}` (the secrets are never shown again); `legacy` `{kind, name}`.',
       body: NewConnector,
       answers: { 201: json('The new connection.', Connector) },
     },
@@ -103,7 +103,7 @@ export const connectorRoutes = new ApiRoutes('Connections')
     },
   )
   .add(
-    { method: 'post', path: '/{id}/test', guard: companyWriters, summary: 'Test a connection', description: 'A webhook gets a signed vd.test.ping; the answer says whether it answered 2xx.', params: ConnectorId, answers: { 200: json('What the test found.', TestResult) } },
+    { method: 'post', path: '/{id}/test', guard: companyWriters, summary: 'Test a connection', description: 'A webhook gets a signed vd.test.ping, and the answer says whether it answered 2xx; a recording import lists its source and says how many recordings (.wav or .mp3) it sees.', params: ConnectorId, answers: { 200: json('What the test found.', TestResult) } },
     async (c, { params }) => c.json(await testConnector(deps(c), tenant(c), params.id)),
   )
   .add(

@@ -1,0 +1,435 @@
+/**
+ * The recording import runs of one instance (spec: Recording import run, Recording import rules).
+ *
+ * - Queued runs (manual, or scheduled every N minutes) are taken by whichever instance leases
+ *   them first (`for update skip locked`); a run's lease is renewed while it works, and a run
+ *   whose instance died is taken over once its lease has run out and goes on where it stopped.
+ * - Scheduling is a statement any instance may run: the unique partial index of runs going lets
+ *   one run per connection be queued or processing, so one instance runs it.
+ * - A run lists the source into one row per file (never a timestamp cursor): a file first seen is
+ *   `waiting` (or `failed` with `unsupported file type` at once if it is neither .wav nor .mp3);
+ *   then it takes up to "recordings per run" waiting files, oldest first listed, each streamed
+ *   from the source into the recording store by `saveRecording` (the QA Bot's hook queues its
+ *   review). A file over the largest size fails and is never taken again (by its listed size,
+ *   its Content-Length, or its bytes as they stream); any other failure leaves it waiting for
+ *   the next run until it has been tried 3 times in all. A source that stops answering ends the
+ *   run `failed` and leaves the files it did not reach waiting, their attempts untouched.
+ * - Each recording is imported once: the recordings table is unique per connection and name,
+ *   so a file taken again after a crash (stored before its row said so) is found stored and only
+ *   marked imported.
+ */
+import { sql } from 'kysely';
+import type { Logger } from '../../../shared/logger.ts';
+import type { Store } from '../../db/store.ts';
+import { recordingImportRuns } from '../../metrics.ts';
+import { RecordingAlreadyStored, saveRecording, type RecordingDeps } from '../../recordings/save.ts';
+import { RecordingTooLarge } from '../../recordings/store.ts';
+import type { OutboundClient } from '../guarded-client.ts';
+import type { ImportSettings } from './settings.ts';
+import { fileFormat, SourceError, UNSUPPORTED, type ListedItem } from './source-common.ts';
+import { queueScheduledRuns } from './runs.ts';
+import { listSource, openSourceFile } from './sources.ts';
+
+/** Spec, Limits: file attempts, up to 3 in all. */
+export const MAX_FILE_ATTEMPTS = 3;
+/** A unique name longer than this (in UTF-8 bytes) is left out of the listing: it could not be indexed. */
+const MAX_NAME_BYTES = 2048;
+
+export type RecordingImportsOptions = {
+  /** How often an instance looks for queued runs, runs left by a dead instance, and scheduled runs due. */
+  pollMs?: number;
+  /** How long a run is held without renewal before another instance may take it over. */
+  leaseMs?: number;
+  /** The length of a minute of "check every N minutes" (tests shorten it). */
+  minuteMs?: number;
+  /** Files of one run imported at once. */
+  concurrency?: number;
+  /** Longest wait for a source's answer, and longest pause inside a file's body. */
+  idleMs?: number;
+};
+
+export type RecordingImportsDeps = {
+  store: Store;
+  log: Logger;
+  instanceId: string;
+  /** The guarded client: customer addresses only through it. */
+  client: OutboundClient;
+  /** Where imported files go (`saveRecording`), read when a file is saved. */
+  recordings: () => RecordingDeps;
+};
+
+type Run = { id: string; tenant_id: string; connector_id: string };
+type TakenFile = { name: string; url: string | null; format: 'wav' | 'mp3' | null; listed_bytes: string | null; meta: Record<string, string | null> | null; attempts: number };
+type FileOutcome = 'imported' | 'failed' | 'unreachable' | 'lost';
+
+class LeaseLost extends Error {}
+
+/** Runs the recording imports on this instance, one run at a time. */
+export class RecordingImports {
+  readonly #deps: RecordingImportsDeps;
+  readonly #pollMs: number;
+  readonly #leaseMs: number;
+  readonly #minuteMs: number;
+  readonly #concurrency: number;
+  readonly #idleMs: number;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #again = false;
+  #stopped = true;
+  /** Ends the run under way (stop, or its lease lost). */
+  #current: AbortController | null = null;
+
+  constructor(deps: RecordingImportsDeps, opts: RecordingImportsOptions = {}) {
+    this.#deps = deps;
+    this.#pollMs = opts.pollMs ?? 5000;
+    this.#leaseMs = opts.leaseMs ?? 60_000;
+    this.#minuteMs = opts.minuteMs ?? 60_000;
+    this.#concurrency = opts.concurrency ?? 4;
+    this.#idleMs = opts.idleMs ?? 30_000;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.wake();
+  }
+
+  /** Stops taking runs; a run under way is cut off and handed back (its lease cleared) for any instance to go on with. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#current?.abort(new Error('the instance is stopping'));
+    await this.#running;
+  }
+
+  /** Looks for runs now (after a run was queued on this instance). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#running = this.#drain().finally(() => {
+      this.#running = null;
+      if (this.#stopped) return;
+      if (this.#again) {
+        this.#again = false;
+        return this.wake();
+      }
+      this.#timer = setTimeout(() => this.wake(), this.#pollMs);
+      this.#timer.unref();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    const { store, log } = this.#deps;
+    try {
+      await queueScheduledRuns(store, this.#minuteMs);
+    } catch (err) {
+      log.warn({ err }, 'recording imports: could not queue scheduled runs');
+    }
+    while (!this.#stopped) {
+      let run: Run | null;
+      try {
+        run = await this.#take();
+      } catch (err) {
+        log.warn({ err }, 'recording imports: could not look for runs');
+        return;
+      }
+      if (!run) return;
+      await this.#runOne(run);
+    }
+  }
+
+  /** Leases the oldest queued run, or a processing one whose instance let its lease run out. */
+  async #take(): Promise<Run | null> {
+    const r = await sql<Run>`
+      with pick as materialized (
+        select id from recording_import_runs
+        where status = 'queued' or (status = 'processing' and (lease_until is null or lease_until < now()))
+        order by queued_at, id
+        limit 1
+        for update skip locked
+      )
+      update recording_import_runs r set status = 'processing', lease_owner = ${this.#deps.instanceId},
+        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(r.started_at, now())
+      from pick
+      where r.id = pick.id
+      returning r.id, r.tenant_id, r.connector_id`.execute(this.#deps.store.db);
+    return r.rows[0] ?? null;
+  }
+
+  /** Renews the run's lease; throws `LeaseLost` when another instance holds it now. */
+  async #renew(runId: string): Promise<void> {
+    const r = await sql`
+      update recording_import_runs set lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
+      where id = ${runId} and status = 'processing' and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
+    if (Number(r.numAffectedRows ?? 0) === 0) throw new LeaseLost();
+  }
+
+  async #runOne(run: Run): Promise<void> {
+    const { store, log } = this.#deps;
+    const abort = new AbortController();
+    this.#current = abort;
+    const renewal = setInterval(() => {
+      this.#renew(run.id).catch((err) => {
+        if (err instanceof LeaseLost) abort.abort(err);
+        else log.warn({ err, run_id: run.id }, 'recording imports: could not renew a run lease');
+      });
+    }, Math.max(50, Math.floor(this.#leaseMs / 3)));
+    const rlog = log.child({ run_id: run.id, connector_id: run.connector_id, tenant_id: run.tenant_id });
+    try {
+      const c = await store.db.selectFrom('connectors').select(['settings', 'kind']).where('id', '=', run.connector_id).executeTakeFirst();
+      if (!c || c.kind !== 'recording_import' || !c.settings) {
+        await this.#finish(run, 'failed', 'the connection is no longer a recording import connection');
+        return;
+      }
+      const settings = c.settings as unknown as ImportSettings;
+      await this.#resume(run);
+      try {
+        await listSource(this.#deps.client, settings, (items) => this.#recordPage(run, items, abort.signal), abort.signal);
+      } catch (err) {
+        if (err instanceof SourceError) {
+          rlog.info({ reason: err.message }, 'recording import run failed: the source could not be listed');
+          await this.#finish(run, 'failed', err.message);
+          return;
+        }
+        throw err;
+      }
+      const unreachable = await this.#importFiles(run, settings, abort.signal);
+      if (abort.signal.aborted) throw abort.signal.reason;
+      await this.#finish(run, unreachable ? 'failed' : 'done', unreachable);
+    } catch (err) {
+      if (err instanceof LeaseLost || abort.signal.aborted) {
+        // Stopping: hand the run back at once. Lost: its new holder goes on with it.
+        if (!(err instanceof LeaseLost)) await this.#handBack(run).catch(() => {});
+        rlog.info('recording import run handed back');
+        return;
+      }
+      rlog.error({ err }, 'recording import run failed');
+      await this.#finish(run, 'failed', `the run stopped: ${(err as Error)?.message ?? String(err)}`.slice(0, 500)).catch(() => {});
+    } finally {
+      clearInterval(renewal);
+      if (this.#current === abort) this.#current = null;
+    }
+  }
+
+  /**
+   * Before a run (new or taken over) lists: the counts of the listing start afresh (it is listed
+   * again), and a file left `importing` by a run that died goes back to waiting, or to failed if
+   * it has had its attempts (only one run of a connection goes at a time, so none is under way).
+   */
+  async #resume(run: Run): Promise<void> {
+    await this.#deps.store.transaction(async (tx) => {
+      await sql`update recording_import_runs set listed = 0, skipped = 0 where id = ${run.id}`.execute(tx);
+      await sql`
+        update recording_import_files set
+          status = case when attempts >= ${MAX_FILE_ATTEMPTS} then 'failed' else 'waiting' end,
+          error = 'interrupted (the run importing it stopped)', updated_at = now()
+        where connector_id = ${run.connector_id} and status = 'importing'`.execute(tx);
+    });
+  }
+
+  /** Records one page of the listing: new files in, counts moved. */
+  async #recordPage(run: Run, page: ListedItem[], signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw signal.reason;
+    const seen = new Set<string>();
+    const items = page.filter((i) => {
+      if (seen.has(i.name) || Buffer.byteLength(i.name) > MAX_NAME_BYTES) return false;
+      seen.add(i.name);
+      return true;
+    });
+    const left = page.length - items.length;
+    const r = await sql<{ new: number; unsupported: number; done_before: number }>`
+      with input as (
+        select * from unnest(${items.map((i) => i.name)}::text[], ${items.map((i) => i.url)}::text[],
+          ${items.map((i) => fileFormat(i.typeName))}::text[], ${items.map((i) => i.size)}::bigint[],
+          ${items.map((i) => (i.meta ? JSON.stringify(i.meta) : null))}::text[]) as u(name, url, format, size, meta)
+      ),
+      before as (
+        select count(*) filter (where f.status in ('imported', 'failed')) as done_before
+        from recording_import_files f join input i on f.connector_id = ${run.connector_id} and f.name = i.name
+      ),
+      ins as (
+        insert into recording_import_files (connector_id, name, tenant_id, status, attempts, error, url, format, listed_bytes, meta, run_id)
+        select ${run.connector_id}, name, ${run.tenant_id},
+          case when format is null then 'failed' else 'waiting' end,
+          case when format is null then 1 else 0 end,
+          case when format is null then ${UNSUPPORTED} end,
+          url, format, size, meta::jsonb,
+          case when format is null then ${run.id} end
+        from input
+        on conflict (connector_id, name) do nothing
+        returning status
+      )
+      select (select count(*) from ins)::int as new,
+        (select count(*) from ins where status = 'failed')::int as unsupported,
+        (select done_before from before)::int as done_before`.execute(this.#deps.store.db);
+    const { new: added, unsupported, done_before } = r.rows[0];
+    if (left) this.#deps.log.warn({ run_id: run.id, left_out: left }, 'recording import: repeated or over-long names left out of a listing page');
+    await sql`
+      update recording_import_runs set listed = listed + ${items.length}, new = new + ${added}, skipped = skipped + ${done_before},
+        failed = failed + ${unsupported}, lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
+      where id = ${run.id} and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
+  }
+
+  /**
+   * Imports up to per_run waiting files, `concurrency` at once. Answers why the source stopped
+   * answering (the run then fails), or null.
+   */
+  async #importFiles(run: Run, settings: ImportSettings, signal: AbortSignal): Promise<string | null> {
+    let unreachable: string | null = null;
+    const campaigns = new Map<string, Promise<string | null>>();
+    const lane = async () => {
+      while (!unreachable && !signal.aborted) {
+        const file = await this.#takeFile(run, settings.per_run);
+        if (!file) return;
+        const outcome = await this.#importFile(run, settings, file, signal, campaigns);
+        if (outcome.kind === 'unreachable') unreachable ??= outcome.message;
+        if (outcome.kind === 'lost') return;
+      }
+    };
+    await Promise.all(Array.from({ length: this.#concurrency }, lane));
+    return unreachable;
+  }
+
+  /** Takes the oldest waiting file for this run, within its per_run; null when none (or the run is no longer ours). */
+  async #takeFile(run: Run, perRun: number): Promise<TakenFile | null> {
+    const none = Symbol('none');
+    try {
+      return await this.#deps.store.transaction(async (tx) => {
+        // The run's row first: the lanes of a run take files one after another, oldest first.
+        const counted = await sql`
+          update recording_import_runs set taken = taken + 1
+          where id = ${run.id} and status = 'processing' and lease_owner = ${this.#deps.instanceId} and taken < ${perRun}`.execute(tx);
+        // Past per_run, or no longer ours.
+        if (Number(counted.numAffectedRows ?? 0) === 0) return null;
+        // The pick is a materialized CTE: as a subquery joined in FROM, the planner may run it
+        // once per row scanned, each time skipping the rows it locked before, and take several.
+        const f = await sql<TakenFile>`
+          with pick as materialized (
+            select name from recording_import_files
+            where connector_id = ${run.connector_id} and status = 'waiting' and run_id is distinct from ${run.id}
+            order by seq limit 1 for update skip locked
+          )
+          update recording_import_files f set status = 'importing', attempts = f.attempts + 1, run_id = ${run.id}, error = null, updated_at = now()
+          from pick
+          where f.connector_id = ${run.connector_id} and f.name = pick.name
+          returning f.name, f.url, f.format, f.listed_bytes, f.meta, f.attempts`.execute(tx);
+        // None left: the count taken back with the transaction.
+        if (f.rows.length === 0) throw none;
+        return f.rows[0];
+      });
+    } catch (err) {
+      if (err === none) return null;
+      throw err;
+    }
+  }
+
+  /** The campaign a file's recording belongs to: the one it names, else the label's; by id or name in the company. */
+  #campaignOf(run: Run, label: string | null, cache: Map<string, Promise<string | null>>): Promise<string | null> {
+    if (!label) return Promise.resolve(null);
+    let found = cache.get(label);
+    if (!found) {
+      found = this.#deps.store.db
+        .selectFrom('campaigns')
+        .select('id')
+        .where('tenant_id', '=', run.tenant_id)
+        .where((eb) => eb.or([eb('id', '=', label), eb('name', '=', label)]))
+        .orderBy('id')
+        .limit(1)
+        .executeTakeFirst()
+        .then((r) => r?.id ?? null);
+      cache.set(label, found);
+    }
+    return found;
+  }
+
+  async #importFile(
+    run: Run,
+    settings: ImportSettings,
+    file: TakenFile,
+    signal: AbortSignal,
+    campaigns: Map<string, Promise<string | null>>,
+  ): Promise<{ kind: FileOutcome; message: string }> {
+    const maxBytes = settings.max_file_mb * 1024 * 1024;
+    const tooLarge = `file over the size limit of ${settings.max_file_mb} MB`;
+    if (file.listed_bytes !== null && Number(file.listed_bytes) > maxBytes) return this.#ended(run, file, 'failed', tooLarge, null, true);
+    let opened;
+    try {
+      opened = await openSourceFile(this.#deps.client, settings, { name: file.name, url: file.url }, { signal, idleMs: this.#idleMs });
+    } catch (err) {
+      if (signal.aborted) return { kind: 'lost', message: 'stopped' };
+      if (!(err instanceof SourceError)) throw err;
+      const r = await this.#ended(run, file, 'failed', err.message, null, false);
+      return err.kind === 'unreachable' ? { kind: 'unreachable', message: err.message } : r;
+    }
+    if (opened.declared !== null && opened.declared > maxBytes) {
+      opened.body.on('error', () => {});
+      opened.body.destroy();
+      return this.#ended(run, file, 'failed', tooLarge, null, true);
+    }
+    try {
+      const campaignId = await this.#campaignOf(run, file.meta?.campaign ?? settings.campaign_label, campaigns);
+      const saved = await saveRecording(this.#deps.recordings(), {
+        tenantId: run.tenant_id,
+        source: 'import',
+        connectorId: run.connector_id,
+        sourceName: file.name,
+        campaignId,
+        format: file.format!,
+        body: opened.body,
+        length: opened.declared,
+        maxBytes,
+      });
+      return this.#ended(run, file, 'imported', null, saved.id, false);
+    } catch (err) {
+      if (err instanceof RecordingAlreadyStored) return this.#ended(run, file, 'imported', null, err.recording.id, false);
+      if (signal.aborted) return { kind: 'lost', message: 'stopped' };
+      if (err instanceof RecordingTooLarge) return this.#ended(run, file, 'failed', tooLarge, null, true);
+      return this.#ended(run, file, 'failed', `could not import: ${(err as Error).message}`.slice(0, 500), null, false);
+    } finally {
+      opened.body.on('error', () => {});
+      opened.body.destroy();
+    }
+  }
+
+  /**
+   * Writes how a file ended with the run's counts, while the run is still this instance's.
+   * `final`: never tried again (too large); any other failure waits for the next run until the
+   * file has had its attempts.
+   */
+  async #ended(run: Run, file: TakenFile, how: 'imported' | 'failed', error: string | null, recordingId: string | null, final: boolean): Promise<{ kind: FileOutcome; message: string }> {
+    const status = how === 'imported' ? 'imported' : final || file.attempts >= MAX_FILE_ATTEMPTS ? 'failed' : 'waiting';
+    const ours = await this.#deps.store.transaction(async (tx) => {
+      const r = await sql`
+        update recording_import_runs set imported = imported + ${how === 'imported' ? 1 : 0}, failed = failed + ${how === 'failed' ? 1 : 0}
+        where id = ${run.id} and status = 'processing' and lease_owner = ${this.#deps.instanceId}`.execute(tx);
+      if (Number(r.numAffectedRows ?? 0) === 0) return false;
+      await sql`
+        update recording_import_files set status = ${status}, error = ${error}, recording_id = coalesce(${recordingId}, recording_id), updated_at = now()
+        where connector_id = ${run.connector_id} and name = ${file.name} and status = 'importing'`.execute(tx);
+      return true;
+    });
+    if (!ours) return { kind: 'lost', message: 'the run is no longer this instance’s' };
+    return { kind: how, message: error ?? '' };
+  }
+
+  async #finish(run: Run, status: 'done' | 'failed', error: string | null): Promise<void> {
+    const r = await sql`
+      update recording_import_runs set status = ${status}, error = ${error}, finished_at = now(), lease_owner = null, lease_until = null
+      where id = ${run.id} and status = 'processing' and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
+    if (Number(r.numAffectedRows ?? 0) === 0) return;
+    recordingImportRuns.inc({ status });
+    this.#deps.log.info({ run_id: run.id, connector_id: run.connector_id, tenant_id: run.tenant_id, status }, 'recording import run ended');
+  }
+
+  /** A run cut off by a stop: its lease cleared so that any instance goes on with it now. */
+  async #handBack(run: Run): Promise<void> {
+    await sql`
+      update recording_import_runs set lease_owner = null, lease_until = null
+      where id = ${run.id} and status = 'processing' and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
+  }
+}
