@@ -31,6 +31,9 @@ import { RecordingImports, type RecordingImportsOptions } from './integrations/r
 import { recordingStoreFromConfig } from './recordings/from-config.ts';
 import type { RecordingStoredHook } from './recordings/save.ts';
 import type { RecordingStore } from './recordings/store.ts';
+import { queueReview } from './qa/reviews.ts';
+import { QaWorker, type QaWorkerOptions } from './qa/worker.ts';
+import type { AiTimeouts } from './qa/ai-scorer.ts';
 
 export type Services = {
   config: Config;
@@ -77,6 +80,8 @@ export type Services = {
   recordingStored: RecordingStoredHook[];
   /** Recording import runs: queued, scheduled and taken over by whichever instance leases them. */
   recordingImports: RecordingImports;
+  /** The QA Bot's worker on this instance: it scores the queued reviews. */
+  qa: QaWorker;
   close(): Promise<void>;
 };
 
@@ -88,6 +93,8 @@ export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coor
   checks?: ListChecksOptions;
   /** Recording import timings (poll, lease, the length of a scheduling minute) and files at once. */
   recordingImports?: RecordingImportsOptions;
+  /** QA worker timings and the AI upstream's time limits. */
+  qa?: QaWorkerOptions & { timeouts?: AiTimeouts };
 };
 
 /** Builds the services from the settings: PGlite or Postgres, in-process or Redis coordination. */
@@ -122,6 +129,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     { store, log, instanceId, client: outbound, recordings: () => ({ store, recordings: services.recordings, recordingStored: services.recordingStored }) },
     overrides.recordingImports,
   );
+  const qa = new QaWorker({ store, log, instanceId, client: outbound, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
     if (!overrides.store) await store.close().catch(() => {});
@@ -148,11 +156,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     meter,
     recordings: recordingStore.store,
     recordingImports,
-    recordingStored: [],
+    // Every stored recording, from a call or an import, is queued for the QA Bot exactly once.
+    recordingStored: [(tx, r) => queueReview(tx, { tenantId: r.tenant_id, recordingId: r.id, callId: r.call_id, campaignId: r.campaign_id }).then(() => {})],
+    qa,
     async close() {
       await agentHub.close();
       await checks.stop();
       await recordingImports.stop();
+      await qa.stop();
       await meter.stop();
       await nodes.stop();
       await outbox.stop();
@@ -171,6 +182,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     webhooks.start();
     checks.start();
     recordingImports.start();
+    qa.start();
     meter.start();
     await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.

@@ -42,6 +42,7 @@ import { tenantWriteRoutes } from './routes/platform/tenants-write.ts';
 import { subAccountRoutes } from './routes/sub-accounts.ts';
 import { operatorRoutes } from './routes/platform/operators.ts';
 import { userRoutes } from './routes/core/users.ts';
+import { qaRoutes } from './routes/core/qa.ts';
 
 /** The whole HTTP API on `services`. */
 export function buildApp(services: Services, dialer: Dialer | null = null): Hono<AppEnv> {
@@ -84,6 +85,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/dialer/v1', dialerRoutes.app);
   api.route('/platform', telephonyRoutes.app);
   api.route('/core/v1/sub-accounts', subAccountRoutes.app);
+  api.route('/core/v1', qaRoutes.app);
   app.route('/api', api);
   return app;
 }

@@ -3,7 +3,7 @@
  * and Redis, the index and its files served by a real local HTTP server: the settings and every
  * limit at its edge, secrets never shown, the index's two shapes, relative addresses, the
  * Authorization header on the index and the files, 409 on a second run, the per-run cap, each
- * recording imported once (with its vd.call.recording_stored), `unsupported file type` and oversized
+ * recording imported once (and queued for the QA Bot), `unsupported file type` and oversized
  * files never retried, a file failing twice then succeeding and one failing three times, the
  * 8 MB index and one byte more, a redirect refused, and who may start and read runs.
  */
@@ -169,7 +169,7 @@ t('settings: defaults, every limit at its edge, secrets never shown, PATCH and d
   assertError(await call(cp.url, 'POST', `${CONNECTORS}/${con}/recording-import/run`, { session: owner }), 404, 'not_found');
 });
 
-t('a web index: items object and bare array, relative urls, ids or full addresses as names, the Authorization header on every request; one recording_stored event each', async () => {
+t('a web index: items object and bare array, relative urls, ids or full addresses as names, the Authorization header on every request; QA reviews queued', async () => {
   const a = wavFile(20_000);
   const b = wavFile(30_000);
   web.file('/rec/a.wav', a);
@@ -202,7 +202,7 @@ t('a web index: items object and bare array, relative urls, ids or full addresse
   const mine = web.requests.filter((r) => ['/v1/index.json', '/rec/a.wav', '/rec/b%20(1).wav', '/other/c.mp3'].includes(r.path));
   assert.ok(mine.length >= 5);
   assert.ok(mine.every((r) => r.authorization === AUTH));
-  // The bytes arrived whole, and each recording was announced once.
+  // The bytes arrived whole, and each recording was queued for the QA Bot once.
   const rec = await sql.query(`select id, bytes from recordings where connector_id = $1 and source_name = 'call-1'`, [con]);
   assert.is(Number(rec.rows[0].bytes), a.length);
   // The campaign the item names, else the connection's label (by name in the company).
@@ -213,6 +213,8 @@ t('a web index: items object and bare array, relative urls, ids or full addresse
     [con],
   );
   assert.is(events.rows[0].n, 3, 'one vd.call.recording_stored per recording');
+  const reviews = await sql.query(`select count(*)::int as n from qa_reviews r join recordings c on c.id = r.recording_id where c.connector_id = $1`, [con]);
+  assert.is(reviews.rows[0].n, 3, 'each queued for the QA Bot once');
 
   // A bare array works too.
   web.json('/bare.json', [{ url: 'rec/a.wav' }]);

@@ -7,6 +7,7 @@ import { startControlPlane, type RunningControlPlane } from '../../control-plane
 import type { RuntimeOptions } from '../../control-plane/runtime/runtime.ts';
 import type { ServiceOverrides } from '../../control-plane/context.ts';
 import type { DialerOptions } from '../../dialer/dialer.ts';
+import type { InstanceRegistryOptions } from '../../control-plane/metrics.ts';
 import { TEST_REDIS_URL } from './db.ts';
 
 export type TestServerOptions = {
@@ -26,6 +27,8 @@ export type TestServerOptions = {
   dialer?: DialerOptions;
   /** Recording import timings (poll, lease, the length of a scheduling minute). */
   recordingImports?: ServiceOverrides['recordingImports'];
+  /** The metrics scrape's store time limit and cache. */
+  metrics?: InstanceRegistryOptions;
 };
 
 /** Starts an instance; the first operator is owner@platform.test with the password below. */
@@ -42,9 +45,11 @@ export async function startTestServer(opts: TestServerOptions): Promise<RunningC
     VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
     VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
     VD_EMBEDDED_AGENT: '0',
+    // Any free port, so instances never collide on the default 9464 (`env` may say otherwise).
+    VD_METRICS_PORT: '0',
     ...opts.env,
   });
-  return startControlPlane(config, { ...(opts.runtime ? { runtime: opts.runtime } : {}), ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.recordingImports ? { recordingImports: opts.recordingImports } : {}) }, opts.dialer);
+  return startControlPlane(config, { ...(opts.runtime ? { runtime: opts.runtime } : {}), ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.recordingImports ? { recordingImports: opts.recordingImports } : {}) }, opts.dialer, opts.metrics);
 }
 
 export const OPERATOR_EMAIL = 'owner@platform.test';
