@@ -4,7 +4,9 @@
  * prints its address and, at the first start, the first operator's e-mail and one-time password.
  */
 import { randomInt } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { AGENT_PROTOCOL_PATH } from '../shared/agent-protocol.ts';
 import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
 import { unreachableCause } from '../shared/errors.ts';
@@ -95,7 +97,10 @@ async function startEmbeddedAgent(config: Config, cp: RunningControlPlane): Prom
   const nodeId = embeddedNodeId(config, cp.port);
   const log = cp.services.logger.child({ part: 'embedded-agent', node: nodeId });
   const seed = randomInt(2 ** 31);
-  const trunk = new SimulatedTrunk({ seed, timeScale: 1, outcome: 'random' });
+  // The demo records its answered calls (uploaded to this instance's recording store).
+  const recordDir = join(config.VD_DATA_DIR, 'agent-recordings');
+  mkdirSync(recordDir, { recursive: true });
+  const trunk = new SimulatedTrunk({ seed, timeScale: 1, outcome: 'random', recordDir });
   await trunk.start();
   const client = new AgentClient({
     url: ownAgentUrl(config.HOST, cp.port),

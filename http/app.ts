@@ -28,7 +28,6 @@ import { docsRoutes } from './routes/docs.ts';
 import { insightsRoutes } from './routes/insights.ts';
 import { inboundRoutes } from './routes/inbound.ts';
 import { legacyImportRoutes, streamedBody } from './routes/legacy-imports.ts';
-import { recordingImportRoutes } from './routes/recording-imports.ts';
 import { inboundLeadRoutes } from './routes/inbound-leads.ts';
 import { billingRoutes } from './routes/platform/billing.ts';
 import { dialingRoutes, noticeRoutes } from './routes/platform/dialing.ts';
@@ -42,6 +41,9 @@ import { tenantWriteRoutes } from './routes/platform/tenants-write.ts';
 import { subAccountRoutes } from './routes/sub-accounts.ts';
 import { operatorRoutes } from './routes/platform/operators.ts';
 import { userRoutes } from './routes/core/users.ts';
+import { agentRecordingRoutes } from './routes/agent-recordings.ts';
+import { recordingRoutes } from './routes/core/recordings.ts';
+import { recordingPlatformRoutes } from './routes/platform/recordings.ts';
 import { qaRoutes } from './routes/core/qa.ts';
 
 /** The whole HTTP API on `services`. */
@@ -58,6 +60,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   app.use('*', requestLog);
   app.use('*', storableInput);
   app.route('/', systemRoutes);
+  app.route('/agent/v1', agentRecordingRoutes);
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   api.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES, streamedBody), authenticate, csrf, rateLimit, idempotency);
   let document: Record<string, unknown> | null = null;
@@ -66,7 +69,6 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/integrations/v1/api-keys', apiKeyRoutes.app);
   api.route('/integrations/v1/connectors', connectorRoutes.app);
   api.route('/integrations/v1/connectors', legacyImportRoutes.app);
-  api.route('/integrations/v1/connectors', recordingImportRoutes.app);
   api.route('/integrations/v1/inbound', inboundRoutes.app);
   api.route('/integrations/v1/inbound', inboundLeadRoutes.app);
   api.route('/core/v1/notices', noticeRoutes.app);
@@ -84,6 +86,8 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/platform/ops', opsRoutes.app);
   api.route('/dialer/v1', dialerRoutes.app);
   api.route('/platform', telephonyRoutes.app);
+  api.route('/platform', recordingPlatformRoutes.app);
+  api.route('/core/v1', recordingRoutes.app);
   api.route('/core/v1/sub-accounts', subAccountRoutes.app);
   api.route('/core/v1', qaRoutes.app);
   app.route('/api', api);

@@ -16,8 +16,10 @@ import {
   type ControlCommand,
   type DrainReason,
   type OriginateMessage,
+  type RecordingMessage,
   type RefusalReason,
 } from '../shared/agent-protocol.ts';
+import { RecordingUploader, type UploadOptions } from './recordings.ts';
 import type { Trunk, TrunkEvent } from './trunk.ts';
 
 export type AgentLog = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -34,6 +36,8 @@ export type AgentClientOptions = {
   heartbeatMs?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** Retries of recording uploads (media-agent/recordings.ts). */
+  recording?: UploadOptions;
 };
 
 const MAX_PENDING_EVENTS = 10_000;
@@ -44,7 +48,7 @@ const MAX_CALL_IDS_BYTES = MAX_FRAME_BYTES / 2;
 export const AGENT_VERSION = '0.1.0';
 
 export class AgentClient {
-  readonly #o: Required<Omit<AgentClientOptions, 'log'>> & { log: AgentLog };
+  readonly #o: Required<Omit<AgentClientOptions, 'log' | 'recording'>> & { log: AgentLog };
   #ws: WebSocket | null = null;
   #epoch = 0;
   #welcomed = false;
@@ -57,8 +61,9 @@ export class AgentClient {
   #operatorDrain = false;
   #trunkDown = false;
   readonly #calls = new Set<string>();
-  #pending: CallEventMessage[] = [];
+  #pending: Array<CallEventMessage | RecordingMessage> = [];
   #idleWaiters: Array<() => void> = [];
+  readonly #uploads: RecordingUploader;
 
   constructor(opts: AgentClientOptions) {
     this.#o = {
@@ -68,6 +73,7 @@ export class AgentClient {
       log: () => {},
       ...opts,
     };
+    this.#uploads = new RecordingUploader({ controlUrl: opts.url, token: opts.token, nodeId: opts.nodeId, report: (m) => this.#event(m), log: this.#o.log }, opts.recording);
   }
 
   get epoch(): number {
@@ -75,6 +81,10 @@ export class AgentClient {
   }
   get liveCalls(): number {
     return this.#calls.size;
+  }
+  /** Recordings being uploaded (or waiting to try again). */
+  get pendingUploads(): number {
+    return this.#uploads.pending;
   }
   /** Why the agent takes no calls now: shutdown, then an operator's drain, then its trunk being down. */
   get draining(): DrainReason | null {
@@ -237,13 +247,14 @@ export class AgentClient {
           at,
           ...(e.bot_seconds !== undefined ? { bot_seconds: e.bot_seconds, transferred: e.transferred ?? false } : {}),
         });
+        if (e.recording) this.#uploads.add(call_id, e.recording);
         this.#sendHeartbeat();
         if (this.#calls.size === 0) for (const w of this.#idleWaiters.splice(0)) w();
       },
     );
   }
 
-  #event(e: CallEventMessage): void {
+  #event(e: CallEventMessage | RecordingMessage): void {
     if (this.#welcomed) return this.#sendNow(e);
     if (this.#pending.length >= MAX_PENDING_EVENTS) this.#pending.shift();
     this.#pending.push(e);
@@ -291,12 +302,15 @@ export class AgentClient {
     this.#o.log('info', 'shutting down: draining', { live_calls: this.#calls.size });
     this.#sendHeartbeat();
     if (this.#calls.size > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    // Uploads under way get a while to finish; what is left stays on disk (a reconciliation gap).
+    await this.#uploads.stop(10_000);
     await this.close();
   }
 
   /** Closes the socket (after what was queued is written) and stops reconnecting. */
   async close(): Promise<void> {
     this.#stopped = true;
+    await this.#uploads.stop(0);
     if (this.#reconnect) clearTimeout(this.#reconnect);
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     const ws = this.#ws;

@@ -21,6 +21,13 @@ const schema = z
     VD_AGENT_SIM_OUTCOME: z.enum(['random', 'answer', 'busy', 'no_answer', 'failed', 'abandoned']).default('random'),
     /** Simulated trunk: force the talk time of answered calls (simulated seconds). */
     VD_AGENT_SIM_TALK_SECONDS: z.coerce.number().positive().optional(),
+    /**
+     * Simulated trunk: record answered calls (a WAV as long as the talk time) into this folder and
+     * upload them to the control plane. Unset (the default, and the dialer bench): no recordings.
+     */
+    VD_AGENT_RECORDINGS_DIR: z.string().min(1).optional(),
+    /** Upload attempts per recording before it is reported failed. */
+    VD_AGENT_UPLOAD_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
     VD_AGENT_DRACHTIO_HOST: z.string().min(1).default('127.0.0.1'),
     VD_AGENT_DRACHTIO_PORT: z.coerce.number().int().min(1).max(65535).default(9022),
     VD_AGENT_DRACHTIO_SECRET: z.string().min(1).optional(),

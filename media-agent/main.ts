@@ -3,6 +3,7 @@
  * environment (media-agent/config.ts). The first SIGTERM (or SIGINT) drains for shutdown and
  * exits 0 once the live calls have ended; a second one forces the exit (code 1).
  */
+import { mkdirSync } from 'node:fs';
 import { pino } from 'pino';
 import { AGENT_VERSION, AgentClient } from './client.ts';
 import { loadAgentConfig } from './config.ts';
@@ -41,7 +42,9 @@ if (config.VD_AGENT_TRUNK === 'drachtio') {
     timeScale: config.VD_AGENT_SIM_TIME_SCALE,
     outcome: config.VD_AGENT_SIM_OUTCOME,
     talkSeconds: config.VD_AGENT_SIM_TALK_SECONDS,
+    recordDir: config.VD_AGENT_RECORDINGS_DIR,
   });
+  if (config.VD_AGENT_RECORDINGS_DIR) mkdirSync(config.VD_AGENT_RECORDINGS_DIR, { recursive: true });
 }
 
 const client = new AgentClient({
@@ -53,6 +56,7 @@ const client = new AgentClient({
   version: AGENT_VERSION,
   trunk,
   log,
+  recording: { maxAttempts: config.VD_AGENT_UPLOAD_ATTEMPTS },
 });
 
 let signals = 0;

@@ -7,6 +7,10 @@
  * `timeScale` compresses the clock (0.01: a 60 s call lasts 0.6 s) so tests run fast; reported
  * durations stay in simulated seconds.
  */
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { wavHeader } from '../shared/wav.ts';
+import type { RecordedFile } from './recordings.ts';
 import type { Trunk, TrunkCall, TrunkEvent } from './trunk.ts';
 
 export type SimulatedOutcome = 'random' | 'answer' | 'busy' | 'no_answer' | 'failed' | 'abandoned';
@@ -19,7 +23,33 @@ export type SimulatedTrunkOptions = {
   outcome?: SimulatedOutcome;
   /** Forces the talk time of answered calls, in simulated seconds (tests). */
   talkSeconds?: number;
+  /**
+   * Records answered calls into this folder: a real WAV (8 kHz mono 16-bit PCM, a quiet 440 Hz
+   * tone) as long as the call's talk time in simulated seconds. Unset: no recordings (the bench).
+   */
+  recordDir?: string;
 };
+
+const RATE = 8000;
+/** One second of the tone: 440 whole cycles, so seconds join without a click. */
+const TONE_SECOND = (() => {
+  const b = Buffer.alloc(RATE * 2);
+  for (let i = 0; i < RATE; i++) b.writeInt16LE(Math.round(3000 * Math.sin((2 * Math.PI * 440 * i) / RATE)), i * 2);
+  return b;
+})();
+
+/** Writes `seconds` of the tone as a WAV file at `path`, a second at a time (never the whole file in memory). */
+export async function writeToneWav(path: string, seconds: number): Promise<number> {
+  const dataBytes = Math.round(seconds * RATE) * 2;
+  const file = await open(path, 'w');
+  try {
+    await file.write(wavHeader(dataBytes, RATE));
+    for (let left = dataBytes; left > 0; left -= TONE_SECOND.length) await file.write(TONE_SECOND, 0, Math.min(left, TONE_SECOND.length));
+  } finally {
+    await file.close();
+  }
+  return 44 + dataBytes;
+}
 
 /** mulberry32: a small, fast, seeded PRNG; returns floats in [0, 1). */
 export function mulberry32(seed: number): () => number {
@@ -67,6 +97,7 @@ export class SimulatedTrunk implements Trunk {
   readonly #scale: number;
   readonly #outcome: SimulatedOutcome;
   readonly #talkSeconds: number | undefined;
+  readonly #recordDir: string | undefined;
   readonly #calls = new Map<string, Live>();
 
   constructor(opts: SimulatedTrunkOptions) {
@@ -74,6 +105,7 @@ export class SimulatedTrunk implements Trunk {
     this.#scale = opts.timeScale ?? 1;
     this.#outcome = opts.outcome ?? 'random';
     this.#talkSeconds = opts.talkSeconds;
+    this.#recordDir = opts.recordDir;
   }
 
   async start(): Promise<void> {}
@@ -163,13 +195,22 @@ export class SimulatedTrunk implements Trunk {
     this.#end(callId, live, { type: 'ended', sip_status: 200, talk_seconds: talk, reason: 'hangup', ...bot });
   }
 
-  /** Ends a call once: stops its timers, completes a bridged transfer, then reports `ended`. */
+  /**
+   * Ends a call once: stops its timers, completes a bridged transfer, then reports `ended` (after
+   * writing its recording, for an answered call when recording).
+   */
   #end(callId: string, live: Live, e: Ended): void {
     live.done = true;
     for (const t of live.timers) clearTimeout(t);
     this.#calls.delete(callId);
     if (live.transfer === 'bridged') live.emit({ type: 'transfer', stage: 'completed' });
-    live.emit(e);
+    if (!this.#recordDir || live.answeredAt === null || e.talk_seconds <= 0) return live.emit(e);
+    const path = join(this.#recordDir, `${callId.replace(/[^A-Za-z0-9_-]/g, '_')}.wav`);
+    writeToneWav(path, e.talk_seconds).then(
+      (bytes) => live.emit({ ...e, recording: { path, format: 'wav', bytes, written_at: new Date().toISOString() } satisfies RecordedFile }),
+      // A recording that could not be written: the call still ends (reconciliation shows the gap).
+      () => live.emit(e),
+    );
   }
 
   async close(): Promise<void> {

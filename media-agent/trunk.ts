@@ -3,6 +3,7 @@
  * implementations: the simulated trunk (demo, load tests, CI) and drachtio-srf (real SIP).
  */
 import type { CallHandler, EndReason, RefusalReason, TransferStage } from '../shared/agent-protocol.ts';
+import type { RecordedFile } from './recordings.ts';
 
 export type TrunkCall = {
   call_id: string;
@@ -21,14 +22,16 @@ export type TrunkCall = {
  * may be handed over to a person: `transfer` with stage `requested`, then `bridged` once the
  * person is on, then `completed` just before `ended` (a call that ends before the bridge gets no
  * `completed`). Only trunks that run the bot session report transfers (the simulated one does;
- * the drachtio trunk has no bot session and never does).
+ * the drachtio trunk has no bot session and never does). An answered call's `ended` carries its
+ * `recording` when the trunk records (the simulated one, when given a folder; the drachtio one
+ * cannot: it has no media server).
  */
 export type TrunkEvent =
   | { type: 'refused'; reason: Extract<RefusalReason, 'trunk_unavailable'> }
   | { type: 'placed'; sip_status: number }
   | { type: 'answered'; sip_status: number }
   | { type: 'transfer'; stage: TransferStage }
-  | { type: 'ended'; sip_status: number; talk_seconds: number; reason: EndReason; bot_seconds?: number; transferred?: boolean };
+  | { type: 'ended'; sip_status: number; talk_seconds: number; reason: EndReason; bot_seconds?: number; transferred?: boolean; recording?: RecordedFile };
 
 export interface Trunk {
   /** Connects to what carries the calls (a no-op for the simulated trunk). */

@@ -105,6 +105,34 @@ export const refusalReason = z.enum(['draining', 'at_capacity', 'duplicate', 'tr
 export type RefusalReason = z.infer<typeof refusalReason>;
 export const callRefusedMessage = z.object({ type: z.literal('call.refused'), call_id: callId, reason: refusalReason });
 
+/** Largest recording file an agent uploads (`PUT /agent/v1/recordings/{call_id}`) is the control plane's VD_RECORDING_MAX_MB. */
+export const recordingFormat = z.enum(['wav', 'mp3']);
+export type RecordingFormat = z.infer<typeof recordingFormat>;
+
+/**
+ * A call's recording: `recording.waiting_upload` once the agent has written the file (from then
+ * the control plane knows a recording is owed, and counts a wait past 15 minutes as a gap);
+ * `recording.failed` when the agent gave up uploading it (after its attempts, or at once when the
+ * file is over the size limit).
+ */
+export const recordingWaitingMessage = z.object({
+  type: z.literal('recording.waiting_upload'),
+  call_id: callId,
+  format: recordingFormat,
+  bytes: count,
+  /** When the file was written (ISO 8601 UTC). */
+  written_at: z.iso.datetime(),
+});
+export const recordingFailedMessage = z.object({
+  type: z.literal('recording.failed'),
+  call_id: callId,
+  format: recordingFormat,
+  /** Upload attempts made. */
+  attempts: count,
+  error: z.string().max(500),
+});
+export type RecordingMessage = z.infer<typeof recordingWaitingMessage> | z.infer<typeof recordingFailedMessage>;
+
 export const agentMessage = z.discriminatedUnion('type', [
   helloMessage,
   heartbeatMessage,
@@ -113,6 +141,8 @@ export const agentMessage = z.discriminatedUnion('type', [
   callEndedMessage,
   callTransferMessage,
   callRefusedMessage,
+  recordingWaitingMessage,
+  recordingFailedMessage,
 ]);
 
 export type HelloMessage = z.infer<typeof helloMessage>;
@@ -193,7 +223,7 @@ function parseWith<T>(schema: z.ZodType<T>, known: readonly string[], raw: strin
   return { ok: true, message: parsed.data };
 }
 
-export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.transfer', 'call.refused'] as const;
+export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.transfer', 'call.refused', 'recording.waiting_upload', 'recording.failed'] as const;
 export const CONTROL_MESSAGE_TYPES = ['welcome', 'originate', 'hangup', 'drain', 'resume'] as const;
 
 /** Parses a frame an agent sent to the control plane. */

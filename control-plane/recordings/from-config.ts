@@ -1,4 +1,6 @@
 /** The recording store the settings name: a bucket when VD_RECORDINGS_BUCKET is set, else the folder. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../shared/config.ts';
 import { OutboundClient } from '../integrations/guarded-client.ts';
@@ -12,7 +14,13 @@ import type { RecordingStore } from './store.ts';
  * our outbound client: no redirects, bounded waits, one attempt a call.
  */
 export function recordingStoreFromConfig(config: Config): { store: RecordingStore; close: () => Promise<void> } {
-  if (!config.VD_RECORDINGS_BUCKET) return { store: new FolderStore(join(config.VD_DATA_DIR, 'recordings')), close: async () => {} };
+  if (!config.VD_RECORDINGS_BUCKET) {
+    if (config.VD_DATA_DIR !== 'memory://') return { store: new FolderStore(join(config.VD_DATA_DIR, 'recordings')), close: async () => {} };
+    // An in-memory store (tests): its recordings in a temporary folder that goes with it.
+    const dir = mkdtempSync(join(tmpdir(), 'vd-recordings-'));
+    return { store: new FolderStore(dir), close: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const spool = config.VD_DATA_DIR === 'memory://' ? join(tmpdir(), 'vd-recordings-spool') : join(config.VD_DATA_DIR, 'recordings-spool');
   const client = new OutboundClient({ allowPrivate: true, timeoutMs: 30_000, connectionsPerOrigin: 128 });
   const store = new BucketStore(
     {
@@ -23,7 +31,7 @@ export function recordingStoreFromConfig(config: Config): { store: RecordingStor
       secretKey: config.VD_RECORDINGS_SECRET_KEY!,
     },
     client,
-    join(config.VD_DATA_DIR, 'recordings-spool'),
+    spool,
   );
   return { store, close: () => client.close() };
 }

@@ -6,7 +6,7 @@
  * commands, and emits the agents' call events for the dialer.
  *
  * Events: 'call' (CallEvent), 'node.online' (NodeView), 'node.offline' (NodeView),
- * 'node.updated' (NodeView).
+ * 'node.updated' (NodeView), 'recording' (RecordingReport).
  */
 import { EventEmitter } from 'node:events';
 import { timingSafeEqual, createHash } from 'node:crypto';
@@ -21,6 +21,7 @@ import {
   type CallEventMessage,
   type ControlCommand,
   type ControlMessage,
+  type RecordingMessage,
   type DrainReason,
   type OriginateCall,
 } from '../../shared/agent-protocol.ts';
@@ -41,6 +42,9 @@ export type NodeView = {
   connected_at: Date;
   last_heartbeat_at: Date;
 };
+
+/** A recording report from an agent (`recording.waiting_upload`, `recording.failed`), with its node. */
+export type RecordingReport = { node_id: string; message: RecordingMessage };
 
 /**
  * Why an originate never reached its node although the dialer handed it over (the control plane's
@@ -120,7 +124,7 @@ export class AgentHub extends EventEmitter {
         return;
       }
       if (this.#closed) return reject(socket, 503, 'Service Unavailable');
-      if (!this.#authorized(req.headers.authorization)) {
+      if (!this.authorized(req.headers.authorization)) {
         this.#log?.warn({ remote: req.socket.remoteAddress }, 'agent refused: bad or missing bearer token');
         return reject(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' });
       }
@@ -130,7 +134,8 @@ export class AgentHub extends EventEmitter {
     this.#servers.push({ server, listener });
   }
 
-  #authorized(header: string | undefined): boolean {
+  /** Whether an Authorization header carries the agents' bearer token (the socket, and recording uploads). */
+  authorized(header: string | undefined): boolean {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     if (!m) return false;
     return timingSafeEqual(digest(m[1]), this.#tokenDigest);
@@ -163,6 +168,11 @@ export class AgentHub extends EventEmitter {
         return;
       }
       if (!entry) return ws.close(CLOSE_PROTOCOL, 'hello first');
+      if (msg.type === 'recording.waiting_upload' || msg.type === 'recording.failed') {
+        // Facts about a call's file, whichever of the node's connections brought them.
+        this.emit('recording', { node_id: entry.node_id, message: msg } satisfies RecordingReport);
+        return;
+      }
       if (entry.socket !== ws) {
         // A connection its node has replaced, or that was closed as silent: what it says of the
         // node is stale, but its call events are facts the agent will not send again (it sent them
