@@ -271,6 +271,7 @@ async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[], held: str
       continue;
     }
     s.touched = true;
+    const waiting = s.callback_at;
     s.disposition = p.disposition;
     s.note = p.note;
     s.facts = p.facts;
@@ -283,6 +284,9 @@ async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[], held: str
       s.next_attempt_at = null;
       s.claimed_by = null;
       s.claim_epoch = null;
+    } else if (!p.callbackAt && waiting && s.closed_at === null && s.status === 'due' && s.next_attempt_at?.getTime() === waiting.getTime()) {
+      // The callback still waiting is called off: the person is due from now, as before it was set.
+      s.next_attempt_at = null;
     } else if (p.callbackAt && !sameCallback && s.closed_at === null) {
       if (s.status === 'done') s.reopened = true;
       // A callback is a new appointment: it gets the retries of a first call.

@@ -174,6 +174,9 @@ t('the same outcome sent again changes nothing and emits nothing; facts compare 
   const p = await person(people[0].id);
   assert.is(p.facts, null);
   assert.is(p.callback_at, null);
+  // The callback it called off schedules nothing any more: the person is due from now.
+  assert.is(p.status, 'due');
+  assert.is(p.next_attempt_at, null);
 });
 
 t('callback_at makes the person due then (attempts start again); a past or unreadable time is rejected', async () => {
