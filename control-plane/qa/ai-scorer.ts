@@ -49,6 +49,8 @@ export type AiScorerDeps = {
   recordings: RecordingStore;
   instanceId: string;
   timeouts: AiTimeouts;
+  /** Ends the calls under way (the instance is stopping). */
+  signal?: AbortSignal;
 };
 
 export type AiInput = {
@@ -182,13 +184,14 @@ async function call(
   req: { headers: Record<string, string>; body: Readable; timeoutMs: number; onEnd?: () => void },
 ): Promise<Buffer> {
   const started = performance.now();
-  const signal = AbortSignal.timeout(req.timeoutMs);
+  const timeout = AbortSignal.timeout(req.timeoutMs);
+  const signal = deps.signal ? AbortSignal.any([timeout, deps.signal]) : timeout;
   const headers = { ...req.headers, accept: 'application/json', ...(p.api_key ? { authorization: `Bearer ${p.api_key}` } : {}) };
   let ok = false;
   try {
     const answer = await deps.client.open(`${p.base_url}${path}`, { method: 'POST', headers, body: req.body, signal, idleMs: req.timeoutMs });
     if (answer.kind !== 'answered') {
-      throw new AiScoringError(`${purpose} upstream: ${answer.kind === 'timeout' || signal.aborted ? `no answer within ${req.timeoutMs} ms` : answer.kind.replace(/_/g, ' ')}`);
+      throw new AiScoringError(`${purpose} upstream: ${answer.kind === 'timeout' || timeout.aborted ? `no answer within ${req.timeoutMs} ms` : answer.kind.replace(/_/g, ' ')}`);
     }
     const body = await readAll(answer.body, signal, req.timeoutMs);
     if (answer.status < 200 || answer.status > 299) throw new AiScoringError(`${purpose} upstream answered ${answer.status}`);

@@ -20,6 +20,8 @@ export type ScoringDeps = {
   /** Where the recordings' files are (read for transcription). */
   recordings: RecordingStore;
   timeouts?: AiTimeouts;
+  /** Ends the upstream calls (the instance is stopping). */
+  signal?: AbortSignal;
 };
 
 export type Scored = { scorer: 'ai' | 'builtin'; model: string; answers: Answer[] };
@@ -38,7 +40,7 @@ export async function scoreReview(deps: ScoringDeps, review: { id: string; tenan
   if (qa && transcription) {
     if (recording.status !== 'stored' || !recording.storage_key) throw new AiScoringError(`recording ${review.recording_id} is not stored`);
     const answers = await aiAnswers(
-      { store: deps.store, client: deps.client, recordings: deps.recordings, instanceId: deps.instanceId, timeouts: deps.timeouts ?? DEFAULT_AI_TIMEOUTS },
+      { store: deps.store, client: deps.client, recordings: deps.recordings, instanceId: deps.instanceId, timeouts: deps.timeouts ?? DEFAULT_AI_TIMEOUTS, signal: deps.signal },
       { qa, transcription },
       { review, criteria, recording: { storage_key: recording.storage_key, format: recording.format, duration_s: recording.duration_s }, call },
     );

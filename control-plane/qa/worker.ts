@@ -46,6 +46,8 @@ export class QaWorker {
   #looking: Promise<void> | null = null;
   #again = false;
   #stopped = true;
+  /** Ends the upstream calls under way when the instance stops. */
+  #abort = new AbortController();
 
   constructor(deps: ScoringDeps & { log: Logger }, opts: QaWorkerOptions = {}) {
     this.#store = deps.store;
@@ -61,11 +63,13 @@ export class QaWorker {
 
   start(): void {
     this.#stopped = false;
+    this.#abort = new AbortController();
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#abort.abort(new Error('the instance is stopping'));
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     await this.#looking;
@@ -149,8 +153,9 @@ export class QaWorker {
     const criteria = await scorecardVersion(this.#store.db, review.tenant_id, review.scorecard_version);
     let scored;
     try {
-      scored = await scoreReview(this.#deps, { id: review.id, tenant_id: review.tenant_id, call_id: review.call_id, recording_id: review.recording_id }, criteria);
+      scored = await scoreReview({ ...this.#deps, signal: this.#abort.signal }, { id: review.id, tenant_id: review.tenant_id, call_id: review.call_id, recording_id: review.recording_id }, criteria);
     } catch (err) {
+      if (this.#stopped) return this.#release(id);
       const message = String((err as Error)?.message ?? err).slice(0, 500);
       this.#log.warn({ review_id: id, tenant_id: review.tenant_id, attempt: review.attempts, error: message }, 'qa: scoring attempt failed');
       await this.#failAttempt(id, message, review.attempts);
@@ -200,6 +205,13 @@ export class QaWorker {
       return true;
     });
     if (saved) qaReviews.inc({ status: 'scored' });
+  }
+
+  /** Stopping: the review goes back to the queue at once, the interrupted attempt not counted. */
+  async #release(id: string): Promise<void> {
+    await sql`
+      update qa_reviews set status = 'queued', attempts = attempts - 1, lease_owner = null, lease_until = null
+      where id = ${id} and status = 'scoring' and lease_owner = ${this.#instanceId}`.execute(this.#store.db);
   }
 
   /** A failed attempt: back in the queue after a pause, or failed for good at the attempt limit. */

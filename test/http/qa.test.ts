@@ -27,6 +27,7 @@ import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
 
 const t = suite('qa bot');
 const API_KEY = 'sk-qa-test-7f3c9a1e5b2d4068-SECRET';
+const CHAT_LIMIT_MS = 1500;
 const TRANSCRIPT = 'Hello, this is Ana from Acme calling. This call may be recorded. Would you like a quote?';
 
 let cp: RunningControlPlane;
@@ -52,6 +53,8 @@ const seen: Seen[] = [];
 let chatScript: string[] = [];
 /** Status the transcription endpoint answers next (once). */
 let transcriptionStatus: number[] = [];
+/** What the chat completions do next before answering: wait (ms) or redirect elsewhere. */
+let chatBehaviour: Array<{ delayMs?: number; redirect?: string }> = [];
 let upstream: Server;
 let upstreamUrl = '';
 
@@ -104,6 +107,10 @@ function startUpstream(): Promise<void> {
       return res.end(JSON.stringify({ text: TRANSCRIPT }));
     }
     if (req.url === '/v1/chat/completions') {
+      const how = chatBehaviour.shift() ?? {};
+      if (how.redirect) return res.writeHead(307, { location: how.redirect }).end();
+      if (how.delayMs) await new Promise((r) => setTimeout(r, how.delayMs));
+      if (res.destroyed) return;
       const content = chatScript.shift() ?? goodAnswer();
       return res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
     }
@@ -227,7 +234,7 @@ t.before(async () => {
     VD_EMBEDDED_AGENT: '0',
     VD_ALLOW_PRIVATE_TARGETS: '1',
   });
-  cp = await startControlPlane(config, { logger: createLogger('debug', sink), qa: { pollMs: 50, retryDelayMs: 20, maxAttempts: 3 } });
+  cp = await startControlPlane(config, { logger: createLogger('debug', sink), qa: { pollMs: 50, retryDelayMs: 20, maxAttempts: 3, timeouts: { transcriptionMs: 10_000, chatMs: CHAT_LIMIT_MS } } });
   base = cp.url;
   co = await makeCompany(cp);
   other = await makeCompany(cp);
@@ -375,6 +382,37 @@ t('an upstream error is a failed attempt whose error carries neither the key nor
   assert.equal(samples.map((s) => s.ok), [false, true]);
   assert.match(logs, /transcription upstream answered 401/);
   await useAi(false);
+});
+
+t('AI scorer: an upstream past its time limit, or a redirect (never followed), is a failed attempt', async () => {
+  await useAi(true);
+  seen.length = 0;
+  chatBehaviour = [{ delayMs: CHAT_LIMIT_MS + 1000 }, { redirect: `${upstreamUrl}/v1/chat/completions` }];
+  const rec = await storeCallRecording(co.tenantId, await insertCall(co.tenantId, { talk: 30 }));
+  const r = await firstReviewEnded(rec.id);
+  assert.is(r.status, 'scored', r.error ?? '');
+  assert.is(r.attempts, 3);
+  assert.match(logs, new RegExp(`qa upstream: no answer within ${CHAT_LIMIT_MS} ms`));
+  assert.match(logs, /qa upstream answered 307/);
+  assert.is(seen.filter((x) => x.path === '/v1/chat/completions').length, 3, 'the redirect was not followed');
+  chatBehaviour = [];
+  await useAi(false);
+});
+
+t('an imported recording (no call) is queued by the same hook and scored from its length', async () => {
+  const con = await api('POST', '/api/integrations/v1/connectors', { session: co.owner, body: { kind: 'legacy', name: 'imports' } });
+  assert.is(con.status, 201, con.text);
+  const file = wav(25);
+  const rec = await saveRecording(deps(), { tenantId: co.tenantId, source: 'import', connectorId: con.body.id, sourceName: 'a/b.wav', format: 'wav', body: Readable.from([file]), length: file.length, maxBytes: 10_000_000 });
+  const r = await firstReviewEnded(rec.id);
+  assert.is(r.status, 'scored');
+  assert.is(r.call_id, null);
+  const byKey = Object.fromEntries(r.answers!.map((x) => [x.criterion, x]));
+  assert.is(byKey.conversation.points, 10, byKey.conversation.justification);
+  assert.ok(['connected', 'greeting', 'recording_disclosure', 'not_dropped', 'outcome_recorded', 'handover'].every((k) => byKey[k].not_applicable));
+  assert.equal([r.score, r.potential_score, r.percentage, r.critical_failed], ['10.00', '20.00', '50.00', false]);
+  const event = await scoredEvents(r.id);
+  assert.is(event[0].data.call_id, null);
 });
 
 t('a review left by a dead instance is taken again; one at its attempt limit ends as failed', async () => {
