@@ -320,22 +320,32 @@ t('an instance SIGKILLed mid-import leaves nobody behind', async () => {
   }
 });
 
-t('4 imports run at once in an instance; a fifth is 429 with Retry-After until one ends', async () => {
+t('4 imports run at once in an instance, 2 of them for one company; one more is 429 with Retry-After until one ends', async () => {
   const active = async () => Number((await sql.query(`select count(*) from pg_stat_activity where query ilike 'copy %_import_stage%' and state <> 'idle'`)).rows[0].count);
   const held = [];
-  for (let i = 0; i < 4; i++) held.push(heldUpload(cp.url, i % 2 ? dncPath(con) : leadsPath(con, await newList(owner)), owner, 'text/plain', phoneCsv(1000)));
+  // Two for this company: its third waits, while another company still gets a slot.
+  for (let i = 0; i < 2; i++) held.push(heldUpload(cp.url, i % 2 ? dncPath(con) : leadsPath(con, await newList(owner)), owner, 'text/plain', phoneCsv(1000)));
+  await eventually('2 imports under way', async () => (await active()) === 2, 20_000);
+  const third = await postLeads(await newList(owner), 'phone_number\n4155550101\n');
+  assertError(third, 429, 'too_many_requests');
+  assert.match(third.body.error.message, /your company has 2 imports running/);
+  assert.is(third.headers.get('retry-after'), '5');
+  for (let i = 0; i < 2; i++) held.push(heldUpload(cp.url, i % 2 ? dncPath(other.con) : leadsPath(other.con, other.list), other.owner, 'text/plain', phoneCsv(1000)));
   await eventually('4 imports under way', async () => (await active()) === 4, 20_000);
-  const list = await newList(owner);
-  const fifth = await postLeads(list, 'phone_number\n4155550101\n');
+  // The instance is full: a third company is refused too.
+  const c = await makeCompany(cp);
+  const cCon = await newLegacy(c.owner);
+  const fifth = await postLeads(await newList(c.owner), 'phone_number\n4155550101\n', { session: c.owner, connector: cCon });
   assertError(fifth, 429, 'too_many_requests');
+  assert.match(fifth.body.error.message, /4 imports are already running here/);
   assert.is(fifth.headers.get('retry-after'), '5');
-  assertError(await postDnc('4155550101\n'), 429, 'too_many_requests');
+  assertError(await postDnc('4155550101\n', { session: c.owner, connector: cCon }), 429, 'too_many_requests');
   // A cut import frees its slot before its failure is recorded.
   const failed = async () => Number((await sql.query(`select count(*) from imports where tenant_id = $1 and status = 'failed'`, [tenantId])).rows[0].count);
   const before = await failed();
   await held[0].cut();
   await eventually('a slot to be free', async () => (await failed()) === before + 1, 20_000);
-  const again = await postLeads(list, 'phone_number\n4155550101\n');
+  const again = await postLeads(await newList(owner), 'phone_number\n4155550101\n');
   assert.is(again.status, 200, again.text);
   for (const h of held.slice(1)) await h.cut();
   await eventually('the held imports to end', async () => (await active()) === 0, 20_000);

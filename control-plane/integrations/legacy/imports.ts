@@ -35,6 +35,8 @@ export const DNC_FILE_MAX_BYTES = 50 * 1024 * 1024;
 export const DNC_FILE_MAX_LINES = 1_000_000;
 /** Imports running at once in this process (each holds a store connection while its file arrives). */
 export const MAX_RUNNING = 4;
+/** Of those, the most one company may hold at once. */
+export const MAX_RUNNING_PER_COMPANY = 2;
 
 export type ImportDeps = { store: Store; checks: { wake(): void }; outbox: { wake(): void }; log: Logger };
 
@@ -69,17 +71,30 @@ export type DncImportResult = {
 };
 
 let running = 0;
+const runningFor = new Map<string, number>();
 
-/** Runs `fn` in one of the `MAX_RUNNING` import slots, or refuses with 429. */
-async function inSlot<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` in one of the `MAX_RUNNING` import slots of this process, at most
+ * `MAX_RUNNING_PER_COMPANY` of them for one company (so one company's uploads never take every
+ * slot), or refuses with 429.
+ */
+async function inSlot<T>(tenantId: string, fn: () => Promise<T>): Promise<T> {
+  const mine = runningFor.get(tenantId) ?? 0;
+  if (mine >= MAX_RUNNING_PER_COMPANY) {
+    throw new ApiError('too_many_requests', `your company has ${MAX_RUNNING_PER_COMPANY} imports running here already; try again when one ends`, { 'retry-after': '5' });
+  }
   if (running >= MAX_RUNNING) {
     throw new ApiError('too_many_requests', `${MAX_RUNNING} imports are already running here; try again shortly`, { 'retry-after': '5' });
   }
   running++;
+  runningFor.set(tenantId, mine + 1);
   try {
     return await fn();
   } finally {
     running--;
+    const left = (runningFor.get(tenantId) ?? 1) - 1;
+    if (left > 0) runningFor.set(tenantId, left);
+    else runningFor.delete(tenantId);
   }
 }
 
@@ -116,7 +131,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
   const started = new Date();
   const tally = { bytes: 0 };
   return recorded(deps, req, { id, kind: 'leads', listId: req.listId, started, tally }, () =>
-    inSlot(() =>
+    inSlot(req.tenantId, () =>
       deps.store.transactionWithClient(async (tx, afterCommit, client) => {
         const stage = await openStage(tx, client, 'lead_import_stage', LEAD_STAGE);
         let rows = 0;
@@ -194,7 +209,7 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
   const started = new Date();
   const tally = { bytes: 0 };
   return recorded(deps, req, { id, kind: 'dnc', listId: null, started, tally }, () =>
-    inSlot(() =>
+    inSlot(req.tenantId, () =>
       deps.store.transactionWithClient(async (tx, afterCommit, client) => {
         const stage = await openStage(tx, client, 'dnc_import_stage', [['number', 'text']]);
         const lines = { lines: 0 };
