@@ -27,6 +27,7 @@ import { OutboundClient, type LookupFn } from './integrations/guarded-client.ts'
 import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
 import { ListChecks, type ListChecksOptions } from './core/checks.ts';
 import { METER_CONSUMER, UsageMeter } from './usage/ledger.ts';
+import { RecordingImports, type RecordingImportsOptions } from './integrations/recording-imports/worker.ts';
 import { listenToRecordingReports } from './recordings/agent-reports.ts';
 import { recordingStoreFromConfig } from './recordings/from-config.ts';
 import type { RecordingStoredHook } from './recordings/save.ts';
@@ -78,6 +79,8 @@ export type Services = {
    * QA Bot queues its review here. A failure undoes the save (the sender tries again).
    */
   recordingStored: RecordingStoredHook[];
+  /** Recording import runs: queued, scheduled and taken over by whichever instance leases them. */
+  recordingImports: RecordingImports;
   /** The QA Bot's worker on this instance: it scores the queued reviews. */
   qa: QaWorker;
   close(): Promise<void>;
@@ -89,6 +92,8 @@ export type ServiceOverrides = Partial<Pick<Services, 'logger' | 'store' | 'coor
   webhooks?: WebhookWorkerOptions & { lookup?: LookupFn };
   /** List check timings and chunk size. */
   checks?: ListChecksOptions;
+  /** Recording import timings (poll, lease, the length of a scheduling minute) and files at once. */
+  recordingImports?: RecordingImportsOptions;
   /** QA worker timings and the AI upstream's time limits. */
   qa?: QaWorkerOptions & { timeouts?: AiTimeouts };
 };
@@ -122,6 +127,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const outbox = new OutboxWorker(store, coordinator, log, consumers);
   const recordingStore = overrides.recordings ? { store: overrides.recordings, close: async () => {} } : recordingStoreFromConfig(config);
   listenToRecordingReports(agentHub, store, log);
+  const recordingImports = new RecordingImports(
+    { store, log, instanceId, client: outbound, recordings: () => ({ store, recordings: services.recordings, recordingStored: services.recordingStored }) },
+    overrides.recordingImports,
+  );
   const qa = new QaWorker({ store, log, instanceId, client: outbound, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
@@ -148,12 +157,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     checks,
     meter,
     recordings: recordingStore.store,
+    recordingImports,
     // Every stored recording, from a call or an import, is queued for the QA Bot exactly once.
     recordingStored: [(tx, r) => queueReview(tx, { tenantId: r.tenant_id, recordingId: r.id, callId: r.call_id, campaignId: r.campaign_id }).then(() => {})],
     qa,
     async close() {
       await agentHub.close();
       await checks.stop();
+      await recordingImports.stop();
       await qa.stop();
       await meter.stop();
       await nodes.stop();
@@ -172,6 +183,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await outbox.start();
     webhooks.start();
     checks.start();
+    recordingImports.start();
     qa.start();
     meter.start();
     await nodes.start();

@@ -28,6 +28,7 @@ import { docsRoutes } from './routes/docs.ts';
 import { insightsRoutes } from './routes/insights.ts';
 import { inboundRoutes } from './routes/inbound.ts';
 import { legacyImportRoutes, streamedBody } from './routes/legacy-imports.ts';
+import { recordingImportRoutes } from './routes/recording-imports.ts';
 import { inboundLeadRoutes } from './routes/inbound-leads.ts';
 import { billingRoutes } from './routes/platform/billing.ts';
 import { dialingRoutes, noticeRoutes } from './routes/platform/dialing.ts';
@@ -69,6 +70,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/integrations/v1/api-keys', apiKeyRoutes.app);
   api.route('/integrations/v1/connectors', connectorRoutes.app);
   api.route('/integrations/v1/connectors', legacyImportRoutes.app);
+  api.route('/integrations/v1/connectors', recordingImportRoutes.app);
   api.route('/integrations/v1/inbound', inboundRoutes.app);
   api.route('/integrations/v1/inbound', inboundLeadRoutes.app);
   api.route('/core/v1/notices', noticeRoutes.app);
