@@ -4,8 +4,8 @@
  * prints its address and, at the first start, the first operator's e-mail and one-time password.
  */
 import { randomInt } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT_PROTOCOL_PATH } from '../shared/agent-protocol.ts';
 import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
@@ -98,7 +98,7 @@ async function startEmbeddedAgent(config: Config, cp: RunningControlPlane): Prom
   const log = cp.services.logger.child({ part: 'embedded-agent', node: nodeId });
   const seed = randomInt(2 ** 31);
   // The demo records its answered calls (uploaded to this instance's recording store).
-  const recordDir = join(config.VD_DATA_DIR, 'agent-recordings');
+  const recordDir = config.VD_DATA_DIR === 'memory://' ? mkdtempSync(join(tmpdir(), 'vd-agent-recordings-')) : join(config.VD_DATA_DIR, 'agent-recordings');
   mkdirSync(recordDir, { recursive: true });
   const trunk = new SimulatedTrunk({ seed, timeScale: 1, outcome: 'random', recordDir });
   await trunk.start();
