@@ -31,6 +31,7 @@ const CHAT_LIMIT_MS = 1500;
 const TRANSCRIPT = 'Hello, this is Ana from Acme calling. This call may be recorded. Would you like a quote?';
 
 let cp: RunningControlPlane;
+let config: ReturnType<typeof loadConfig>;
 let drop: () => Promise<void> = async () => {};
 let base = '';
 let co: Awaited<ReturnType<typeof makeCompany>>;
@@ -220,7 +221,7 @@ t.before(async () => {
       done();
     },
   });
-  const config = loadConfig({
+  config = loadConfig({
     NODE_ENV: 'test',
     PORT: '0',
     HOST: '127.0.0.1',
@@ -233,6 +234,7 @@ t.before(async () => {
     VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
     VD_EMBEDDED_AGENT: '0',
     VD_ALLOW_PRIVATE_TARGETS: '1',
+    VD_METRICS_PORT: '0',
   });
   cp = await startControlPlane(config, { logger: createLogger('debug', sink), qa: { pollMs: 50, retryDelayMs: 20, maxAttempts: 3, timeouts: { transcriptionMs: 10_000, chatMs: CHAT_LIMIT_MS } } });
   base = cp.url;
@@ -533,6 +535,30 @@ t('paging: 50 a page in creation order; a cursor not given out is 422', async ()
   assert.is(p2.body.items.length, 1);
   assert.is(p2.body.next_cursor, null);
   assert.is((await api('GET', '/api/core/v1/qa/reviews?cursor=junk', { session: co2.owner })).status, 422);
+});
+
+t('two instances share the queue: each review scored once, one event and one usage item each', async () => {
+  const cp2 = await startControlPlane({ ...config, VD_INSTANCE_ID: 'qa-second' }, { logger: createLogger('debug', new Writable({ write: (c, _e, done) => ((logs += c.toString()), done()) })), qa: { pollMs: 50, retryDelayMs: 20, maxAttempts: 3, concurrency: 2 } });
+  try {
+    await useAi(true);
+    seen.length = 0;
+    chatBehaviour = Array.from({ length: 12 }, () => ({ delayMs: 150 }));
+    const recs = [];
+    for (let i = 0; i < 12; i++) recs.push(await storeCallRecording(co.tenantId, await insertCall(co.tenantId, { talk: 30 + i })));
+    const done = await Promise.all(recs.map((r) => firstReviewEnded(r.id)));
+    assert.ok(done.every((r) => r.status === 'scored' && r.attempts === 1), JSON.stringify(done.map((r) => [r.status, r.attempts, r.error])));
+    assert.is(seen.filter((x) => x.path === '/v1/chat/completions').length, 12, 'no review scored twice');
+    for (const r of done) {
+      assert.is((await scoredEvents(r.id)).length, 1);
+      assert.is((await usageOf(r.id)).length, 1);
+    }
+    const samples = await cp.services.store.db.selectFrom('ai_samples').select('instance').where('purpose', '=', 'qa').where('call_id', 'in', done.map((r) => r.call_id!)).execute();
+    assert.equal([...new Set(samples.map((s) => s.instance))].sort(), [cp.services.instanceId, 'qa-second'].sort(), 'both instances scored some');
+  } finally {
+    chatBehaviour = [];
+    await useAi(false);
+    await cp2.close();
+  }
 });
 
 t('the AI key is in no answer and no log line', () => {
