@@ -92,6 +92,15 @@ export async function currentScorecard(tx: Tx, tenantId: string): Promise<{ vers
   return row;
 }
 
+/**
+ * The company's scorecard as it reads it: its newest version, or the default as version 1 when
+ * none has been written yet (reading writes nothing).
+ */
+export async function readScorecard(db: Kysely<DB>, tenantId: string): Promise<{ version: number; criteria: Criterion[] }> {
+  const row = await db.selectFrom('qa_scorecards').select(['version', 'criteria']).where('tenant_id', '=', tenantId).orderBy('version', 'desc').limit(1).executeTakeFirst();
+  return row ?? { version: 1, criteria: [...DEFAULT_SCORECARD] };
+}
+
 /** The scorecard `version` of the company. */
 export async function scorecardVersion(tx: Kysely<DB>, tenantId: string, version: number): Promise<Criterion[]> {
   const row = await tx.selectFrom('qa_scorecards').select('criteria').where('tenant_id', '=', tenantId).where('version', '=', version).executeTakeFirstOrThrow();

@@ -518,6 +518,20 @@ t('roles: read keys and every member read; only owners and admins re-score, with
   assert.is((await reviewsOf(rec.id)).length, 2, 'only the admin’s re-score made a review');
 });
 
+t('the scorecard: the default as version 1, read by members and read keys', async () => {
+  const read = await makeKey(base, co.owner, ['read']);
+  for (const who of [{ session: co.owner }, { key: read.key }]) {
+    const a = await api('GET', '/api/core/v1/qa/scorecard', who);
+    assert.is(a.status, 200, a.text);
+    assert.is(a.body.version, 1);
+    assert.equal(a.body.criteria, DEFAULT_SCORECARD);
+  }
+  const fresh = await makeCompany(cp);
+  const b = await api('GET', '/api/core/v1/qa/scorecard', { session: fresh.owner });
+  assert.equal([b.body.version, b.body.criteria.length], [1, DEFAULT_SCORECARD.length], 'before any recording too');
+  assert.is((await api('GET', '/api/core/v1/qa/scorecard')).status, 401);
+});
+
 t('paging: 50 a page in creation order; a cursor not given out is 422', async () => {
   const co2 = await makeCompany(cp);
   const rec = await storeCallRecording(co2.tenantId, await insertCall(co2.tenantId, { talk: 30 }));

@@ -5,6 +5,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import { findReview, listReviews, rescore } from '../../../control-plane/qa/reviews.ts';
+import { readScorecard } from '../../../control-plane/qa/scorecard.ts';
 import { companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { Cursor, idParam, json, optionalQueryParam, pageOf, pathOf, record } from '../../openapi/schemas.ts';
@@ -33,6 +34,11 @@ const Review = record('QaReview', {
   error: z.string().nullable(),
 });
 
+const Scorecard = record('QaScorecard', {
+  version: z.number().int(),
+  criteria: z.array(z.object({ key: z.string(), title: z.string(), description: z.string(), weight: z.number().int(), critical: z.boolean(), allow_na: z.boolean() })),
+});
+
 const Query = z.object({
   call_id: optionalQueryParam(z.string().max(64)).openapi({ description: "Only this call's reviews." }),
   recording_id: optionalQueryParam(z.string().max(64)).openapi({ description: "Only this recording's reviews." }),
@@ -40,6 +46,17 @@ const Query = z.object({
 });
 
 export const qaRoutes = new ApiRoutes('QA')
+  .add(
+    {
+      method: 'get',
+      path: '/qa/scorecard',
+      guard: companyReaders,
+      summary: 'The QA scorecard',
+      description: "The company's current scorecard: its criteria with their weights (most points), whether each is critical (0 points fails the call) and whether it may be answered not applicable. New reviews are scored against it.",
+      answers: { 200: json('The scorecard.', Scorecard) },
+    },
+    async (c) => c.json(await readScorecard(c.get('services').store.db, tenantOf(c.get('principal')))),
+  )
   .add(
     {
       method: 'get',
