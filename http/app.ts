@@ -13,6 +13,7 @@ import { csrf } from './middleware/csrf.ts';
 import { onError, onNotFound } from './middleware/errors.ts';
 import { storableInput } from './middleware/input.ts';
 import { idempotency } from './middleware/idempotency.ts';
+import { httpMetrics } from './middleware/metrics.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestLog } from './middleware/request-log.ts';
 import { apiDocument } from './openapi/document.ts';
@@ -52,6 +53,9 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   const app = new Hono<AppEnv>();
   app.onError(onError);
   app.notFound(onNotFound);
+  // First, so the time counted is the whole answer's; not at all with the metrics listener off
+  // (nobody could read the counts).
+  if (services.config.VD_METRICS_PORT !== null) app.use('*', httpMetrics);
   app.use('*', async (c, next) => {
     c.set('services', services);
     c.set('dialer', dialer);

@@ -323,6 +323,12 @@ t('VD_METRICS_PORT: validated at its edges; 0 any free port; off none; a port in
   const off = await startTestServer({ databaseUrl: dbUrl, redisPrefix: testRedisPrefix(), env: { VD_METRICS_PORT: 'off' } });
   try {
     assert.is(off.metricsUrl, null);
+    // Its requests are not counted either (the counters are the process's: the other instance shows them).
+    const before = (await scrape()).families;
+    for (let i = 0; i < 3; i++) assert.is((await call(off.url, 'GET', '/health')).status, 200);
+    const after = (await scrape()).families;
+    const health = { method: 'GET', route: '/health', status: '200' };
+    assert.is(count(after, 'vd_http_requests_total', health), count(before, 'vd_http_requests_total', health));
   } finally {
     await off.close();
   }
