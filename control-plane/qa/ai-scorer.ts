@@ -69,7 +69,9 @@ export async function aiAnswers(deps: AiScorerDeps, providers: { transcription: 
 const TranscriptionAnswer = z.object({ text: z.string() });
 
 async function transcribe(deps: AiScorerDeps, p: AiProvider, input: AiInput): Promise<string> {
-  const file = await deps.recordings.get(input.recording.storage_key);
+  const file = await deps.recordings.get(input.recording.storage_key).catch(() => {
+    throw new AiScoringError('the recording could not be read from the recording store');
+  });
   if (!file) throw new AiScoringError(`the recording's file is missing from the recording store`);
   const boundary = `----vd${randomBytes(12).toString('hex')}`;
   const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;

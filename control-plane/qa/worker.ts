@@ -15,6 +15,7 @@ import type { Store } from '../db/store.ts';
 import { qaReviews } from '../metrics.ts';
 import { emit } from '../runtime/outbox.ts';
 import { meterUsage, qaReview } from '../usage/meter.ts';
+import { AiScoringError } from './ai-scorer.ts';
 import { scoreReview, type ScoringDeps } from './scoring.ts';
 import { scorecardVersion, tally } from './scorecard.ts';
 
@@ -156,8 +157,10 @@ export class QaWorker {
       scored = await scoreReview({ ...this.#deps, signal: this.#abort.signal }, { id: review.id, tenant_id: review.tenant_id, call_id: review.call_id, recording_id: review.recording_id }, criteria);
     } catch (err) {
       if (this.#stopped) return this.#release(id);
-      const message = String((err as Error)?.message ?? err).slice(0, 500);
-      this.#log.warn({ review_id: id, tenant_id: review.tenant_id, attempt: review.attempts, error: message }, 'qa: scoring attempt failed');
+      // The scorers' own failures say what went wrong and nothing secret; anything else (a store
+      // error, a bug) is kept in the logs only, where its details are scrubbed.
+      const message = err instanceof AiScoringError ? err.message.slice(0, 500) : 'internal error while scoring (the logs name it)';
+      this.#log.warn({ review_id: id, tenant_id: review.tenant_id, attempt: review.attempts, error: message, ...(err instanceof AiScoringError ? {} : { err }) }, 'qa: scoring attempt failed');
       await this.#failAttempt(id, message, review.attempts);
       return;
     }

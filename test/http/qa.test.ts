@@ -417,6 +417,21 @@ t('an imported recording (no call) is queued by the same hook and scored from it
   assert.is(event[0].data.call_id, null);
 });
 
+t('AI scorer: a recording whose file is missing from the store fails its review after three attempts', async () => {
+  await useAi(true);
+  const id = newId('rec');
+  const callId = await insertCall(co.tenantId, { talk: 30 });
+  await cp.services.store.transaction(async (tx) => {
+    await tx.insertInto('recordings').values({ id, tenant_id: co.tenantId, call_id: callId, source: 'call', status: 'stored', format: 'wav', bytes: 44, storage_key: `${co.tenantId}/${id}.wav`, stored_at: new Date() }).execute();
+    await queueReview(tx, { tenantId: co.tenantId, recordingId: id, callId });
+  });
+  const r = await firstReviewEnded(id);
+  assert.is(r.status, 'failed');
+  assert.is(r.attempts, 3);
+  assert.is(r.error, "the recording's file is missing from the recording store");
+  await useAi(false);
+});
+
 t('a review left by a dead instance is taken again; one at its attempt limit ends as failed', async () => {
   const rec = await storeCallRecording(other.tenantId, await insertCall(other.tenantId, { talk: 30 }));
   const first = await firstReviewEnded(rec.id);
