@@ -4,8 +4,11 @@
  * the call ended, a failed recording, or a recording still waiting to upload 15 minutes after it
  * was written (after its row was made, when the agent never said). Calls still up are no gap.
  *
- * Cost: one range scan of `calls_tenant_started` per company (the lateral join), each recording
- * looked up by `recordings_call`; the window's answered calls are read once.
+ * Cost: the window's answered calls are read once, by company and start time
+ * (`calls_tenant_started`) or, when the window holds most of the table, by a parallel scan with a
+ * hash join on the recordings. Measured: 300,000 calls of 20 companies over 48 hours (180,000
+ * answered, 164,000 recordings): 280–430 ms for hours=48 and 720, 190 ms for hours=1, on Postgres
+ * on a machine at load 7–9 (2 cores).
  */
 import { sql } from 'kysely';
 import type { Store } from '../db/store.ts';
