@@ -28,6 +28,7 @@ import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
 const t = suite('qa bot');
 const API_KEY = 'sk-qa-test-7f3c9a1e5b2d4068-SECRET';
 const CHAT_LIMIT_MS = 1500;
+const AGENT_TOKEN = 'agent-token-for-the-qa-suite-0123456789';
 const TRANSCRIPT = 'Hello, this is Ana from Acme calling. This call may be recorded. Would you like a quote?';
 
 let cp: RunningControlPlane;
@@ -235,6 +236,7 @@ t.before(async () => {
     VD_EMBEDDED_AGENT: '0',
     VD_ALLOW_PRIVATE_TARGETS: '1',
     VD_METRICS_PORT: '0',
+    VD_AGENT_TOKEN: AGENT_TOKEN,
   });
   cp = await startControlPlane(config, { logger: createLogger('debug', sink), qa: { pollMs: 50, retryDelayMs: 20, maxAttempts: 3, timeouts: { transcriptionMs: 10_000, chatMs: CHAT_LIMIT_MS } } });
   base = cp.url;
@@ -290,6 +292,21 @@ t('a stored recording gets exactly one review, scored by the built-in scorer wit
   assert.is(usage.length, 1);
   assert.is(usage[0].id, `use_${review.id}_qa_review`);
   assert.is(Number(usage[0].quantity), 1);
+});
+
+t("a media agent's upload of a call's recording is queued and scored once", async () => {
+  const callId = await insertCall(co.tenantId, { talk: 25 });
+  await cp.services.store.db.updateTable('calls').set({ node_id: 'node_qa' }).where('id', '=', callId).execute();
+  const file = wav(1);
+  const put = (body: Buffer) => fetch(`${base}/agent/v1/recordings/${callId}`, { method: 'PUT', headers: { authorization: `Bearer ${AGENT_TOKEN}`, 'x-vd-node-id': 'node_qa', 'content-type': 'audio/wav' }, body });
+  const up = await put(file);
+  assert.is(up.status, 201, await up.text());
+  const rec = await cp.services.store.db.selectFrom('recordings').select('id').where('call_id', '=', callId).executeTakeFirstOrThrow();
+  const r = await firstReviewEnded(rec.id);
+  assert.is(r.status, 'scored');
+  assert.is(r.call_id, callId);
+  assert.is((await put(file)).status, 409, 'a second upload of a stored recording');
+  assert.is((await reviewsOf(rec.id)).length, 1, 'and still one review');
 });
 
 t('built-in: a dropped call with no talk fails critically; a person with a result scores the outcome', async () => {
