@@ -27,7 +27,7 @@ import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
 
 const t = suite('qa bot');
 const API_KEY = 'sk-qa-test-7f3c9a1e5b2d4068-SECRET';
-const CHAT_LIMIT_MS = 1500;
+const CHAT_LIMIT_MS = 3000;
 const AGENT_TOKEN = 'agent-token-for-the-qa-suite-0123456789';
 const TRANSCRIPT = 'Hello, this is Ana from Acme calling. This call may be recorded. Would you like a quote?';
 
