@@ -1,0 +1,122 @@
+/**
+ * Scheduled recording import runs with two instances on one store (real Postgres and Redis), a
+ * minute shortened to 60 ms so that "every 5 minutes" is every 300 ms: runs of a connection are
+ * queued on schedule by either instance but never two at once, each run is worked by one
+ * instance (the index is read once per run, each file fetched once), runs never overlap in time,
+ * and a manual-only connection (0) gets no scheduled run.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { eventually } from '../support/eventually.ts';
+import { makeCompany } from '../support/fixtures.ts';
+import { call, type Session } from '../support/http.ts';
+import { deleteRedisPrefix } from '../support/processes.ts';
+import { startWebSource, wavFile, type WebSource } from '../support/recording-sources.ts';
+import { startTestServer } from '../support/server.ts';
+
+const CONNECTORS = '/api/integrations/v1/connectors';
+const MINUTE_MS = 60;
+const FILES = 24;
+const PER_RUN = 3;
+
+const t = suite('recording imports: schedule on two instances');
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let a: RunningControlPlane;
+let b: RunningControlPlane;
+let sql: pg.Pool;
+let prefix: string;
+let dataDir: string;
+let owner: Session;
+let web: WebSource;
+
+t.before(async () => {
+  db = await createTestDatabase();
+  prefix = testRedisPrefix();
+  dataDir = mkdtempSync(join(tmpdir(), 'vd-imports-schedule-'));
+  const opts = { databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1', VD_DATA_DIR: dataDir }, recordingImports: { pollMs: 25, leaseMs: 3000, minuteMs: MINUTE_MS } };
+  a = await startTestServer(opts);
+  b = await startTestServer(opts);
+  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  ({ owner } = await makeCompany(a));
+  web = await startWebSource();
+});
+
+t.after(async () => {
+  await web?.close();
+  await sql?.end();
+  await a?.close();
+  await b?.close();
+  await db?.drop();
+  await deleteRedisPrefix(prefix);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+t('every 5 (short) minutes, one run at a time across both instances; each file fetched once', async () => {
+  const data = wavFile(50_000);
+  for (let i = 0; i < FILES; i++) {
+    // Slow files, so that a run lasts long enough for the other instance to try to start one.
+    web.on(`/s/${i}.wav`, async (_req, res) => {
+      await new Promise((r) => setTimeout(r, 60));
+      res.writeHead(200, { 'content-length': String(data.length) }).end(data);
+    });
+  }
+  web.json('/s/index.json', { items: Array.from({ length: FILES }, (_, i) => ({ url: `/s/${i}.wav`, id: `s-${i}` })) });
+  web.json('/manual/index.json', []);
+  const made = await call(a.url, 'POST', CONNECTORS, {
+    session: owner,
+    body: { kind: 'recording_import', name: 'Scheduled', source: 'web_index', index_url: `${web.url}/s/index.json`, check_every_minutes: 5, per_run: PER_RUN },
+  });
+  assert.is(made.status, 201, made.text);
+  const con = made.body.id;
+  const manual = await call(a.url, 'POST', CONNECTORS, {
+    session: owner,
+    body: { kind: 'recording_import', name: 'Manual', source: 'web_index', index_url: `${web.url}/manual/index.json`, check_every_minutes: 0 },
+  });
+  assert.is(manual.status, 201);
+
+  // Watch for two runs of the connection going at once while the schedule works through the files.
+  let most = 0;
+  const watching = setInterval(() => {
+    sql.query(`select count(*)::int as n from recording_import_runs where connector_id = $1 and status = 'processing'`, [con]).then((r) => (most = Math.max(most, r.rows[0].n)), () => {});
+  }, 10);
+  const imported = await eventually(
+    'every file imported on schedule',
+    async () => {
+      const r = await sql.query(`select count(*)::int as n from recording_import_files where connector_id = $1 and status = 'imported'`, [con]);
+      return r.rows[0].n === FILES && r.rows[0].n;
+    },
+    60_000,
+    50,
+  );
+  clearInterval(watching);
+  assert.is(imported, FILES);
+  await eventually('the last run to end', async () => {
+    const r = await sql.query(`select count(*)::int as n from recording_import_runs where connector_id = $1 and status in ('queued', 'processing')`, [con]);
+    return r.rows[0].n === 0;
+  });
+
+  const runs = (await sql.query(`select id, trigger, status, queued_at, started_at, finished_at, imported from recording_import_runs where connector_id = $1 order by queued_at`, [con])).rows;
+  assert.ok(runs.length >= FILES / PER_RUN, `${runs.length} runs`);
+  assert.ok(runs.every((r) => r.trigger === 'schedule' && r.status === 'done'));
+  for (let i = 1; i < runs.length; i++) {
+    assert.ok(runs[i].started_at >= runs[i - 1].finished_at, `run ${i} started after run ${i - 1} ended`);
+    const gap = runs[i].queued_at.getTime() - runs[i - 1].queued_at.getTime();
+    assert.ok(gap >= 5 * MINUTE_MS - 1, `queued ${gap} ms after the previous one (every 5 minutes = ${5 * MINUTE_MS} ms)`);
+  }
+  assert.is(most, 1, 'never two runs processing at once');
+  // One instance per run: the index read once per run, every file fetched once.
+  assert.is(web.hits('/s/index.json'), runs.length);
+  for (let i = 0; i < FILES; i++) assert.is(web.hits(`/s/${i}.wav`), 1, `file ${i}`);
+  const recs = await sql.query(`select count(*)::int as n from recordings where connector_id = $1`, [con]);
+  assert.is(recs.rows[0].n, FILES);
+  const none = await sql.query(`select count(*)::int as n from recording_import_runs where connector_id = $1`, [manual.body.id]);
+  assert.is(none.rows[0].n, 0, 'a manual-only connection gets no scheduled run');
+});
+
+t.run();
