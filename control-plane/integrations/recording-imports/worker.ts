@@ -223,10 +223,16 @@ export class RecordingImports {
    */
   async #resume(run: Run): Promise<void> {
     await this.#deps.store.transaction(async (tx) => {
-      await sql`update recording_import_runs set listed = 0, skipped = 0 where id = ${run.id}`.execute(tx);
+      // This run's own interrupted files are taken again by it: they no longer count in its per_run.
+      const mine = await sql<{ n: number }>`
+        select count(*)::int as n from recording_import_files
+        where connector_id = ${run.connector_id} and status = 'importing' and run_id = ${run.id} and attempts < ${MAX_FILE_ATTEMPTS}`.execute(tx);
+      await sql`update recording_import_runs set listed = 0, skipped = 0, taken = greatest(taken - ${mine.rows[0].n}, 0) where id = ${run.id}`.execute(tx);
+      // A file waiting again is no run's until one takes it (a run takes no file it has tried).
       await sql`
         update recording_import_files set
           status = case when attempts >= ${MAX_FILE_ATTEMPTS} then 'failed' else 'waiting' end,
+          run_id = case when attempts >= ${MAX_FILE_ATTEMPTS} then run_id end,
           error = 'interrupted (the run importing it stopped)', updated_at = now()
         where connector_id = ${run.connector_id} and status = 'importing'`.execute(tx);
     });
@@ -249,7 +255,7 @@ export class RecordingImports {
           ${items.map((i) => (i.meta ? JSON.stringify(i.meta) : null))}::text[]) as u(name, url, format, size, meta)
       ),
       before as (
-        select count(*) filter (where f.status in ('imported', 'failed')) as done_before
+        select count(*) filter (where f.status in ('imported', 'failed') and f.run_id is distinct from ${run.id}) as done_before
         from recording_import_files f join input i on f.connector_id = ${run.connector_id} and f.name = i.name
       ),
       ins as (
