@@ -4,7 +4,9 @@
  * `PUT /agent/v1/recordings/{call_id}` (its bearer token and node id), streamed from disk. A
  * failed upload is tried again with exponential backoff and jitter; after the last attempt, or at
  * once for a file over the control plane's size limit (413), it reports `recording.failed`. The
- * file is removed once stored (201, or 409: stored already) or given up.
+ * file is removed once stored (201, or 409: stored already) or given up. At most `concurrency`
+ * uploads are sent at once (a node whose calls end together does not open hundreds); the others
+ * wait their turn.
  */
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -23,6 +25,8 @@ export type UploadOptions = {
   retryCapMs?: number;
   /** Longest wait for the control plane's answer, and longest pause while sending (default 60 s). */
   idleMs?: number;
+  /** Uploads sent at once (default 4). */
+  concurrency?: number;
 };
 
 type UploaderDeps = { controlUrl: string; token: string; nodeId: string; report: (m: RecordingMessage) => void; log: AgentLog };
@@ -39,10 +43,12 @@ export class RecordingUploader {
   /** Waits between attempts: `stop()` ends them at once. */
   readonly #sleepers = new Map<NodeJS.Timeout, () => void>();
   #stopped = false;
+  #sending = 0;
+  readonly #turns: Array<() => void> = [];
 
   constructor(deps: UploaderDeps, opts: UploadOptions = {}) {
     this.#d = deps;
-    this.#o = { maxAttempts: 5, retryBaseMs: 1_000, retryCapMs: 60_000, idleMs: 60_000, ...opts };
+    this.#o = { maxAttempts: 5, retryBaseMs: 1_000, retryCapMs: 60_000, idleMs: 60_000, concurrency: 4, ...opts };
   }
 
   /** Uploads under way (or waiting for their next attempt). */
@@ -59,8 +65,10 @@ export class RecordingUploader {
 
   async #run(callId: string, file: RecordedFile): Promise<void> {
     let lastError = '';
-    for (let attempt = 1; attempt <= this.#o.maxAttempts && !this.#stopped; attempt++) {
-      const outcome = await this.#attempt(callId, file);
+    for (let attempt = 1; attempt <= this.#o.maxAttempts; attempt++) {
+      const outcome = await this.#inTurn(() => (this.#stopped ? Promise.resolve(null) : this.#attempt(callId, file)));
+      // Stopped: the file stays on disk, neither stored nor given up.
+      if (outcome === null) return;
       if (outcome.kind === 'stored') {
         this.#d.log('debug', 'recording uploaded', { call_id: callId, attempt });
         await rm(file.path, { force: true });
@@ -72,8 +80,8 @@ export class RecordingUploader {
         return this.#giveUp(callId, file, attempt, lastError);
       }
       this.#d.log('warn', 'recording upload failed', { call_id: callId, attempt, error: lastError });
-      if (attempt < this.#o.maxAttempts) await this.#sleep(this.#delay(attempt));
       if (attempt === this.#o.maxAttempts) return this.#giveUp(callId, file, attempt, lastError);
+      await this.#sleep(this.#delay(attempt));
     }
   }
 
@@ -102,6 +110,20 @@ export class RecordingUploader {
       return { kind: res.statusCode === 413 ? 'refused' : 'retry', error: `control plane answered ${res.statusCode}: ${text}` };
     } catch (err) {
       return { kind: 'retry', error: (err as Error).message };
+    }
+  }
+
+  /** Runs `fn` once fewer than `concurrency` uploads are being sent. */
+  async #inTurn<T>(fn: () => Promise<T>): Promise<T> {
+    // A finishing upload hands its slot straight to the next in line, so none can slip in between.
+    if (this.#sending < this.#o.concurrency) this.#sending++;
+    else await new Promise<void>((resolve) => this.#turns.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = this.#turns.shift();
+      if (next) next();
+      else this.#sending--;
     }
   }
 
