@@ -113,6 +113,7 @@ async function startEmbeddedAgent(config: Config, cp: RunningControlPlane): Prom
     log: (level, msg, fields = {}) => log[level](fields, msg),
   });
   client.start();
+  void client.resumeUploads(recordDir);
   log.info({ capacity: config.VD_EMBEDDED_AGENT_CAPACITY, seed }, 'embedded media agent started on the simulated trunk');
   return { client, trunk };
 }

@@ -86,6 +86,10 @@ export class AgentClient {
   get pendingUploads(): number {
     return this.#uploads.pending;
   }
+  /** Queues the recordings a previous run left in `dir` (media-agent/recordings.ts `resume`). */
+  resumeUploads(dir: string): Promise<number> {
+    return this.#uploads.resume(dir);
+  }
   /** Why the agent takes no calls now: shutdown, then an operator's drain, then its trunk being down. */
   get draining(): DrainReason | null {
     return this.#draining;

@@ -91,4 +91,6 @@ try {
   process.exit(1);
 }
 client.start();
+// Recordings a previous run left unsent (it stopped or died first) are sent now.
+if (config.VD_AGENT_RECORDINGS_DIR) void client.resumeUploads(config.VD_AGENT_RECORDINGS_DIR);
 log('info', 'media agent started', { trunk: config.VD_AGENT_TRUNK, capacity: config.VD_AGENT_CAPACITY });

@@ -9,7 +9,8 @@
  * wait their turn.
  */
 import { createReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { request } from 'undici';
 import type { RecordingFormat, RecordingMessage } from '../shared/agent-protocol.ts';
 import type { AgentLog } from './client.ts';
@@ -61,6 +62,30 @@ export class RecordingUploader {
     this.#d.report({ type: 'recording.waiting_upload', call_id: callId, format: file.format, bytes: file.bytes, written_at: file.written_at });
     const run = this.#run(callId, file).finally(() => this.#running.delete(run));
     this.#running.add(run);
+  }
+
+  /**
+   * Queues the recordings a previous run of this agent left in `dir` (it stopped or died before
+   * they were stored): each `<call id>.wav|.mp3` there. Answers how many.
+   */
+  async resume(dir: string): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return 0;
+    }
+    let n = 0;
+    for (const name of names) {
+      const m = /^([A-Za-z0-9_-]+)\.(wav|mp3)$/.exec(name);
+      if (!m) continue;
+      const path = join(dir, name);
+      const st = await stat(path);
+      this.add(m[1], { path, format: m[2] as RecordingFormat, bytes: st.size, written_at: st.mtime.toISOString() });
+      n++;
+    }
+    if (n > 0) this.#d.log('info', 'recordings left by a previous run queued for upload', { count: n });
+    return n;
   }
 
   async #run(callId: string, file: RecordedFile): Promise<void> {

@@ -7,7 +7,7 @@
  * `timeScale` compresses the clock (0.01: a 60 s call lasts 0.6 s) so tests run fast; reported
  * durations stay in simulated seconds.
  */
-import { open } from 'node:fs/promises';
+import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { wavHeader } from '../shared/wav.ts';
 import type { RecordedFile } from './recordings.ts';
@@ -38,16 +38,21 @@ const TONE_SECOND = (() => {
   return b;
 })();
 
-/** Writes `seconds` of the tone as a WAV file at `path`, a second at a time (never the whole file in memory). */
+/**
+ * Writes `seconds` of the tone as a WAV file at `path`, a second at a time (never the whole file
+ * in memory), under a temporary name renamed once whole: a file found at `path` is complete.
+ */
 export async function writeToneWav(path: string, seconds: number): Promise<number> {
   const dataBytes = Math.round(seconds * RATE) * 2;
-  const file = await open(path, 'w');
+  const temp = `${path}.part`;
+  const file = await open(temp, 'w');
   try {
     await file.write(wavHeader(dataBytes, RATE));
     for (let left = dataBytes; left > 0; left -= TONE_SECOND.length) await file.write(TONE_SECOND, 0, Math.min(left, TONE_SECOND.length));
   } finally {
     await file.close();
   }
+  await rename(temp, path);
   return 44 + dataBytes;
 }
 

@@ -122,4 +122,30 @@ t('a stop leaves the files not yet stored on disk, neither stored nor reported f
   assert.is(readFileSync(b.path).length, 2000);
 });
 
+t('resume: the recordings a previous run left (not half-written ones, nor other files) are reported and sent', async () => {
+  const left = mkdtempSync(join(tmpdir(), 'vd-left-'));
+  try {
+    writeFileSync(join(left, 'call_left1.wav'), Buffer.alloc(1200, 1));
+    writeFileSync(join(left, 'call_left2.mp3'), Buffer.alloc(900, 2));
+    writeFileSync(join(left, 'call_left3.wav.part'), Buffer.alloc(50));
+    writeFileSync(join(left, 'notes.txt'), 'x');
+    const reports: RecordingMessage[] = [];
+    const u = uploader(reports);
+    assert.is(await u.resume(left), 2);
+    await eventually('both sent', () => u.pending === 0, 10_000);
+    assert.equal(reports.map((r) => [r.type, r.call_id, r.format, r.type === 'recording.waiting_upload' && r.bytes]).sort(), [
+      ['recording.waiting_upload', 'call_left1', 'wav', 1200],
+      ['recording.waiting_upload', 'call_left2', 'mp3', 900],
+    ]);
+    assert.equal(seen.map((s) => [s.url, s.headers['content-type'], s.body.length]).sort(), [
+      ['/agent/v1/recordings/call_left1', 'audio/wav', 1200],
+      ['/agent/v1/recordings/call_left2', 'audio/mpeg', 900],
+    ]);
+    assert.ok(existsSync(join(left, 'call_left3.wav.part')) && existsSync(join(left, 'notes.txt')), 'other files left alone');
+    assert.is(await u.resume(join(left, 'missing')), 0);
+  } finally {
+    rmSync(left, { recursive: true, force: true });
+  }
+});
+
 t.run();
