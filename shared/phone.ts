@@ -1,5 +1,37 @@
 /** Phone numbers: everything the platform stores is E.164, normalised with libphonenumber-js. */
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+import { registerHooks } from 'node:module';
+import type { CountryCode } from 'libphonenumber-js/max';
+
+/**
+ * libphonenumber-js tests every metadata pattern with `new RegExp('^(?:' + pattern + ')$')` on
+ * each call (`helpers/matchesEntirely.js`): a fresh string of up to hundreds of characters to
+ * hash and a fresh RegExp, several times a number, over half of the time a number takes. Its
+ * ES module is loaded here with that one line changed to keep each pattern's RegExp, keyed by
+ * the metadata's own pattern string (the RegExps have no `g` or `y` flag, so `test` keeps no
+ * state between calls). The rest of the library is untouched. When the line is not found (a new
+ * version wrote it otherwise) the module loads unchanged and `PHONE_PATTERNS_KEPT` is false.
+ * test/shared/phone.test.ts compares every answer with the untouched CommonJS build on a large
+ * sample; bench/phone.bench.ts measures both.
+ */
+const MATCHES_ENTIRELY = /\/libphonenumber-js\/es6\/helpers\/matchesEntirely\.js$/;
+const EACH_CALL = "return new RegExp('^(?:' + regularExpressionText + ')$').test(text);";
+const KEPT =
+  'let kept = KEPT.get(regularExpressionText); if (kept === undefined) { kept = new RegExp(\'^(?:\' + regularExpressionText + \')$\'); KEPT.set(regularExpressionText, kept); } return kept.test(text);';
+let patched = false;
+const hooks = registerHooks({
+  load(url, context, next) {
+    const loaded = next(url, context);
+    if (!MATCHES_ENTIRELY.test(url) || loaded.source == null) return loaded;
+    const source = String(loaded.source);
+    if (!source.includes(EACH_CALL)) return loaded;
+    patched = true;
+    return { ...loaded, source: `const KEPT = new Map();\n${source.replace(EACH_CALL, () => KEPT)}` };
+  },
+});
+const { parsePhoneNumberFromString } = await import('libphonenumber-js/max');
+hooks.deregister();
+/** Whether libphonenumber-js's patterns are kept between calls (see above). */
+export const PHONE_PATTERNS_KEPT = patched;
 
 /**
  * The E.164 form of `input`, or null when it is not a valid number. A number without `+` is read
