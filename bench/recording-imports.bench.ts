@@ -26,14 +26,19 @@ import { startS3 } from '../test/support/s3.ts';
 import { startTestServer } from '../test/support/server.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 2);
-const FILES = Number(process.env.BENCH_FILES ?? 500);
+/** At most 500: one run takes at most 500 files (the spec's largest per_run). */
+const FILES = Math.min(500, Number(process.env.BENCH_FILES ?? 500));
 const FILE_BYTES = Number(process.env.BENCH_FILE_KB ?? 1024) * 1024;
 const WARM_FILES = 20;
 const BUCKET = 'bench-imports';
 const CONNECTORS = '/api/integrations/v1/connectors';
 
 const load = () => loadavg().map((x) => Math.round(x * 100) / 100);
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const rssMb = (pid: number) => {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`the instance (pid ${pid}) has exited:\n${child?.output().slice(-4000)}`);
+  return Number(m[1]) / 1024;
+};
 /** The process's user + system CPU seconds so far. */
 const cpuSeconds = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -85,7 +90,7 @@ try {
       const r = (await sql.query(`select status, imported, failed, error, extract(epoch from finished_at - started_at) * 1000 as ms from recording_import_runs where id = $1`, [a.body.run.id])).rows[0];
       if (r.status === 'done' || r.status === 'failed') {
         const seenMs = performance.now() - posted;
-        if (r.status !== 'done' || r.imported !== files) throw new Error(`run ended ${r.status}: ${r.imported} imported, ${r.failed} failed, ${r.error}`);
+        if (r.status !== 'done' || r.imported !== files) throw new Error(`run ended ${r.status}: ${r.imported} imported, ${r.failed} failed, ${r.error}\n${child!.output().slice(-4000)}`);
         return { runMs: Number(r.ms), seenMs };
       }
       await new Promise((res) => setTimeout(res, 20));
@@ -102,9 +107,16 @@ try {
     const loadBefore = load();
     const cpuBefore = cpuSeconds(pid);
     let peak = rssMb(pid);
-    const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 10);
-    const { runMs, seenMs } = await runOnce(con, FILES);
-    clearInterval(sampler);
+    let sampleError: unknown = null;
+    const sampler = setInterval(() => {
+      try {
+        peak = Math.max(peak, rssMb(pid));
+      } catch (err) {
+        sampleError ??= err;
+      }
+    }, 10);
+    const { runMs, seenMs } = await runOnce(con, FILES).finally(() => clearInterval(sampler));
+    if (sampleError) throw sampleError;
     const mb = (FILES * FILE_BYTES) / 1024 / 1024;
     console.log(
       JSON.stringify({
