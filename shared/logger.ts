@@ -12,6 +12,8 @@ const REDACT = [
   'temporary_password', '*.temporary_password', 'authorization', '*.authorization',
   'headers.authorization', 'headers.cookie', 'req.headers.authorization', 'req.headers.cookie',
   'signing_secret', '*.signing_secret',
+  // A recording import connection's bucket keys (its Authorization value is covered above).
+  'access_key', '*.access_key', 'secret_key', '*.secret_key',
   // A database error can carry the statement's values (PGlite does): a secret or a message body.
   'err.params', 'err.parameters', 'err.query', '*.err.params', '*.err.query',
 ];

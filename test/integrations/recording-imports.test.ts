@@ -10,10 +10,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createLogger } from '../../shared/logger.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCompany, makeKey, makeUser } from '../support/fixtures.ts';
@@ -164,6 +166,13 @@ t('settings: defaults, every limit at its edge, secrets never shown, PATCH and d
   assert.is(eu.body.prefix, 'calls/2026/');
   assert.is(eu.body.secret_key_present, true, 'a PATCH without the secret keeps it');
   assert.not.ok(eu.text.includes('very-secret-key-value-1'));
+
+  // A log line carrying the settings (an error's context, a request body) shows none of the secrets.
+  const lines: string[] = [];
+  const sink = new Writable({ write: (chunk, _enc, done) => void (lines.push(String(chunk)), done()) });
+  createLogger('info', sink).info({ body: { access_key: 'AKIAEXAMPLE1', secret_key: 'very-secret-key-value-1', authorization: AUTH }, settings: { secret_key: 'very-secret-key-value-1' } }, 'saved');
+  assert.is(lines.length, 1);
+  for (const secret of ['AKIAEXAMPLE1', 'very-secret-key-value-1', AUTH]) assert.not.ok(lines[0].includes(secret), `${secret} is not logged`);
 
   assert.is((await call(cp.url, 'DELETE', `${CONNECTORS}/${con}`, { session: owner })).status, 204);
   assertError(await call(cp.url, 'POST', `${CONNECTORS}/${con}/recording-import/run`, { session: owner }), 404, 'not_found');
