@@ -69,12 +69,11 @@ export async function errorCodeOf(a: StreamedAnswer | OutboundFailure): Promise<
  * markers left out) before the next page is asked for, so a bucket of any size is listed in the
  * memory of one page.
  */
-export async function listBucket(client: OutboundClient, s: BucketSettings, onPage: (items: ListedItem[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
-  const bucket = bucketOf(client, s);
+export async function listBucket(bucket: S3Bucket, prefix: string | null, onPage: (items: ListedItem[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
   let token: string | null = null;
   for (;;) {
     const query: Record<string, string> = { 'list-type': '2' };
-    if (s.prefix) query.prefix = s.prefix;
+    if (prefix) query.prefix = prefix;
     if (token) query['continuation-token'] = token;
     const a = await bucket.send({ method: 'GET', key: '', query, signal });
     if (a.kind === 'answered' && a.status >= 400) throw new SourceError('answered', `the bucket answered ${a.status}${await errorCodeOf(a)}`);
@@ -89,9 +88,4 @@ export async function listBucket(client: OutboundClient, s: BucketSettings, onPa
     if (!page.next) return;
     token = page.next;
   }
-}
-
-/** Opens one object of the bucket (a signed GET); the caller reads or destroys its body. */
-export function openObject(client: OutboundClient, s: BucketSettings, key: string, opts: { signal?: AbortSignal; idleMs?: number }) {
-  return bucketOf(client, s).send({ method: 'GET', key, signal: opts.signal, idleMs: opts.idleMs });
 }

@@ -5,7 +5,8 @@
  */
 import type { Readable } from 'node:stream';
 import type { OutboundClient } from '../guarded-client.ts';
-import { errorCodeOf, listBucket, openObject } from './bucket.ts';
+import type { S3Bucket } from '../../recordings/bucket-store.ts';
+import { bucketOf, errorCodeOf, listBucket } from './bucket.ts';
 import type { ImportSettings } from './settings.ts';
 import { answerProblem, fileFormat, SourceError, type ListedItem } from './source-common.ts';
 import { listWebIndex, openWebFile } from './web-index.ts';
@@ -14,35 +15,50 @@ import { listWebIndex, openWebFile } from './web-index.ts';
 export type OpenedFile = { body: Readable; declared: number | null };
 
 /**
- * Lists the source: `onPage` gets its files page by page (a web index is one page). Answers how
- * many web index items were left out for want of a usable url. Throws `SourceError`.
+ * One connection's source for the length of a run (or a Test): its settings, and for a bucket
+ * one signer (its derived key kept) for every request of the run.
  */
-export async function listSource(client: OutboundClient, s: ImportSettings, onPage: (items: ListedItem[]) => Promise<void>, signal?: AbortSignal): Promise<{ invalid: number }> {
-  if (s.source === 'web_index') {
-    const { items, invalid } = await listWebIndex(client, { index_url: s.index_url!, authorization: s.authorization }, signal);
-    await onPage(items);
-    return { invalid };
-  }
-  await listBucket(client, s, onPage, signal);
-  return { invalid: 0 };
-}
+export class ImportSource {
+  readonly #client: OutboundClient;
+  readonly #s: ImportSettings;
+  readonly #bucket: S3Bucket | null;
 
-/** Opens one file for reading. Throws `SourceError` (a failed answer's body is dropped). */
-export async function openSourceFile(
-  client: OutboundClient,
-  s: ImportSettings,
-  file: { name: string; url: string | null },
-  opts: { signal?: AbortSignal; idleMs?: number },
-): Promise<OpenedFile> {
-  const a = s.source === 'web_index' ? await openWebFile(client, { index_url: s.index_url!, authorization: s.authorization }, file.url ?? file.name, opts) : await openObject(client, s, file.name, opts);
-  if (a.kind === 'answered' && a.status >= 400 && s.source === 'bucket') {
-    throw new SourceError('answered', `the bucket answered ${a.status}${await errorCodeOf(a)}`);
+  constructor(client: OutboundClient, settings: ImportSettings) {
+    this.#client = client;
+    this.#s = settings;
+    this.#bucket = settings.source === 'bucket' ? bucketOf(client, settings) : null;
   }
-  const problem = answerProblem(a, 'the file');
-  if (problem) throw problem;
-  if (a.kind !== 'answered') throw new SourceError('unreachable', 'the file did not answer');
-  const declared = Number(a.headers['content-length']);
-  return { body: a.body, declared: Number.isFinite(declared) && a.headers['content-length'] !== undefined ? declared : null };
+
+  /**
+   * Lists the source: `onPage` gets its files page by page (a web index is one page). Answers how
+   * many web index items were left out for want of a usable url. Throws `SourceError`.
+   */
+  async list(onPage: (items: ListedItem[]) => Promise<void>, signal?: AbortSignal): Promise<{ invalid: number }> {
+    if (!this.#bucket) {
+      const { items, invalid } = await listWebIndex(this.#client, this.#web(), signal);
+      await onPage(items);
+      return { invalid };
+    }
+    await listBucket(this.#bucket, this.#s.prefix, onPage, signal);
+    return { invalid: 0 };
+  }
+
+  /** Opens one file for reading. Throws `SourceError` (a failed answer's body is dropped). */
+  async open(file: { name: string; url: string | null }, opts: { signal?: AbortSignal; idleMs?: number }): Promise<OpenedFile> {
+    const a = this.#bucket
+      ? await this.#bucket.send({ method: 'GET', key: file.name, signal: opts.signal, idleMs: opts.idleMs })
+      : await openWebFile(this.#client, this.#web(), file.url ?? file.name, opts);
+    if (a.kind === 'answered' && a.status >= 400 && this.#bucket) throw new SourceError('answered', `the bucket answered ${a.status}${await errorCodeOf(a)}`);
+    const problem = answerProblem(a, 'the file');
+    if (problem) throw problem;
+    if (a.kind !== 'answered') throw new SourceError('unreachable', 'the file did not answer');
+    const declared = Number(a.headers['content-length']);
+    return { body: a.body, declared: Number.isFinite(declared) && a.headers['content-length'] !== undefined ? declared : null };
+  }
+
+  #web() {
+    return { index_url: this.#s.index_url!, authorization: this.#s.authorization };
+  }
 }
 
 /** The Test action of a recording import connection: list the source, count what it would import. */
@@ -50,7 +66,7 @@ export async function testImportSource(client: OutboundClient, s: ImportSettings
   let files = 0;
   let recordings = 0;
   try {
-    const { invalid } = await listSource(client, s, async (items) => {
+    const { invalid } = await new ImportSource(client, s).list(async (items) => {
       files += items.length;
       recordings += items.filter((i) => fileFormat(i.typeName) !== null).length;
     });

@@ -28,7 +28,7 @@ import type { OutboundClient } from '../guarded-client.ts';
 import type { ImportSettings } from './settings.ts';
 import { fileFormat, SourceError, UNSUPPORTED, type ListedItem } from './source-common.ts';
 import { queueScheduledRuns } from './runs.ts';
-import { listSource, openSourceFile } from './sources.ts';
+import { ImportSource } from './sources.ts';
 
 /** Spec, Limits: file attempts, up to 3 in all. */
 export const MAX_FILE_ATTEMPTS = 3;
@@ -187,9 +187,10 @@ export class RecordingImports {
         return;
       }
       const settings = c.settings as unknown as ImportSettings;
+      const source = new ImportSource(this.#deps.client, settings);
       await this.#resume(run);
       try {
-        await listSource(this.#deps.client, settings, (items) => this.#recordPage(run, items, abort.signal), abort.signal);
+        await source.list((items) => this.#recordPage(run, items, abort.signal), abort.signal);
       } catch (err) {
         if (err instanceof SourceError) {
           rlog.info({ reason: err.message }, 'recording import run failed: the source could not be listed');
@@ -198,7 +199,7 @@ export class RecordingImports {
         }
         throw err;
       }
-      const unreachable = await this.#importFiles(run, settings, abort.signal);
+      const unreachable = await this.#importFiles(run, settings, source, abort.signal);
       if (abort.signal.aborted) throw abort.signal.reason;
       await this.#finish(run, unreachable ? 'failed' : 'done', unreachable);
     } catch (err) {
@@ -285,14 +286,14 @@ export class RecordingImports {
    * Imports up to per_run waiting files, `concurrency` at once. Answers why the source stopped
    * answering (the run then fails), or null.
    */
-  async #importFiles(run: Run, settings: ImportSettings, signal: AbortSignal): Promise<string | null> {
+  async #importFiles(run: Run, settings: ImportSettings, source: ImportSource, signal: AbortSignal): Promise<string | null> {
     let unreachable: string | null = null;
     const campaigns = new Map<string, Promise<string | null>>();
     const lane = async () => {
       while (!unreachable && !signal.aborted) {
         const file = await this.#takeFile(run, settings.per_run);
         if (!file) return;
-        const outcome = await this.#importFile(run, settings, file, signal, campaigns);
+        const outcome = await this.#importFile(run, settings, source, file, signal, campaigns);
         if (outcome.kind === 'unreachable') unreachable ??= outcome.message;
         if (outcome.kind === 'lost') return;
       }
@@ -356,6 +357,7 @@ export class RecordingImports {
   async #importFile(
     run: Run,
     settings: ImportSettings,
+    source: ImportSource,
     file: TakenFile,
     signal: AbortSignal,
     campaigns: Map<string, Promise<string | null>>,
@@ -365,7 +367,7 @@ export class RecordingImports {
     if (file.listed_bytes !== null && Number(file.listed_bytes) > maxBytes) return this.#ended(run, file, 'failed', tooLarge, null, true);
     let opened;
     try {
-      opened = await openSourceFile(this.#deps.client, settings, { name: file.name, url: file.url }, { signal, idleMs: this.#idleMs });
+      opened = await source.open({ name: file.name, url: file.url }, { signal, idleMs: this.#idleMs });
     } catch (err) {
       if (signal.aborted) return { kind: 'lost', message: 'stopped' };
       if (!(err instanceof SourceError)) throw err;
