@@ -47,6 +47,7 @@ import { agentRecordingRoutes } from './routes/agent-recordings.ts';
 import { recordingRoutes } from './routes/core/recordings.ts';
 import { recordingPlatformRoutes } from './routes/platform/recordings.ts';
 import { qaRoutes } from './routes/core/qa.ts';
+import { consoleApp } from './console/index.ts';
 
 /** The whole HTTP API on `services`. */
 export function buildApp(services: Services, dialer: Dialer | null = null): Hono<AppEnv> {
@@ -97,5 +98,6 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/core/v1/sub-accounts', subAccountRoutes.app);
   api.route('/core/v1', qaRoutes.app);
   app.route('/api', api);
+  app.route('/console', consoleApp(services));
   return app;
 }

@@ -44,16 +44,20 @@ export function allow(access: Access): Guard {
 }
 
 function checkSession(p: SessionPrincipal, access: Access): void {
-  if (!access.session) throw new ApiError('forbidden', 'this endpoint takes an API key, not a session');
-  if (p.mustChangePassword && !access.beforePasswordChange) {
-    throw new ApiError('forbidden', 'the temporary password must be changed first (POST /api/auth/v1/password)');
-  }
-  if (access.session !== 'any' && access.session !== p.kind) {
-    throw new ApiError('forbidden', access.session === 'operator' ? 'operators only' : 'company users only');
-  }
-  if (access.roles && !p.roles.some((r) => access.roles!.includes(r))) {
-    throw new ApiError('forbidden', `this needs one of the roles ${access.roles.join(', ')}`);
-  }
+  const why = sessionRefusal(p, access);
+  if (why !== null) throw new ApiError('forbidden', why);
+}
+
+/**
+ * Why the signed-in person `p` may not pass `access`, or null when they may. The guards throw it;
+ * the console asks it to leave out the buttons a role may not use.
+ */
+export function sessionRefusal(p: SessionPrincipal, access: Access): string | null {
+  if (!access.session) return 'this endpoint takes an API key, not a session';
+  if (p.mustChangePassword && !access.beforePasswordChange) return 'the temporary password must be changed first (POST /api/auth/v1/password)';
+  if (access.session !== 'any' && access.session !== p.kind) return access.session === 'operator' ? 'operators only' : 'company users only';
+  if (access.roles && !p.roles.some((r) => access.roles!.includes(r))) return `this needs one of the roles ${access.roles.join(', ')}`;
+  return null;
 }
 
 /** Operators: any operator with no roles named, else one holding at least one of `roles`. */

@@ -5,7 +5,8 @@ import { companyWriters, sessionOf, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
 import { idParam, itemsOf, json, noContent, pathOf, record } from '../openapi/schemas.ts';
 
-const NewKey = z.object({
+/** A new key (also the console's form). */
+export const NewKey = z.object({
   name: z.string().trim().min(1).max(100),
   scopes: z.array(z.enum(KEY_SCOPES)).min(1).max(KEY_SCOPES.length),
 });

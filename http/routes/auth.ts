@@ -4,7 +4,9 @@
  */
 import { deleteCookie, setCookie } from 'hono/cookie';
 import { z } from '@hono/zod-openapi';
-import { changePassword, checkCredentials } from '../../control-plane/auth/accounts.ts';
+import type { Context } from 'hono';
+import { changePassword, checkCredentials, type SignedInUser } from '../../control-plane/auth/accounts.ts';
+import type { AppEnv } from '../env.ts';
 import { endSession, startSession } from '../../control-plane/auth/sessions.ts';
 import { throttleSignIn } from '../../control-plane/auth/throttle.ts';
 import { getConnInfo } from '@hono/node-server/conninfo';
@@ -32,12 +34,37 @@ export function userView(p: SessionPrincipal) {
 }
 
 /** The client's address as the socket gives it (no forwarding header is trusted). */
-function clientAddress(c: Parameters<typeof getConnInfo>[0]): string {
+function clientAddress(c: Context<AppEnv>): string {
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
   } catch {
     return 'unknown';
   }
+}
+
+/**
+ * Signs in: throttled per e-mail and per client address before any password hashing, then the
+ * credentials checked, a session started and its cookies set (vd_session HttpOnly, vd_csrf readable
+ * by the page). The API's sign-in and the console's both go through here.
+ */
+export async function signIn(c: Context<AppEnv>, email: string, password: string): Promise<SignedInUser> {
+  const { store, config, coordinator } = c.get('services');
+  await throttleSignIn(coordinator, c.get('log'), config, email, clientAddress(c));
+  const user = await checkCredentials(store, email, password);
+  const s = await startSession(store, { kind: user.kind, id: user.id, tenantId: user.tenant_id }, config.VD_SESSION_IDLE_HOURS);
+  const secure = config.NODE_ENV === 'production';
+  const maxAge = Math.floor(config.VD_SESSION_IDLE_HOURS * 3600);
+  setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Lax', path: '/', secure, maxAge });
+  setCookie(c, CSRF_COOKIE, s.csrf, { httpOnly: false, sameSite: 'Lax', path: '/', secure, maxAge });
+  c.get('log').info({ user_id: user.id, session_id: s.sessionId }, 'signed in');
+  return user;
+}
+
+/** Ends the session `p` and clears its cookies (the API's sign-out and the console's). */
+export async function signOut(c: Context<AppEnv>, p: SessionPrincipal): Promise<void> {
+  await endSession(c.get('services').store, p.sessionId);
+  deleteCookie(c, SESSION_COOKIE, { path: '/' });
+  deleteCookie(c, CSRF_COOKIE, { path: '/' });
 }
 
 export const authRoutes = new ApiRoutes('Sign-in and sessions')
@@ -53,17 +80,7 @@ export const authRoutes = new ApiRoutes('Sign-in and sessions')
       errors: { 401: 'Wrong e-mail or password.', 403: "The user's company is suspended or closing: sign-in is stopped." },
     },
     async (c, { body }) => {
-      const { email, password } = body;
-      const { store, config, coordinator } = c.get('services');
-      // Before any hashing: a refused attempt costs no argon2 work.
-      await throttleSignIn(coordinator, c.get('log'), config, email, clientAddress(c));
-      const user = await checkCredentials(store, email, password);
-      const s = await startSession(store, { kind: user.kind, id: user.id, tenantId: user.tenant_id }, config.VD_SESSION_IDLE_HOURS);
-      const secure = config.NODE_ENV === 'production';
-      const maxAge = Math.floor(config.VD_SESSION_IDLE_HOURS * 3600);
-      setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Lax', path: '/', secure, maxAge });
-      setCookie(c, CSRF_COOKIE, s.csrf, { httpOnly: false, sameSite: 'Lax', path: '/', secure, maxAge });
-      c.get('log').info({ user_id: user.id, session_id: s.sessionId }, 'signed in');
+      const user = await signIn(c, body.email, body.password);
       return c.json({
         user: { id: user.id, email: user.email, name: user.name, kind: user.kind, roles: user.roles, tenant_id: user.tenant_id },
         must_change_password: user.must_change_password,
@@ -71,10 +88,7 @@ export const authRoutes = new ApiRoutes('Sign-in and sessions')
     },
   )
   .add({ method: 'post', path: '/sign-out', guard: signedInBeforePasswordChange, summary: 'Sign out', answers: { 204: noContent('The session is ended and its cookies cleared.') } }, async (c) => {
-    const p = sessionOf(c.get('principal'));
-    await endSession(c.get('services').store, p.sessionId);
-    deleteCookie(c, SESSION_COOKIE, { path: '/' });
-    deleteCookie(c, CSRF_COOKIE, { path: '/' });
+    await signOut(c, sessionOf(c.get('principal')));
     return c.body(null, 204);
   })
   .add({ method: 'get', path: '/me', guard: signedIn, summary: 'The signed-in user', answers: { 200: json('The user, whether a temporary password must be changed, and the maintenance notice.', Me) } }, async (c) => {

@@ -26,7 +26,8 @@ import { companyMembers, companyWriters, sessionOf, tenantOf } from '../middlewa
 import { ApiRoutes } from '../openapi/route.ts';
 import { idParam, itemsOf, json, noContent, optionalQueryParam, pageOf, pathOf, record } from '../openapi/schemas.ts';
 
-function deps(c: Context<AppEnv>): ConnectorDeps {
+/** What the connection code needs, from the request's services (the API's routes and the console's). */
+export function connectorDeps(c: Context<AppEnv>): ConnectorDeps {
   const s = c.get('services');
   return { store: s.store, clock: s.clock, client: s.outbound, allowPrivate: s.config.VD_ALLOW_PRIVATE_TARGETS, lookup: s.lookup };
 }
@@ -56,30 +57,30 @@ export const connectorRoutes = new ApiRoutes('Connections')
     },
     async (c, { body }) => {
       const p = sessionOf(c.get('principal'));
-      const created = await createConnector(deps(c), tenant(c), p.userId, body);
+      const created = await createConnector(connectorDeps(c), tenant(c), p.userId, body);
       c.get('log').info({ connector_id: created.id, tenant_id: p.tenantId }, 'connection created');
       return c.json(created, 201);
     },
   )
   .add({ method: 'get', path: '/', guard: companyMembers, summary: "The company's connections", answers: { 200: json('Every connection, settings without secrets.', itemsOf(Connector)) } }, async (c) =>
-    c.json({ items: await listConnectors(deps(c), tenant(c)) }),
+    c.json({ items: await listConnectors(connectorDeps(c), tenant(c)) }),
   )
   .add({ method: 'get', path: '/{id}', guard: companyMembers, summary: 'One connection', params: ConnectorId, answers: { 200: json('The connection, settings without secrets.', Connector) } }, async (c, { params }) =>
-    c.json(await getConnector(deps(c), tenant(c), params.id)),
+    c.json(await getConnector(connectorDeps(c), tenant(c), params.id)),
   )
   .add(
     { method: 'patch', path: '/{id}', guard: companyWriters, summary: "Change a connection's settings", params: ConnectorId, body: ConnectorChanges, answers: { 200: json('The connection as changed.', Connector) } },
-    async (c, { params, body }) => c.json(await updateConnector(deps(c), tenant(c), params.id, body)),
+    async (c, { params, body }) => c.json(await updateConnector(connectorDeps(c), tenant(c), params.id, body)),
   )
   .add({ method: 'delete', path: '/{id}', guard: companyWriters, summary: 'Delete a connection', params: ConnectorId, answers: { 204: noContent('Deleted.') } }, async (c, { params }) => {
-    await deleteConnector(deps(c), tenant(c), params.id);
+    await deleteConnector(connectorDeps(c), tenant(c), params.id);
     c.get('log').info({ connector_id: params.id }, 'connection deleted');
     return c.body(null, 204);
   })
   .add(
     { method: 'post', path: '/{id}/switch-on', guard: companyWriters, summary: 'Switch a connection on', description: "Re-arms a connection in 'Needs attention'.", params: ConnectorId, answers: { 200: json('The connection, active again.', Connector) } },
     async (c, { params }) => {
-      const view = await switchOn(deps(c), tenant(c), params.id);
+      const view = await switchOn(connectorDeps(c), tenant(c), params.id);
       c.get('services').webhooks.wake();
       return c.json(view);
     },
@@ -97,14 +98,14 @@ export const connectorRoutes = new ApiRoutes('Connections')
       answers: { 200: json('The connection with its new signing_secret, shown only here.', Connector) },
     },
     async (c, { params, body }) => {
-      const rotated = await rotateSecret(deps(c), tenant(c), params.id, body.grace_hours);
+      const rotated = await rotateSecret(connectorDeps(c), tenant(c), params.id, body.grace_hours);
       c.get('log').info({ connector_id: rotated.id }, 'signing secret rotated');
       return c.json(rotated);
     },
   )
   .add(
     { method: 'post', path: '/{id}/test', guard: companyWriters, summary: 'Test a connection', description: 'A webhook gets a signed vd.test.ping, and the answer says whether it answered 2xx; a recording import lists its source and says how many recordings (.wav or .mp3) it sees.', params: ConnectorId, answers: { 200: json('What the test found.', TestResult) } },
-    async (c, { params }) => c.json(await testConnector(deps(c), tenant(c), params.id)),
+    async (c, { params }) => c.json(await testConnector(connectorDeps(c), tenant(c), params.id)),
   )
   .add(
     { method: 'get', path: '/{id}/deliveries', guard: companyWriters, summary: 'The delivery log of a webhook connection', params: ConnectorId, query: DeliveryQuery, answers: { 200: json('Deliveries with their attempts, newest first.', pageOf(Delivery)) } },

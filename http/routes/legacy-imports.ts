@@ -18,13 +18,15 @@ export function streamedBody(path: string): boolean {
   return /^\/api\/integrations\/v1\/connectors\/[^/]+\/legacy\/import-(leads|dnc)$/.test(path);
 }
 
-function deps(c: Context<AppEnv>): ImportDeps {
+/** What the import code needs, from the request's services (the API's routes and the console's). */
+export function importDeps(c: Context<AppEnv>): ImportDeps {
   const s = c.get('services');
   return { store: s.store, checks: s.checks, outbox: s.outbox, log: c.get('log') };
 }
 
 /** The body as it arrives, and its declared length. */
-function upload(c: Context<AppEnv>) {
+/** The request's body as the file, read as it streams in, with its declared length. */
+export function upload(c: Context<AppEnv>) {
   const declared = c.req.header('content-length');
   return { body: c.req.raw.body, declaredBytes: declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : null };
 }
@@ -80,7 +82,7 @@ export const legacyImportRoutes = new ApiRoutes('Legacy imports')
     },
     async (c, { params, query }) => {
       const p = sessionOf(c.get('principal'));
-      const result = await importLeads(deps(c), { tenantId: tenantOf(p), connectorId: params.id, userId: p.userId, listId: query.list_id, ...upload(c) });
+      const result = await importLeads(importDeps(c), { tenantId: tenantOf(p), connectorId: params.id, userId: p.userId, listId: query.list_id, ...upload(c) });
       c.get('log').info({ import_id: result.import_id, connector_id: params.id, list_id: query.list_id, rows: result.rows, created: result.core.created }, 'lead file imported');
       return c.json(result);
     },
@@ -105,7 +107,7 @@ export const legacyImportRoutes = new ApiRoutes('Legacy imports')
     },
     async (c, { params }) => {
       const p = sessionOf(c.get('principal'));
-      const result = await importDnc(deps(c), { tenantId: tenantOf(p), connectorId: params.id, userId: p.userId, ...upload(c) });
+      const result = await importDnc(importDeps(c), { tenantId: tenantOf(p), connectorId: params.id, userId: p.userId, ...upload(c) });
       c.get('log').info({ import_id: result.import_id, connector_id: params.id, lines: result.lines, accepted: result.accepted }, 'do-not-call file imported');
       return c.json(result);
     },

@@ -6,7 +6,8 @@ import { actorOf, companyReaders, companyWriters, tenantOf } from '../../middlew
 import { ApiRoutes } from '../../openapi/route.ts';
 import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';
 
-const NewCampaign = z.object({
+/** A new campaign (also the console's form). */
+export const NewCampaign = z.object({
   name: z.string().trim().min(1).max(200),
   list_ids: z.array(z.string().min(1).max(64)).min(1).max(100),
   mode: z.enum(['progressive', 'preview']),

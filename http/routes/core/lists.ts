@@ -6,7 +6,8 @@ import { companyReaders, companyWriters, tenantOf } from '../../middleware/guard
 import { ApiRoutes } from '../../openapi/route.ts';
 import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';
 
-const NewList = z.object({ name: z.string().trim().min(1).max(200) });
+/** A new list (also the console's form). */
+export const NewList = z.object({ name: z.string().trim().min(1).max(200) });
 /** Each element is checked on its own by the list import, so one bad person is listed instead of failing the rest. */
 const NewPeople = z.array(z.unknown()).openapi({ description: 'People: `{phone_number, first_name?, last_name?, …}` each; up to 10,000 a request.' });
 

@@ -17,11 +17,14 @@ const User = record('CompanyUser', {
   must_change_password: z.boolean(),
   created_at: z.string(),
 });
-const NewUser = z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320), role: Role });
-const Change = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
+/** A new company user (also the console's form). */
+export const NewUser = z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320), role: Role });
+/** A role change or disabling (also the console's forms). */
+export const UserChange = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
 const UserId = pathOf({ id: idParam('The user id (usr_…).') });
 
-const asker = (p: Principal | null) => ({ who: actorOf(p), roles: sessionOf(p).roles });
+/** The person acting, with their roles (only an owner makes or changes owners). */
+export const asker = (p: Principal | null) => ({ who: actorOf(p), roles: sessionOf(p).roles });
 
 export const userRoutes = new ApiRoutes('Company users')
   .add({ method: 'get', path: '/', guard: companyWriters, summary: "The company's users", answers: { 200: json('The users.', z.object({ items: z.array(User) })) } }, async (c) =>
@@ -48,7 +51,7 @@ export const userRoutes = new ApiRoutes('Company users')
       summary: "Change a user's role, or disable them",
       description: 'Only an owner changes an owner or makes one. Disabling ends their sessions at once. The last active owner stays (409).',
       params: UserId,
-      body: Change,
+      body: UserChange,
       answers: { 200: json('The user.', User) },
       errors: { 409: 'The last active owner.' },
     },

@@ -12,12 +12,14 @@ import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, queryParam } from '../../openapi/schemas.ts';
 
 /** Who may change prices and invoice records. */
-const billers = operators('platform_billing', 'platform_owner');
+/** Who may change prices and invoice records. */
+export const billers = operators('platform_billing', 'platform_owner');
 
 const Item = z.enum(ITEMS as [string, ...string[]]).openapi({ description: 'A usage item kind.' }) as z.ZodType<(typeof ITEMS)[number]>;
 const TenantRef = z.string().min(1).max(100).nullish().openapi({ description: 'The company of an override; absent or null: the global row.' });
 
-const PriceBookBody = z.object({
+/** Rows to set and rows to remove (also the console's price forms). */
+export const PriceBookBody = z.object({
   rows: z
     .array(z.object({ item: Item, unit_price: z.string().max(40).openapi({ description: 'US dollars as a decimal string, up to 8 digits and 4 places (e.g. "0.0010").' }), tenant_id: TenantRef }))
     .default([]),

@@ -13,11 +13,13 @@ import { actorOf, companyReaders, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, itemsOf, json, pathOf } from '../../openapi/schemas.ts';
 
-const PauseBody = z.union([
+/** A pause `{paused:true, reason}` or a resume `{paused:false}` (also the console's forms). */
+export const PauseBody = z.union([
   z.object({ paused: z.literal(true), reason: z.string().max(2000) }),
   z.object({ paused: z.literal(false), reason: z.string().max(2000).nullish() }),
 ]);
-const MaintenanceBody = z.union([
+/** Maintenance on with its message, or off (also the console's form). */
+export const MaintenanceBody = z.union([
   z.object({ on: z.literal(true), message: z.string().trim().min(1).max(2000) }),
   z.object({ on: z.literal(false), message: z.string().max(2000).nullish() }),
 ]);

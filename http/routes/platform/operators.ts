@@ -8,8 +8,10 @@ import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
 const owners = operators('platform_owner');
 const Role = z.enum(OPERATOR_ROLES).openapi({ description: 'platform_owner (everything), platform_support (companies), platform_billing (prices and invoices), platform_viewer (reads only).' });
 const Operator = record('Operator', { id: z.string(), name: z.string(), email: z.string(), role: z.string(), disabled: z.boolean(), disabled_at: z.string().nullable(), created_at: z.string() });
-const NewOperator = z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320), role: Role });
-const Change = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
+/** A new operator (also the console's form). */
+export const NewOperator = z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320), role: Role });
+/** A role change or disabling (also the console's forms). */
+export const OperatorChange = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
 const OperatorId = pathOf({ id: idParam('The operator id (opr_…).') });
 
 export const operatorRoutes = new ApiRoutes('Operators')
@@ -37,7 +39,7 @@ export const operatorRoutes = new ApiRoutes('Operators')
       summary: "Change an operator's role, or disable them",
       description: 'Disabling ends their sessions at once. The last active platform_owner can be neither demoted nor disabled (409).',
       params: OperatorId,
-      body: Change,
+      body: OperatorChange,
       answers: { 200: json('The operator.', Operator) },
       errors: { 409: 'The last active platform_owner.' },
     },

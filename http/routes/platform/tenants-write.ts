@@ -11,7 +11,8 @@ import { actorOf, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
 
-const NewTenant = z.object({
+/** A new company with its first owner (also the console's form). */
+export const NewTenant = z.object({
   name: z.string().trim().min(1).max(200),
   slug: z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'slug: lower-case letters, digits and dashes, 1 to 63 characters'),
   notes: z.string().max(10_000).optional(),
@@ -21,10 +22,12 @@ const NewTenant = z.object({
 });
 /** A suspend reason (at least 8 characters: checked by the company's rules, which name the field). */
 export const Reason = z.object({ reason: z.string().max(2000) });
-const Closing = z.object({ reason: z.string().max(2000), date: z.string().max(10).openapi({ description: 'YYYY-MM-DD, today or later.' }) });
+export const Closing = z.object({ reason: z.string().max(2000), date: z.string().max(10).openapi({ description: 'YYYY-MM-DD, today or later.' }) });
 
-const managers = operators('platform_support', 'platform_owner');
-const Edit = z
+/** Who may create, edit, suspend, resume and close companies. */
+export const managers = operators('platform_support', 'platform_owner');
+/** A company edit (also the console's form). */
+export const Edit = z
   .object({ name: z.string().trim().min(1).max(200).optional(), notes: z.string().max(10_000).optional(), plan: z.enum(['trial', 'standard', 'enterprise']).optional() })
   .refine((e) => e.name !== undefined || e.notes !== undefined || e.plan !== undefined, 'send name, notes, plan or several');
 const TenantId = pathOf({ id: idParam('The company id (ten_…).') });

@@ -1,0 +1,97 @@
+/**
+ * A company's setup screens for people and keys (owners and admins): API keys (the key shown once,
+ * with a copy button; revoke) and the company's users (add one with a temporary password shown
+ * once, change a role, disable).
+ */
+import type { Hono } from 'hono';
+import { html } from 'hono/html';
+import { KEY_SCOPES } from '../../../control-plane/auth/principal.ts';
+import { changeUser, COMPANY_ROLES, createUser, listUsers } from '../../../control-plane/companies/users.ts';
+import type { AppEnv } from '../../env.ts';
+import { companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
+import { NewKey } from '../../routes/api-keys.ts';
+import { asker, NewUser, UserChange } from '../../routes/core/users.ts';
+import { check, emptyForm, field, formAll, formValues, submit, topError, type FormState } from '../forms.ts';
+import { badge, page, redirect, when, type H } from '../layout.ts';
+
+function keyForm(form: FormState, scopes: readonly string[] = ['read']): H {
+  return html`<form id="new-key" class="card" hx-post="/console/keys" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>Create a key</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'new-key', required: true })}
+<fieldset><legend>Scopes</legend>${KEY_SCOPES.map(
+    (s) => html`<label><input type="checkbox" name="scopes" value="${s}"${scopes.includes(s) ? html` checked` : ''}> ${s}</label> `,
+  )}${form.errors.scopes ? html`<span class="error" role="alert">${form.errors.scopes}</span>` : ''}</fieldset>
+<button type="submit">Create key</button></form>`;
+}
+
+const ROLE_OPTIONS = COMPANY_ROLES.map((r) => [r, r] as const);
+
+function userForm(form: FormState): H {
+  return html`<form id="new-user" class="card" hx-post="/console/users" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>Add a user</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'new-user', required: true })}${field(form, 'email', 'E-mail', { in: 'new-user', type: 'email', required: true })}${field(form, 'role', 'Role', { in: 'new-user', options: ROLE_OPTIONS })}
+<button type="submit">Add user</button></form>`;
+}
+
+export function keyPages(app: Hono<AppEnv>): void {
+  app.get('/keys', companyWriters, async (c) => {
+    const keys = await c.get('services').apiKeys.list(tenantOf(c.get('principal')));
+    return page(c, 'API keys', {
+      nav: 'keys',
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>Key starts with</th><th>Scopes</th><th>Created</th><th>State</th><th></th></tr></thead><tbody>${
+        keys.length
+          ? keys.map(
+              (k) => html`<tr><td data-label="Name">${k.name}</td><td data-label="Key starts with"><code>${k.prefix}</code></td><td data-label="Scopes">${k.scopes.join(', ')}</td><td data-label="Created">${when(k.created_at)}</td>
+<td data-label="State">${k.revoked_at ? html`${badge('revoked')} ${when(k.revoked_at)}` : badge('active')}</td>
+<td>${k.revoked_at ? '' : html`<form hx-post="/console/keys/${k.id}/revoke" hx-target="#main" hx-select="#main" hx-swap="outerHTML"><button type="submit" class="danger">Revoke ${k.name}</button></form>`}</td></tr>`,
+            )
+          : html`<tr><td colspan="6">No key yet.</td></tr>`
+      }</tbody></table></div><p class="muted">Revoking is immediate on every instance and cannot be undone.</p></section>
+${keyForm(emptyForm())}`,
+    });
+  });
+  app.post('/keys', companyWriters, (c) => {
+    const scopes = formAll(c, 'scopes');
+    return submit(c, ['name', 'scopes'], (f) => keyForm(f, scopes), async (v) => {
+      const body = check(NewKey, { name: v.name ?? '', scopes });
+      const p = sessionOf(c.get('principal'));
+      const created = await c.get('services').apiKeys.create(tenantOf(p), p.userId, body.name, body.scopes);
+      c.get('log').info({ key_id: created.id, tenant_id: p.tenantId }, 'API key created');
+      return c.html(html`<div id="new-key" class="card success" role="status"><h2>Key ${created.name} is created</h2>
+<p>Copy it now: it is shown only this once, and never again.</p>
+<p><code class="secret" id="new-key-value">${created.key}</code> <button type="button" class="secondary" data-copy="new-key-value">Copy</button></p>
+<p><a href="/console/keys">Done</a></p></div>`);
+    });
+  });
+  app.post('/keys/:id/revoke', companyWriters, async (c) => {
+    await c.get('services').apiKeys.revoke(tenantOf(c.get('principal')), c.req.param('id'));
+    c.get('log').info({ key_id: c.req.param('id') }, 'API key revoked');
+    return redirect(c, '/console/keys');
+  });
+
+  app.get('/users', companyWriters, async (c) => {
+    const users = await listUsers(c.get('services').store, tenantOf(c.get('principal')));
+    return page(c, 'Users', {
+      nav: 'users',
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th>State</th><th>Since</th><th></th></tr></thead><tbody>${users.map(
+        (u) => html`<tr><td data-label="Name">${u.name}</td><td data-label="E-mail">${u.email}</td>
+<td data-label="Role"><form class="row" hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><label class="skip" for="role-${u.id}">Role of ${u.email}</label><select id="role-${u.id}" name="role">${ROLE_OPTIONS.map(([v, l]) => html`<option value="${v}"${v === u.role ? html` selected` : ''}>${l}</option>`)}</select><button type="submit" class="secondary">Change role</button></form></td>
+<td data-label="State">${u.disabled ? badge('disabled') : badge('active')}${u.must_change_password ? html` <span class="muted">temporary password</span>` : ''}</td><td data-label="Since">${when(u.created_at)}</td>
+<td><form hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="${u.disabled ? 'false' : 'true'}"><button type="submit" class="${u.disabled ? 'secondary' : 'danger'}">${u.disabled ? 'Switch on' : 'Disable'}</button></form></td></tr>`,
+      )}</tbody></table></div><div id="user-result"></div></section>
+${userForm(emptyForm({ role: 'agent' }))}`,
+    });
+  });
+  app.post('/users', companyWriters, (c) =>
+    submit(c, ['name', 'email', 'role'], userForm, async (v) => {
+      const made = await createUser(c.get('services').store, tenantOf(c.get('principal')), asker(c.get('principal')), check(NewUser, v));
+      return c.html(html`<div id="new-user" class="card success" role="status"><h2>${made.user.email} is added</h2>
+<p>Temporary password, shown only now: <code class="secret" id="user-password">${made.temporary_password}</code> <button type="button" class="secondary" data-copy="user-password">Copy</button></p>
+<p><a href="/console/users">Back to the users</a></p></div>`);
+    }),
+  );
+  app.post('/users/:id', companyWriters, async (c) => {
+    const v = formValues(c);
+    const change = check(UserChange, { ...(v.role ? { role: v.role } : {}), ...(v.disabled ? { disabled: v.disabled === 'true' } : {}) });
+    await changeUser(c.get('services').store, tenantOf(c.get('principal')), asker(c.get('principal')), c.req.param('id'), change);
+    return redirect(c, '/console/users');
+  });
+}

@@ -1,0 +1,139 @@
+/**
+ * A company's lists and campaigns: lists (create, add people one a line, the people with their
+ * check) and campaigns (create, start, pause, stop, and the live counters polled every 10 s while
+ * the page is visible). Everyone in the company reads; owners and admins change.
+ */
+import type { Context, Hono } from 'hono';
+import { html } from 'hono/html';
+import { commandCampaign, createCampaign, findCampaign, listCampaigns, type CampaignView } from '../../../control-plane/core/campaigns.ts';
+import { createList, findList, listLists } from '../../../control-plane/core/lists.ts';
+import { addPeople, listPeople } from '../../../control-plane/core/people.ts';
+import type { AppEnv } from '../../env.ts';
+import { actorOf, companyMembers, companyWriters, tenantOf } from '../../middleware/guards.ts';
+import { NewCampaign } from '../../routes/core/campaigns.ts';
+import { NewList } from '../../routes/core/lists.ts';
+import { check, emptyForm, field, formAll, submit, topError, type FormState } from '../forms.ts';
+import { badge, can, page, redirect, when, type H } from '../layout.ts';
+
+const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
+
+function listForm(form: FormState): H {
+  return html`<form id="new-list" class="card row" hx-post="/console/lists" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">${topError(form)}${field(form, 'name', 'New list name', { in: 'new-list', required: true })}<div class="field"><button type="submit">Create list</button></div></form>`;
+}
+
+function peopleForm(listId: string, form: FormState, result: H | string = ''): H {
+  return html`<form id="add-people" class="card" hx-post="/console/lists/${listId}/people" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>Add people</h2>${result}${topError(form)}${field(form, 'people', 'One person a line: phone number, first name, last name', { in: 'add-people', textarea: true, required: true, placeholder: '+14155550100, Ada, Lovelace' })}
+<button type="submit">Add</button></form>`;
+}
+
+function campaignForm(form: FormState, lists: Array<{ id: string; name: string }>, chosen: readonly string[]): H {
+  return html`<form id="new-campaign" class="card" hx-post="/console/campaigns" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>New campaign</h2>${topError(form)}<div class="grid"><div>${field(form, 'name', 'Name', { in: 'new-campaign', required: true })}
+<fieldset><legend>Lists</legend>${lists.length ? lists.map((l) => html`<label><input type="checkbox" name="list_ids" value="${l.id}"${chosen.includes(l.id) ? html` checked` : ''}> ${l.name}</label> `) : html`<span class="muted">Create a list first.</span>`}
+${form.errors.list_ids ? html`<span class="error" role="alert">${form.errors.list_ids}</span>` : ''}</fieldset>
+${field(form, 'caller_id', 'Caller id', { in: 'new-campaign', required: true, placeholder: '+14155550100' })}</div>
+<div>${field(form, 'mode', 'Mode', { in: 'new-campaign', options: [['progressive', 'Progressive'], ['preview', 'Preview']] })}${field(form, 'handler', 'Handled by', { in: 'new-campaign', options: [['bot', 'AI bot'], ['agents', 'Agents']] })}
+${field(form, 'max_concurrent_calls', 'Calls at once', { in: 'new-campaign', type: 'number', required: true })}${field(form, 'calls_per_second', 'Calls a second', { in: 'new-campaign', type: 'number', required: true })}</div></div>
+<button type="submit">Create campaign</button></form>`;
+}
+
+function counters(x: CampaignView): H {
+  return html`<section id="counters" class="card" hx-get="/console/campaigns/${x.id}/counters" hx-trigger="poll" hx-swap="outerHTML" data-poll="10" aria-live="polite"><h2>Live counters</h2>
+<dl class="facts"><dt>State</dt><dd>${badge(x.state)}${x.idle_reason ? html` <span class="muted">${x.idle_reason}</span>` : ''}</dd><dt>Placed</dt><dd>${x.counters.placed}</dd><dt>Answered</dt><dd>${x.counters.answered}</dd><dt>Ended</dt><dd>${x.counters.ended}</dd><dt>Live</dt><dd>${x.counters.live}</dd></dl></section>`;
+}
+
+const num = (s: string | undefined) => (s === undefined || s.trim() === '' ? undefined : Number(s));
+
+export function workPages(app: Hono<AppEnv>): void {
+  app.get('/lists', companyMembers, async (c) => {
+    const lists = await listLists(c.get('services').store, tenant(c), c.req.query('cursor') || undefined);
+    return page(c, 'Lists', {
+      nav: 'lists',
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th class="num">People</th><th>Created</th></tr></thead><tbody>${
+        lists.items.length
+          ? lists.items.map((l) => html`<tr><td data-label="Name"><a href="/console/lists/${l.id}">${l.name}</a></td><td class="num" data-label="People">${l.people}</td><td data-label="Created">${when(l.created_at)}</td></tr>`)
+          : html`<tr><td colspan="3">No list yet.</td></tr>`
+      }</tbody></table></div>${lists.next_cursor ? html`<p><a href="/console/lists?cursor=${lists.next_cursor}">Next page</a></p>` : ''}</section>
+${can(c, companyWriters) ? listForm(emptyForm()) : ''}`,
+    });
+  });
+  app.post('/lists', companyWriters, (c) =>
+    submit(c, ['name'], listForm, async (v) => {
+      const l = await createList(c.get('services').store, tenant(c), check(NewList, { name: v.name ?? '' }).name);
+      return redirect(c, `/console/lists/${l.id}`);
+    }),
+  );
+  app.get('/lists/:id', companyMembers, async (c) => {
+    const store = c.get('services').store;
+    const l = await findList(store, tenant(c), c.req.param('id'));
+    const people = await listPeople(store, tenant(c), l.id, c.req.query('cursor') || undefined);
+    return page(c, l.name, {
+      nav: 'lists',
+      body: html`<p><a href="/console/lists">← Lists</a></p>${can(c, companyWriters) ? peopleForm(l.id, emptyForm()) : ''}
+<section class="card"><h2>People (${l.people})</h2><div class="table-wrap"><table class="stack"><thead><tr><th>Number</th><th>Name</th><th>Check</th><th>Status</th><th>Added</th></tr></thead><tbody>${people.items.map(
+        (p) => html`<tr><td data-label="Number">${p.phone_number}</td><td data-label="Name">${[p.first_name, p.last_name].filter(Boolean).join(' ')}</td><td data-label="Check">${badge(p.check)}${p.check_reason ? html` <span class="muted">${p.check_reason}</span>` : ''}</td><td data-label="Status">${p.status}</td><td data-label="Added">${when(p.created_at)}</td></tr>`,
+      )}</tbody></table></div>${people.next_cursor ? html`<p><a href="/console/lists/${l.id}?cursor=${people.next_cursor}">Next page</a></p>` : ''}</section>`,
+    });
+  });
+  app.post('/lists/:id/people', companyWriters, (c) => {
+    const id = c.req.param('id');
+    return submit(c, ['people'], (f) => peopleForm(id, f), async (v) => {
+      const people = (v.people ?? '')
+        .split(/\r?\n/)
+        .map((line) => line.split(',').map((s) => s.trim()))
+        .filter((cells) => cells[0])
+        .map(([phone_number, first_name, last_name]) => ({ phone_number, ...(first_name ? { first_name } : {}), ...(last_name ? { last_name } : {}) }));
+      const r = await addPeople(c.get('services'), tenant(c), id, people);
+      const result = html`<p class="success" role="status">${r.added} added, ${r.skipped_duplicates} already there, ${r.rejected} refused. <a href="/console/lists/${id}">See the people</a></p>${
+        r.rejected_rows.length ? html`<ul>${r.rejected_rows.map((x) => html`<li>Line ${x.index + 1} (${x.phone_number ?? ''}): ${x.reason}</li>`)}</ul>` : ''
+      }`;
+      return c.html(peopleForm(id, emptyForm(), result));
+    });
+  });
+  app.get('/campaigns', companyMembers, async (c) => {
+    const store = c.get('services').store;
+    const list = await listCampaigns(store, tenant(c), c.req.query('cursor') || undefined);
+    const writer = can(c, companyWriters);
+    const lists = writer ? (await listLists(store, tenant(c), undefined)).items : [];
+    return page(c, 'Campaigns', {
+      nav: 'campaigns',
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>State</th><th class="num">Placed</th><th class="num">Answered</th><th class="num">Live</th><th>Created</th></tr></thead><tbody>${
+        list.items.length
+          ? list.items.map(
+              (x) => html`<tr><td data-label="Name"><a href="/console/campaigns/${x.id}">${x.name}</a></td><td data-label="State">${badge(x.state)}</td><td class="num" data-label="Placed">${x.counters.placed}</td><td class="num" data-label="Answered">${x.counters.answered}</td><td class="num" data-label="Live">${x.counters.live}</td><td data-label="Created">${when(x.created_at)}</td></tr>`,
+            )
+          : html`<tr><td colspan="6">No campaign yet.</td></tr>`
+      }</tbody></table></div>${list.next_cursor ? html`<p><a href="/console/campaigns?cursor=${list.next_cursor}">Next page</a></p>` : ''}</section>
+${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_concurrent_calls: '5', calls_per_second: '1' }), lists, []) : ''}`,
+    });
+  });
+  app.post('/campaigns', companyWriters, async (c) => {
+    const chosen = formAll(c, 'list_ids');
+    const lists = (await listLists(c.get('services').store, tenant(c), undefined)).items;
+    return submit(c, ['name', 'list_ids', 'caller_id', 'mode', 'handler', 'max_concurrent_calls', 'calls_per_second'], (f) => campaignForm(f, lists, chosen), async (v) => {
+      const body = check(NewCampaign, { name: v.name ?? '', list_ids: chosen, mode: v.mode, handler: v.handler, caller_id: v.caller_id ?? '', max_concurrent_calls: num(v.max_concurrent_calls), calls_per_second: num(v.calls_per_second) });
+      const made = await createCampaign(c.get('services'), tenant(c), body);
+      return redirect(c, `/console/campaigns/${made.id}`);
+    });
+  });
+  app.get('/campaigns/:id', companyMembers, async (c) => {
+    const x = await findCampaign(c.get('services').store, tenant(c), c.req.param('id'));
+    const cmd = (name: string, label: string, cls = '') =>
+      html`<form class="inline" hx-post="/console/campaigns/${x.id}/${name}" hx-target="#campaign-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit" class="${cls}">${label}</button></form>`;
+    return page(c, x.name, {
+      nav: 'campaigns',
+      body: html`<p><a href="/console/campaigns">← Campaigns</a></p><div class="grid">${counters(x)}
+<section class="card"><h2>Settings</h2><dl class="facts"><dt>Mode</dt><dd>${x.mode}</dd><dt>Handled by</dt><dd>${x.handler}</dd><dt>Calls at once</dt><dd>${x.max_concurrent_calls}</dd><dt>Calls a second</dt><dd>${x.calls_per_second}</dd><dt>Caller id</dt><dd>${x.caller_id ?? '—'}</dd>
+<dt>Lists</dt><dd>${x.list_ids.map((id) => html`<a href="/console/lists/${id}">${id}</a> `)}</dd><dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
+${can(c, companyWriters) ? html`<div class="row">${cmd('start', 'Start')} ${cmd('pause', 'Pause', 'secondary')} ${cmd('stop', 'Stop', 'danger')}</div><div id="campaign-result"></div>` : ''}</section></div>`,
+    });
+  });
+  app.get('/campaigns/:id/counters', companyMembers, async (c) => c.html(counters(await findCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
+  for (const command of ['start', 'pause', 'stop'] as const) {
+    app.post(`/campaigns/:id/${command}`, companyWriters, async (c) => {
+      await commandCampaign(c.get('services'), tenant(c), c.req.param('id'), command, actorOf(c.get('principal')));
+      return redirect(c, `/console/campaigns/${c.req.param('id')}`);
+    });
+  }
+}

@@ -1,0 +1,437 @@
+/**
+ * The web console in a real browser: the Chromium of `@sparticuz/chromium` driven by
+ * playwright-core (one browser for the file, a context per person), over a real control plane on
+ * an ephemeral port with real Postgres and Redis. Each test is a journey as a person does it, and
+ * every page visited is checked for its Content-Security-Policy header, script errors and CSP
+ * violations. Screenshots of the main pages go to `test-artifacts/console/` (git-ignored).
+ */
+import { mkdirSync } from 'node:fs';
+import chromium from '@sparticuz/chromium';
+import { chromium as playwright, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { deleteRedisPrefix } from '../support/processes.ts';
+import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+
+const SHOTS = new URL('../../test-artifacts/console/', import.meta.url).pathname;
+
+const t = suite('web console in a browser');
+let cp: RunningControlPlane;
+let browser: Browser;
+let drop: () => Promise<void> = async () => {};
+let prefix = '';
+const started = performance.now();
+
+/** What every page visited showed that it must not: script errors, CSP violations, pages without the CSP header. */
+const problems: string[] = [];
+/** Pages (documents) checked for the CSP header. */
+let documents = 0;
+
+function watch(page: Page): Page {
+  page.on('pageerror', (e) => problems.push(`script error on ${page.url()}: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() !== 'error' && !/Content Security Policy|Refused to/i.test(m.text())) return;
+    // A refused form answers 4xx on purpose (its message is shown by the field); Chrome logs
+    // every 4xx answer as "Failed to load resource". Nothing else is let through.
+    if (/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) return;
+    problems.push(`console on ${page.url()}: ${m.text()}`);
+  });
+  page.on('response', async (r) => {
+    if (r.request().resourceType() !== 'document' || !r.url().includes('/console')) return;
+    documents++;
+    const csp = (await r.allHeaders())['content-security-policy'] ?? '';
+    if (!csp.includes("script-src 'self'") || csp.includes('unsafe-inline')) problems.push(`no strict CSP on ${r.url()}: ${csp}`);
+  });
+  return page;
+}
+
+async function newPerson(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const origin = new URL(cp.url).origin;
+  // Nothing from anywhere else: a request to another origin is refused and recorded.
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith('data:') || new URL(url).origin === origin) return route.continue();
+    problems.push(`fetched from outside: ${url}`);
+    return route.abort();
+  });
+  context.setDefaultTimeout(15_000);
+  // Every CSP violation reported with where it came from (the console line alone does not say).
+  await context.addInitScript(`document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' at ' + e.sourceFile + ':' + e.lineNumber + ':' + e.columnNumber + ' ' + (e.target && e.target.outerHTML ? e.target.outerHTML.slice(0, 200) : '')))`);
+  return { context, page: watch(await context.newPage()) };
+}
+
+async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.goto(`${cp.url}/console`);
+  await page.waitForURL(/\/console\/sign-in$/);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+async function changePassword(page: Page, current: string, next: string): Promise<void> {
+  await page.waitForURL(/\/console\/password$/);
+  await page.getByText('Your password is a temporary one').waitFor();
+  await page.getByLabel('Current password').fill(current);
+  await page.getByLabel('New password').fill(next);
+  await page.getByRole('button', { name: 'Change password' }).click();
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+}
+
+/** The owner operator, signed in once for the file. */
+let owner: Page;
+let ownerContext: BrowserContext;
+const NEW_PASSWORD = 'a-long-new-password-1';
+
+/** Adds an operator on the Operators screen; answers the temporary password shown once. */
+async function addOperator(name: string, email: string, role: string): Promise<string> {
+  await owner.goto(`${cp.url}/console/operators`);
+  const form = owner.locator('#new-operator');
+  await form.getByLabel('Name').fill(name);
+  await form.getByLabel('E-mail').fill(email);
+  await form.getByLabel('Role').selectOption(role);
+  await form.getByRole('button', { name: 'Add operator' }).click();
+  return (await owner.locator('#operator-password').textContent())!.trim();
+}
+
+/** Creates a company on the companies screen as `page`; answers the owner's temporary password. */
+async function createCompany(page: Page, name: string, slug: string, ownerEmail: string): Promise<string> {
+  await page.goto(`${cp.url}/console/companies`);
+  const form = page.locator('#new-company');
+  await form.getByLabel('Company name').fill(name);
+  await form.getByLabel('Short name (slug)').fill(slug);
+  await form.getByLabel("First owner's name").fill('First Owner');
+  await form.getByLabel("First owner's e-mail").fill(ownerEmail);
+  await form.getByRole('button', { name: 'Create company' }).click();
+  await page.getByText(`${name} is created`).waitFor();
+  return (await page.locator('#temporary-password').textContent())!.trim();
+}
+
+/** A company owner, signed in with the password changed; lands on the company's pages. */
+async function companyOwner(email: string, temporary: string): Promise<{ context: BrowserContext; page: Page }> {
+  const p = await newPerson();
+  await signIn(p.page, email, temporary);
+  await changePassword(p.page, temporary, NEW_PASSWORD);
+  await p.page.waitForURL(/\/console\/campaigns$/);
+  return p;
+}
+
+async function csrfPost(page: Page, path: string, form: Record<string, string>): Promise<number> {
+  return page.evaluate(
+    async ({ path, form }) => {
+      const document = (globalThis as unknown as { document: { cookie: string } }).document;
+      const token = decodeURIComponent(/(?:^|; )vd_csrf=([^;]*)/.exec(document.cookie)?.[1] ?? '');
+      const r = await fetch(path, { method: 'POST', headers: { 'x-vd-csrf': token, 'content-type': 'application/x-www-form-urlencoded', 'hx-request': 'true' }, body: new URLSearchParams(form) });
+      return r.status;
+    },
+    { path, form },
+  );
+}
+
+t.before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  const db = await createTestDatabase();
+  drop = db.drop;
+  prefix = testRedisPrefix();
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
+  // A missing browser fails here, never skips. Without --single-process (of the package's
+  // serverless defaults): in one process, contexts mixed up their cookie jars, so a second person
+  // sent the first one's session.
+  browser = await playwright.launch({
+    executablePath: await chromium.executablePath(),
+    args: [...chromium.args.filter((a) => a !== '--single-process'), '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    headless: true,
+  });
+  ({ context: ownerContext, page: owner } = await newPerson());
+  await signIn(owner, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+  await owner.waitForURL(/\/console\/companies$/);
+});
+
+t.after(async () => {
+  try {
+    await browser?.close();
+    await cp?.close();
+    await deleteRedisPrefix(prefix);
+  } finally {
+    await drop();
+    console.log(`console browser suite: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+});
+
+t('an operator signs in, changes the temporary password, creates a company, finds it, suspends it, and the company is signed out', async () => {
+  const temporary = await addOperator('Sam Support', 'sam@platform.test', 'platform_support');
+  await shot(owner, 'operators');
+  const { context: samContext, page: sam } = await newPerson();
+  await signIn(sam, 'sam@platform.test', temporary);
+  // A too-short new password is refused with the server's message by the field.
+  await sam.waitForURL(/\/console\/password$/);
+  await sam.getByLabel('Current password').fill(temporary);
+  await sam.getByLabel('New password').fill('short');
+  await sam.getByRole('button', { name: 'Change password' }).click();
+  await sam.locator('#password-new-password-error').getByText('at least 12 characters').waitFor();
+  await sam.getByLabel('Current password').fill(temporary);
+  await sam.getByLabel('New password').fill(NEW_PASSWORD);
+  await sam.getByRole('button', { name: 'Change password' }).click();
+  await sam.waitForURL(/\/console\/companies$/);
+
+  const ownerPassword = await createCompany(sam, 'Acme Outbound', 'acme-outbound', 'boss@acme.test');
+  // A taken slug: refused by the field, what was typed kept.
+  await sam.goto(`${cp.url}/console/companies`);
+  const form = sam.locator('#new-company');
+  await form.getByLabel('Company name').fill('Acme Again');
+  await form.getByLabel('Short name (slug)').fill('acme-outbound');
+  await form.getByLabel("First owner's name").fill('Other');
+  await form.getByLabel("First owner's e-mail").fill('other@acme.test');
+  await form.getByRole('button', { name: 'Create company' }).click();
+  await sam.locator('#new-company .alert, #new-company .error').first().waitFor();
+  assert.is(await sam.locator('#new-company').getByLabel('Company name').inputValue(), 'Acme Again', 'what was typed is kept');
+
+  const { context: bossContext, page: boss } = await companyOwner('boss@acme.test', ownerPassword);
+  await shot(boss, 'company-campaigns');
+
+  // Found by search (slug), opened, suspended: a short reason first, refused by the field.
+  await sam.goto(`${cp.url}/console/companies`);
+  await sam.getByLabel('Search').fill('acme-out');
+  await sam.getByRole('button', { name: 'Search' }).click();
+  await sam.waitForURL(/q=acme-out/);
+  assert.is(await sam.locator('#company-rows tr').count(), 1);
+  await shot(sam, 'companies');
+  await sam.getByRole('link', { name: 'Acme Outbound' }).click();
+  await sam.waitForURL(/\/console\/companies\/ten_/);
+  await shot(sam, 'company-detail');
+  const suspend = sam.locator('#suspend');
+  await suspend.getByLabel('Reason').fill('short');
+  await suspend.getByRole('button', { name: 'Suspend' }).click();
+  await sam.locator('#suspend .error, #suspend .alert').first().waitFor();
+  assert.is(await sam.locator('#suspend').getByLabel('Reason').inputValue(), 'short');
+  await sam.locator('#suspend').getByLabel('Reason').fill('unpaid invoices for three months');
+  await sam.locator('#suspend').getByRole('button', { name: 'Suspend' }).click();
+  await sam.getByRole('button', { name: 'Resume' }).waitFor();
+  assert.ok(await sam.getByText('unpaid invoices for three months').first().isVisible());
+
+  // The company's session has ended: its next page is the sign-in, and signing in is refused.
+  await boss.reload();
+  await boss.waitForURL(/\/console\/sign-in$/);
+  await boss.getByLabel('E-mail').fill('boss@acme.test');
+  await boss.getByLabel('Password').fill(NEW_PASSWORD);
+  await boss.getByRole('button', { name: 'Sign in' }).click();
+  await boss.locator('#sign-in .alert').waitFor();
+  assert.match((await boss.locator('#sign-in .alert').textContent())!, /suspend/i);
+  await bossContext.close();
+  await samContext.close();
+});
+
+t('the global pause is refused until PAUSE ALL is typed exactly, and the server refuses it too', async () => {
+  await owner.goto(`${cp.url}/console/dialing`);
+  const form = owner.locator('#pause-all');
+  await form.getByLabel('Reason').fill('carrier outage on the east trunk');
+  await form.getByLabel('Type PAUSE ALL to confirm').fill('pause all');
+  await form.getByRole('button', { name: 'Pause all dialing' }).click();
+  await owner.locator('#pause-all-confirm-error').waitFor();
+  assert.match((await owner.locator('#pause-all-confirm-error').textContent())!, /PAUSE ALL/);
+  assert.is(await owner.locator('#pause-all').getByLabel('Reason').inputValue(), 'carrier outage on the east trunk');
+  assert.ok(await owner.getByText('Dialing runs.').isVisible(), 'still running');
+  // Without the page: the console's server wants the words too (and a near miss is not them).
+  assert.is(await csrfPost(owner, '/console/dialing/global/pause', { reason: 'carrier outage on the east trunk' }), 422);
+  assert.is(await csrfPost(owner, '/console/dialing/global/pause', { reason: 'carrier outage on the east trunk', confirm: 'PAUSE ALL ' }), 422);
+  await owner.reload();
+  assert.ok(await owner.getByText('Dialing runs.').isVisible(), 'still running after the refused posts');
+  await owner.locator('#pause-all').getByLabel('Reason').fill('carrier outage on the east trunk');
+  await owner.locator('#pause-all').getByLabel('Type PAUSE ALL to confirm').fill('PAUSE ALL');
+  await owner.locator('#pause-all').getByRole('button', { name: 'Pause all dialing' }).click();
+  await owner.getByRole('button', { name: 'Resume all dialing' }).waitFor();
+  assert.ok(await owner.getByText(OPERATOR_EMAIL).first().isVisible(), 'who paused');
+  await shot(owner, 'dialing-paused');
+  await owner.getByRole('button', { name: 'Resume all dialing' }).click();
+  await owner.getByText('Dialing runs.').waitFor();
+});
+
+t('a company sees the maintenance notice appear while its page is open', async () => {
+  const temporary = await createCompany(owner, 'Beta Calls', 'beta-calls', 'owner@beta.test');
+  const { context, page } = await companyOwner('owner@beta.test', temporary);
+  await page.clock.install();
+  await page.goto(`${cp.url}/console/campaigns`);
+  assert.is(await page.locator('.notice').count(), 0);
+  await owner.goto(`${cp.url}/console/dialing`);
+  await owner.getByLabel('Message shown to every company').fill('Planned upgrade until 22:00 UTC');
+  await owner.getByRole('button', { name: 'Turn maintenance on' }).click();
+  await owner.getByRole('button', { name: 'Turn maintenance off' }).waitFor();
+  // No reload: the notice is polled while the page is visible.
+  await page.clock.runFor(11_000);
+  await page.locator('.notice').getByText('Planned upgrade until 22:00 UTC').waitFor({ timeout: 10_000 });
+  await page.goto(`${cp.url}/console/keys`);
+  await page.locator('.notice').getByText('Planned upgrade until 22:00 UTC').waitFor();
+  await shot(page, 'company-maintenance');
+  await owner.getByRole('button', { name: 'Turn maintenance off' }).click();
+  await owner.getByRole('button', { name: 'Turn maintenance on' }).waitFor();
+  await page.reload();
+  assert.is(await page.locator('.notice').count(), 0);
+  await context.close();
+});
+
+t('an owner creates an API key and sees it once, never again after a reload', async () => {
+  const temporary = await createCompany(owner, 'Gamma Keys', 'gamma-keys', 'owner@gamma.test');
+  const { context, page } = await companyOwner('owner@gamma.test', temporary);
+  await page.goto(`${cp.url}/console/keys`);
+  const form = page.locator('#new-key');
+  await form.getByLabel('Name').fill('CRM sync');
+  await form.getByLabel('leads:write').check();
+  await form.getByRole('button', { name: 'Create key' }).click();
+  const key = (await page.locator('#new-key-value').textContent())!.trim();
+  assert.match(key, /^vd_live_/);
+  assert.ok(await page.getByRole('button', { name: 'Copy' }).isVisible());
+  await shot(page, 'key-shown-once');
+  // The key works against the API, then is never shown again.
+  const me = await fetch(`${cp.url}/api/core/v1/lists`, { headers: { authorization: `Bearer ${key}` } });
+  assert.is(me.status, 200);
+  await page.reload();
+  assert.not.ok((await page.content()).includes(key), 'the key is not on the page after a reload');
+  assert.ok(await page.getByText(key.slice(0, 12)).isVisible(), 'its prefix is');
+  await page.getByRole('button', { name: 'Revoke CRM sync' }).click();
+  await page.getByText('revoked').first().waitFor();
+  assert.is((await fetch(`${cp.url}/api/core/v1/lists`, { headers: { authorization: `Bearer ${key}` } })).status, 401);
+  await context.close();
+});
+
+t('an owner uploads a legacy lead file and reads the refused rows', async () => {
+  const temporary = await createCompany(owner, 'Delta Leads', 'delta-leads', 'owner@delta.test');
+  const { context, page } = await companyOwner('owner@delta.test', temporary);
+  await page.goto(`${cp.url}/console/lists`);
+  await page.getByLabel('New list name').fill('Spring leads');
+  await page.getByRole('button', { name: 'Create list' }).click();
+  await page.waitForURL(/\/console\/lists\/lst_/);
+  await page.goto(`${cp.url}/console/connections`);
+  await page.locator('#new-legacy').getByLabel('Name').fill('Old dialer');
+  await page.locator('#new-legacy').getByRole('button', { name: 'Create' }).click();
+  await page.waitForURL(/\/console\/connections\/con_/);
+  const csv = ['phone_number,first_name,last_name', '+14155550101,Ada,Lovelace', 'not-a-number,Bad,Row', '+14155550102,Grace,Hopper', ',Empty,Number'].join('\n');
+  await page.getByLabel('Into the list').selectOption({ label: 'Spring leads' });
+  await page.getByLabel(/^Lead file/).setInputFiles({ name: 'leads.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+  await page.locator('form[action$="import-leads"]').getByRole('button', { name: 'Upload and import' }).click();
+  await page.locator('#lead-result').getByText('Imported.').waitFor();
+  const result = (await page.locator('#lead-result').textContent())!;
+  assert.match(result, /4 rows: 2 new people/);
+  const refused = page.locator('#refused-rows tbody tr');
+  assert.is(await refused.count(), 2);
+  // Rows are counted from the first data row (the header is not one).
+  assert.is(await refused.nth(0).locator('td').first().textContent(), '2');
+  assert.is(await refused.nth(1).locator('td').first().textContent(), '4');
+  assert.match((await refused.nth(0).textContent())!, /phone/i, 'with why');
+  await shot(page, 'legacy-import-result');
+  await page.reload();
+  await page.getByText('4 rows, 2 refused').waitFor();
+  await context.close();
+});
+
+t('live numbers refresh every 10 s while the page is visible and stop while it is hidden', async () => {
+  const { context, page } = await newPerson();
+  await signIn(page, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+  await page.waitForURL(/\/console\/companies$/);
+  await page.clock.install();
+  let polls = 0;
+  page.on('request', (r) => {
+    if (r.url().includes('/console/companies/rows')) polls++;
+  });
+  await page.goto(`${cp.url}/console/companies`);
+  const settle = async (n: number) => {
+    const until = Date.now() + 10_000;
+    while (polls < n && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await page.waitForLoadState('networkidle');
+  };
+  await page.clock.runFor(9_000);
+  assert.is(polls, 0, 'nothing before 10 s');
+  await page.clock.runFor(1_100);
+  await settle(1);
+  assert.is(polls, 1);
+  await page.clock.runFor(10_000);
+  await settle(2);
+  assert.is(polls, 2);
+  // The page's visibility as a browser tab switch sets it (headless pages are always visible).
+  const setVisibility = (hidden: boolean) =>
+    page.evaluate(`(() => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '${hidden ? 'hidden' : 'visible'}' });
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => ${hidden} });
+      document.dispatchEvent(new Event('visibilitychange'));
+    })()`);
+  await setVisibility(true);
+  await page.clock.runFor(60_000);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.is(polls, 2, 'no poll while hidden');
+  await setVisibility(false);
+  await settle(3);
+  assert.is(polls, 3, 'visible again: at once');
+  await page.clock.runFor(10_100);
+  await settle(4);
+  assert.is(polls, 4, 'and every 10 s after');
+  assert.ok(await page.locator('#company-rows tr').first().isVisible(), 'the rows are still there after the swaps');
+  await context.close();
+});
+
+t('a billing operator invoices a month; a support operator sees no billing buttons and is refused', async () => {
+  const billTemp = await addOperator('Bea Billing', 'bea@platform.test', 'platform_billing');
+  const supTemp = await addOperator('Sue Support', 'sue@platform.test', 'platform_support');
+  const temporary = await createCompany(owner, 'Epsilon Bills', 'epsilon-bills', 'owner@epsilon.test');
+  void temporary;
+  await owner.goto(`${cp.url}/console/companies?q=epsilon-bills`);
+  await owner.getByRole('link', { name: 'Epsilon Bills' }).click();
+  await owner.waitForURL(/\/console\/companies\/ten_/);
+  const tenantPath = new URL(owner.url()).pathname;
+  const month = new Date().toISOString().slice(0, 7);
+
+  const { context: beaContext, page: bea } = await newPerson();
+  await signIn(bea, 'bea@platform.test', billTemp);
+  await changePassword(bea, billTemp, NEW_PASSWORD);
+  await bea.waitForURL(/\/console\/companies$/);
+  await bea.goto(`${cp.url}${tenantPath}/billing?month=${month}`);
+  await bea.getByRole('button', { name: 'Mark invoiced' }).click();
+  await bea.getByRole('button', { name: 'Mark paid' }).waitFor();
+  assert.ok(await bea.locator('h2').filter({ hasText: month }).getByText('invoiced').isVisible());
+  await shot(bea, 'billing-month-invoiced');
+  await bea.goto(`${cp.url}/console/billing`);
+  await shot(bea, 'billing');
+
+  const { context: sueContext, page: sue } = await newPerson();
+  await signIn(sue, 'sue@platform.test', supTemp);
+  await changePassword(sue, supTemp, NEW_PASSWORD);
+  await sue.waitForURL(/\/console\/companies$/);
+  await sue.goto(`${cp.url}${tenantPath}/billing?month=${month}`);
+  assert.is(await sue.getByRole('button', { name: /Mark|Reopen/ }).count(), 0, 'no billing button');
+  await sue.goto(`${cp.url}/console/billing`);
+  assert.is(await sue.getByRole('button', { name: /Set price|Remove/ }).count(), 0, 'no price button');
+  assert.is(await csrfPost(sue, `${tenantPath}/billing/${month}/reopen`, {}), 403, 'the server refuses anyway');
+  assert.is(await csrfPost(sue, '/console/billing/prices', { item: 'call_minute', unit_price: '1.0000' }), 403);
+  await beaContext.close();
+  await sueContext.close();
+});
+
+t('a script injected through a company name renders as text', async () => {
+  const name = `<script>window.__owned=1</script><img src=x id=owned-img> "quoted" & more`;
+  await createCompany(owner, name, 'injected-name', 'owner@injected.test');
+  await owner.goto(`${cp.url}/console/companies?q=injected`);
+  await owner.getByText(name).first().waitFor();
+  const check = () => owner.evaluate(`({ owned: window.__owned ?? null, img: document.querySelectorAll('#owned-img').length, scripts: document.querySelectorAll('main script').length })`);
+  assert.equal(await check(), { owned: null, img: 0, scripts: 0 });
+  await owner.getByRole('link', { name }).click();
+  await owner.waitForURL(/\/console\/companies\/ten_/);
+  assert.is(await owner.locator('h1').textContent(), name);
+  assert.equal(await check(), { owned: null, img: 0, scripts: 0 });
+});
+
+t('pages read at a phone width, and every page visited had the CSP and no script error or violation', async () => {
+  await owner.setViewportSize({ width: 390, height: 844 });
+  await owner.goto(`${cp.url}/console/companies`);
+  const width = await owner.evaluate<number>('document.documentElement.scrollWidth');
+  assert.ok(width <= 390, `no sideways scroll at a phone's width (${width})`);
+  await shot(owner, 'companies-phone');
+  await owner.setViewportSize({ width: 1280, height: 900 });
+  assert.ok(documents >= 20, `documents checked: ${documents}`);
+  assert.equal(problems, []);
+  await ownerContext.close();
+});
+
+t.run();
