@@ -27,6 +27,9 @@ import { OutboundClient, type LookupFn } from './integrations/guarded-client.ts'
 import { WebhookWorker, type WebhookWorkerOptions } from './integrations/webhook-worker.ts';
 import { ListChecks, type ListChecksOptions } from './core/checks.ts';
 import { METER_CONSUMER, UsageMeter } from './usage/ledger.ts';
+import { AiSampleBuffer } from './ai/samples.ts';
+import { PROBE_LIMIT_MS } from './ai/probe.ts';
+import { Instances } from './ops/instances.ts';
 import { RecordingImports, type RecordingImportsOptions } from './integrations/recording-imports/worker.ts';
 import { listenToRecordingReports } from './recordings/agent-reports.ts';
 import { recordingStoreFromConfig } from './recordings/from-config.ts';
@@ -79,6 +82,12 @@ export type Services = {
    * QA Bot queues its review here. A failure undoes the save (the sender tries again).
    */
   recordingStored: RecordingStoredHook[];
+  /** This instance among the others (its row, address and 5xx count), for `/ops/services`. */
+  instances: Instances;
+  /** The agents' bot-session reports, written to the store as AI samples in batches. */
+  aiSamples: AiSampleBuffer;
+  /** The guarded client of the AI upstream probes: an operator's address, a 1.5 s limit. */
+  aiProbeClient: OutboundClient;
   /** Recording import runs: queued, scheduled and taken over by whichever instance leases them. */
   recordingImports: RecordingImports;
   /** The QA Bot's worker on this instance: it scores the queued reviews. */
@@ -132,6 +141,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     overrides.recordingImports,
   );
   const qa = new QaWorker({ store, log, instanceId, client: outbound, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
+  const instances = new Instances({ store, log, instanceId });
+  const aiSamples = new AiSampleBuffer({ store, log, instanceId });
+  const aiProbeClient = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: PROBE_LIMIT_MS, connectionsPerOrigin: 4 });
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
     if (!overrides.store) await store.close().catch(() => {});
@@ -157,12 +169,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     checks,
     meter,
     recordings: recordingStore.store,
+    instances,
+    aiSamples,
+    aiProbeClient,
     recordingImports,
     // Every stored recording, from a call or an import, is queued for the QA Bot exactly once.
     recordingStored: [(tx, r) => queueReview(tx, { tenantId: r.tenant_id, recordingId: r.id, callId: r.call_id, campaignId: r.campaign_id }).then(() => {})],
     qa,
     async close() {
+      await instances.stop();
       await agentHub.close();
+      await aiSamples.stop();
+      await aiProbeClient.close();
       await checks.stop();
       await recordingImports.stop();
       await qa.stop();
@@ -186,6 +204,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     recordingImports.start();
     qa.start();
     meter.start();
+    aiSamples.start(agentHub);
     await nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.
     void mirrorSwitch({ store, coordinator, logger: log });

@@ -69,6 +69,8 @@ export async function startControlPlane(
       s.once('error', failed);
     });
     if (config.VD_METRICS_PORT !== null) metrics = await startInstanceMetrics(config.HOST, config.VD_METRICS_PORT, services, dialer, metricsOptions);
+    // Other instances ask this one for its own figures at this address (`/ops/services`).
+    await services.instances.register(config.VD_INSTANCE_URL ?? baseUrl(config.HOST, (server.address() as AddressInfo).port));
   } catch (err) {
     // A start that failed half-way (the store went away meanwhile) leaves nothing running behind:
     // the caller may try again in the same process.
@@ -88,9 +90,8 @@ export async function startControlPlane(
   const agentHub = services.agentHub;
   agentHub.attach(server);
   const { port } = server.address() as AddressInfo;
-  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
   return {
-    url: `http://${host}:${port}`,
+    url: baseUrl(config.HOST, port),
     port,
     services,
     agentHub,
@@ -139,6 +140,11 @@ function startInstanceMetrics(host: string, port: number, services: Services, di
   );
   const log = services.logger.child({ part: 'metrics' });
   return startMetricsServer(host, port, registry, (err) => log.warn({ err }, 'a metrics scrape failed'));
+}
+
+/** The address of a server listening on `host`:`port`. */
+function baseUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** Listens on `host`:`port` and closes again; rejects with the setting named when it cannot. */

@@ -34,6 +34,8 @@ import { inboundLeadRoutes } from './routes/inbound-leads.ts';
 import { billingRoutes } from './routes/platform/billing.ts';
 import { dialingRoutes, noticeRoutes } from './routes/platform/dialing.ts';
 import { opsRoutes } from './routes/platform/ops.ts';
+import { aiRoutes } from './routes/platform/ai.ts';
+import { peerRoutes } from './routes/peer.ts';
 import { dialerRoutes } from './routes/dialer.ts';
 import type { Dialer } from '../dialer/dialer.ts';
 import { telephonyRoutes } from './routes/platform/telephony.ts';
@@ -66,6 +68,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   app.use('*', requestLog);
   app.use('*', storableInput);
   app.route('/', systemRoutes);
+  app.route('/', peerRoutes);
   app.route('/agent/v1', agentRecordingRoutes);
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   api.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES, streamedBody), authenticate, csrf, rateLimit, idempotency);
@@ -91,6 +94,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/platform', dialingRoutes.app);
   api.route('/platform', billingRoutes.app);
   api.route('/platform/ops', opsRoutes.app);
+  api.route('/platform/ai', aiRoutes.app);
   api.route('/dialer/v1', dialerRoutes.app);
   api.route('/platform', telephonyRoutes.app);
   api.route('/platform', recordingPlatformRoutes.app);

@@ -12,6 +12,7 @@ import {
   MAX_REPORTED_CALLS,
   parseControlMessage,
   type AgentMessage,
+  type BotSessionMessage,
   type CallEventMessage,
   type ControlCommand,
   type DrainReason,
@@ -44,6 +45,9 @@ const MAX_PENDING_EVENTS = 10_000;
 /** Most bytes the `call_ids` of a hello or heartbeat may take, so the frame stays well under the limit. */
 const MAX_CALL_IDS_BYTES = MAX_FRAME_BYTES / 2;
 
+/** When this process started, sent in `hello` (its uptime on `/ops/services`). */
+const STARTED_AT = new Date(Date.now() - Math.round(process.uptime() * 1000)).toISOString();
+
 /** The agent's version, sent in `hello`. */
 export const AGENT_VERSION = '0.1.0';
 
@@ -61,7 +65,7 @@ export class AgentClient {
   #operatorDrain = false;
   #trunkDown = false;
   readonly #calls = new Set<string>();
-  #pending: Array<CallEventMessage | RecordingMessage> = [];
+  #pending: Array<CallEventMessage | BotSessionMessage | RecordingMessage> = [];
   #idleWaiters: Array<() => void> = [];
   readonly #uploads: RecordingUploader;
 
@@ -135,6 +139,7 @@ export class AgentClient {
         capacity: this.#o.capacity,
         version: this.#o.version,
         region: this.#o.region,
+        started_at: STARTED_AT,
         ...(this.#draining ? { draining: true, reason: this.#draining } : {}),
         ...this.#callIds(),
       });
@@ -241,6 +246,7 @@ export class AgentClient {
         if (e.type === 'placed') return this.#event({ type: 'call.placed', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
         if (e.type === 'answered') return this.#event({ type: 'call.answered', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
         if (e.type === 'transfer') return this.#event({ type: 'call.transfer', call_id, stage: e.stage, at });
+        if (e.type === 'bot') return this.#event({ type: 'bot.session', call_id, event: e.event, at, ...(e.reply_ms?.length ? { reply_ms: e.reply_ms } : {}) });
         this.#calls.delete(call_id);
         this.#event({
           type: 'call.ended',
@@ -258,7 +264,7 @@ export class AgentClient {
     );
   }
 
-  #event(e: CallEventMessage | RecordingMessage): void {
+  #event(e: CallEventMessage | BotSessionMessage | RecordingMessage): void {
     if (this.#welcomed) return this.#sendNow(e);
     if (this.#pending.length >= MAX_PENDING_EVENTS) this.#pending.shift();
     this.#pending.push(e);

@@ -1,7 +1,8 @@
 /**
  * The built-in simulated trunk: each call rings, then is answered, busy, unanswered or fails, by
  * a seeded random schedule (the same seed and call id give the same call). Answered calls talk a
- * while; bot-handled ones run a bot session that sometimes hands the call over to a person
+ * while; bot-handled ones run a bot session (reported as it starts, and as it ends or fails with
+ * the AI upstream's reply times) that sometimes hands the call over to a person
  * (`transfer` events: requested when the bot session ends, bridged 1–3 s later, completed just
  * before the call ends).
  * `timeScale` compresses the clock (0.01: a 60 s call lasts 0.6 s) so tests run fast; reported
@@ -11,6 +12,7 @@ import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { wavHeader } from '../shared/wav.ts';
 import type { RecordedFile } from './recordings.ts';
+import { MAX_REPLY_TIMES } from '../shared/agent-protocol.ts';
 import type { Trunk, TrunkCall, TrunkEvent } from './trunk.ts';
 
 export type SimulatedOutcome = 'random' | 'answer' | 'busy' | 'no_answer' | 'failed' | 'abandoned';
@@ -68,6 +70,9 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
+/** Mixed into a call's seed for its bot session's draws. */
+const BOT_SALT = 0x0b07_5e55;
+
 function hash(s: string): number {
   let h = 2166136261;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
@@ -82,6 +87,8 @@ type Live = {
   botSeconds?: number;
   /** How far the hand-over to a person has gone. */
   transfer: 'none' | 'requested' | 'bridged';
+  /** The bot session while it runs: when it started, and its own seeded draws (reply times, failure). */
+  bot: { startedAt: number; rnd: () => number } | null;
   done: boolean;
   emit: (e: TrunkEvent) => void;
 };
@@ -137,7 +144,7 @@ export class SimulatedTrunk implements Trunk {
 
   originate(call: TrunkCall, onEvent: (event: TrunkEvent) => void): void {
     if (this.#calls.has(call.call_id)) return;
-    const live: Live = { timers: new Set(), answeredAt: null, transfer: 'none', done: false, emit: onEvent };
+    const live: Live = { timers: new Set(), answeredAt: null, transfer: 'none', bot: null, done: false, emit: onEvent };
     this.#calls.set(call.call_id, live);
     const at = (simSeconds: number, fn: () => void) => {
       // An event handler may have hung the call up already.
@@ -170,6 +177,11 @@ export class SimulatedTrunk implements Trunk {
           live.answeredAt = Date.now();
           live.botSeconds = plan.bot_s;
           onEvent({ type: 'answered', sip_status: 200 });
+          if (plan.bot_s !== undefined) {
+            // Its own generator: the plan's draws (and so every test that predicts a plan) stay as they were.
+            live.bot = { startedAt: Date.now(), rnd: mulberry32((this.#seed ^ hash(call.call_id) ^ BOT_SALT) >>> 0) };
+            onEvent({ type: 'bot', event: 'started' });
+          }
           const complete = () =>
             end({ type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', ...(plan.bot_s !== undefined ? { bot_seconds: plan.bot_s, transferred: plan.transferred } : {}) });
           const { bot_s: bot, bridge_s: bridge } = plan;
@@ -177,6 +189,7 @@ export class SimulatedTrunk implements Trunk {
           // Each step of the hand-over is timed from the one before, so their order holds however
           // late the timers fire.
           at(bot, () => {
+            this.#endBot(live, false);
             live.transfer = 'requested';
             onEvent({ type: 'transfer', stage: 'requested' });
             at(bridge, () => {
@@ -208,6 +221,7 @@ export class SimulatedTrunk implements Trunk {
     live.done = true;
     for (const t of live.timers) clearTimeout(t);
     this.#calls.delete(callId);
+    this.#endBot(live, e.reason !== 'completed');
     if (live.transfer === 'bridged') live.emit({ type: 'transfer', stage: 'completed' });
     if (!this.#recordDir || live.answeredAt === null || e.talk_seconds <= 0) return live.emit(e);
     const path = join(this.#recordDir, `${callId.replace(/[^A-Za-z0-9_-]/g, '_')}.wav`);
@@ -216,6 +230,25 @@ export class SimulatedTrunk implements Trunk {
       // A recording that could not be written: the call still ends (reconciliation shows the gap).
       () => live.emit(e),
     );
+  }
+
+  /**
+   * Ends the bot session, if one runs: `ended` (or, for one session in 50, `failed`) with a reply
+   * time for every 6 simulated seconds the bot talked, each 250–1250 ms, drawn from the session's
+   * own generator.
+   */
+  #endBot(live: Live, hungUp: boolean): void {
+    const bot = live.bot;
+    if (!bot) return;
+    live.bot = null;
+    const failed = bot.rnd() < 0.02;
+    // The plan's bot time when the session ends on schedule (timers early or late change nothing),
+    // the time it ran when the call was hung up before.
+    const planned = live.botSeconds ?? 0;
+    const seconds = hungUp ? Math.min((Date.now() - bot.startedAt) / 1000 / this.#scale, planned) : planned;
+    const replies = Math.min(MAX_REPLY_TIMES, Math.max(1, Math.round(seconds / 6)));
+    const reply_ms = Array.from({ length: replies }, () => Math.round(250 + bot.rnd() * 1000));
+    live.emit({ type: 'bot', event: failed ? 'failed' : 'ended', reply_ms });
   }
 
   async close(): Promise<void> {

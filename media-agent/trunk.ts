@@ -2,7 +2,7 @@
  * The SIP adapter seen by the agent's client: place a call, get its events, hang it up. Two
  * implementations: the simulated trunk (demo, load tests, CI) and drachtio-srf (real SIP).
  */
-import type { CallHandler, EndReason, RefusalReason, TransferStage } from '../shared/agent-protocol.ts';
+import type { BotSessionEvent, CallHandler, EndReason, RefusalReason, TransferStage } from '../shared/agent-protocol.ts';
 import type { RecordedFile } from './recordings.ts';
 
 export type TrunkCall = {
@@ -31,6 +31,8 @@ export type TrunkEvent =
   | { type: 'placed'; sip_status: number }
   | { type: 'answered'; sip_status: number }
   | { type: 'transfer'; stage: TransferStage }
+  /** A bot session's start, end or failure, with the AI upstream's reply times since its last report. */
+  | { type: 'bot'; event: BotSessionEvent; reply_ms?: number[] }
   | { type: 'ended'; sip_status: number; talk_seconds: number; reason: EndReason; bot_seconds?: number; transferred?: boolean; recording?: RecordedFile };
 
 export interface Trunk {

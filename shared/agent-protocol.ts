@@ -54,6 +54,8 @@ export const helloMessage = z.object({
   draining: z.boolean().optional(),
   reason: drainReason.optional(),
   call_ids: callIds.optional(),
+  /** When the agent's process started (ISO 8601 UTC): its uptime on `/ops/services`. */
+  started_at: z.iso.datetime().optional(),
 });
 
 export const heartbeatMessage = z.object({
@@ -133,6 +135,28 @@ export const recordingFailedMessage = z.object({
 });
 export type RecordingMessage = z.infer<typeof recordingWaitingMessage> | z.infer<typeof recordingFailedMessage>;
 
+/** Most reply times one `bot.session` report carries (a session with more sends them in several). */
+export const MAX_REPLY_TIMES = 200;
+/** Longest reply time a report may claim (10 minutes): anything longer is a broken agent. */
+export const MAX_REPLY_MS = 600_000;
+
+/**
+ * A bot session's report: `started` when the bot takes the answered call, `ended` when it lets the
+ * call go (hung up, or handed over to a person), `failed` when the session broke (the AI upstream
+ * failed, the bot could not go on). `reply_ms`: the upstream's reply times since the session's
+ * last report, in milliseconds. The control plane stores them as AI samples (`/ai/health`).
+ */
+export const botSessionEvent = z.enum(['started', 'ended', 'failed']);
+export type BotSessionEvent = z.infer<typeof botSessionEvent>;
+export const botSessionMessage = z.object({
+  type: z.literal('bot.session'),
+  call_id: callId,
+  event: botSessionEvent,
+  reply_ms: z.array(z.number().nonnegative().max(MAX_REPLY_MS)).max(MAX_REPLY_TIMES).optional(),
+  /** When it happened on the agent (ISO 8601 UTC). */
+  at: z.iso.datetime().optional(),
+});
+
 export const agentMessage = z.discriminatedUnion('type', [
   helloMessage,
   heartbeatMessage,
@@ -143,6 +167,7 @@ export const agentMessage = z.discriminatedUnion('type', [
   callRefusedMessage,
   recordingWaitingMessage,
   recordingFailedMessage,
+  botSessionMessage,
 ]);
 
 export type HelloMessage = z.infer<typeof helloMessage>;
@@ -152,6 +177,7 @@ export type CallAnsweredMessage = z.infer<typeof callAnsweredMessage>;
 export type CallEndedMessage = z.infer<typeof callEndedMessage>;
 export type CallTransferMessage = z.infer<typeof callTransferMessage>;
 export type CallRefusedMessage = z.infer<typeof callRefusedMessage>;
+export type BotSessionMessage = z.infer<typeof botSessionMessage>;
 export type CallEventMessage = CallPlacedMessage | CallAnsweredMessage | CallEndedMessage | CallTransferMessage | CallRefusedMessage;
 export type AgentMessage = z.infer<typeof agentMessage>;
 
@@ -223,7 +249,7 @@ function parseWith<T>(schema: z.ZodType<T>, known: readonly string[], raw: strin
   return { ok: true, message: parsed.data };
 }
 
-export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.transfer', 'call.refused', 'recording.waiting_upload', 'recording.failed'] as const;
+export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.transfer', 'call.refused', 'recording.waiting_upload', 'recording.failed', 'bot.session'] as const;
 export const CONTROL_MESSAGE_TYPES = ['welcome', 'originate', 'hangup', 'drain', 'resume'] as const;
 
 /** Parses a frame an agent sent to the control plane. */

@@ -39,6 +39,11 @@ const schema = z.object({
   VD_BOOTSTRAP_OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   VD_INSTANCE_ID: z.string().min(1).optional(),
+  /** The address other control-plane instances reach this one at (`/ops/services`); default http://HOST:PORT. */
+  VD_INSTANCE_URL: z
+    .string()
+    .regex(/^https?:\/\/[^/?#@\s]+\/?$/, 'must be an http:// or https:// address with no path')
+    .optional(),
   /** Per-company request rate: tokens added each second, and the bucket's size (the burst). */
   VD_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(200),
   VD_RATE_LIMIT_BURST: z.coerce.number().int().positive().default(1000),

@@ -14,6 +14,8 @@ const REDACT = [
   'signing_secret', '*.signing_secret',
   // A recording import connection's bucket keys (its Authorization value is covered above).
   'access_key', '*.access_key', 'secret_key', '*.secret_key',
+  // An AI upstream's key (control-plane/ai/providers.ts), should one ever be handed to a log line.
+  'api_key', '*.api_key',
   // A database error can carry the statement's values (PGlite does): a secret or a message body.
   'err.params', 'err.parameters', 'err.query', '*.err.params', '*.err.query',
 ];

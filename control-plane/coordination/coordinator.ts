@@ -53,5 +53,10 @@ export interface Coordinator {
 
   /** Throws when the coordinator cannot answer. */
   ping(): Promise<void>;
+  /**
+   * What the coordinator says of itself for `/ops/services`: its server's version and uptime
+   * (Redis `INFO server`; the in-process one: its kind and this process's uptime). Throws as `ping`.
+   */
+  about(): Promise<{ kind: 'redis' | 'in-process'; version: string | null; uptime_s: number | null }>;
   close(): Promise<void>;
 }

@@ -150,6 +150,12 @@ export class MemoryCoordinator implements Coordinator {
     this.assertOpen();
   }
 
+  /** In process: no server of its own; its uptime is the process's. */
+  async about(): Promise<{ kind: 'in-process'; version: null; uptime_s: number }> {
+    this.assertOpen();
+    return { kind: 'in-process', version: null, uptime_s: Math.floor(process.uptime()) };
+  }
+
   /** Drops all state and subscriptions; idempotent. */
   async close(): Promise<void> {
     this.closed = true;

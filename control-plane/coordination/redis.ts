@@ -218,6 +218,14 @@ export class RedisCoordinator implements Coordinator {
     }
   }
 
+  /** The Redis server's version and uptime from `INFO server`. */
+  async about(): Promise<{ kind: 'redis'; version: string | null; uptime_s: number | null }> {
+    const info = await this.redis.info('server');
+    const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? null;
+    const uptime = field('uptime_in_seconds');
+    return { kind: 'redis', version: field('redis_version'), uptime_s: uptime === null ? null : Number(uptime) };
+  }
+
   /** Quits both connections; idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;

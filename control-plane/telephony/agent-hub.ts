@@ -5,8 +5,8 @@
  * registry of nodes (one node = one socket; a new hello for a node replaces its old socket), sends
  * commands, and emits the agents' call events for the dialer.
  *
- * Events: 'call' (CallEvent), 'node.online' (NodeView), 'node.offline' (NodeView),
- * 'node.updated' (NodeView), 'recording' (RecordingReport).
+ * Events: 'call' (CallEvent), 'bot.session' (BotSessionReport), 'node.online' (NodeView),
+ * 'node.offline' (NodeView), 'node.updated' (NodeView), 'recording' (RecordingReport).
  */
 import { EventEmitter } from 'node:events';
 import { timingSafeEqual, createHash } from 'node:crypto';
@@ -18,6 +18,7 @@ import {
   MAX_FRAME_BYTES,
   OFFLINE_AFTER_MS,
   parseAgentMessage,
+  type BotSessionMessage,
   type CallEventMessage,
   type ControlCommand,
   type ControlMessage,
@@ -41,7 +42,12 @@ export type NodeView = {
   online: boolean;
   connected_at: Date;
   last_heartbeat_at: Date;
+  /** When the agent's process started, as its hello said (older agents do not say). */
+  started_at: Date | null;
 };
+
+/** A bot session's report from an agent, with the node it came from. */
+export type BotSessionReport = { node_id: string; message: BotSessionMessage };
 
 /** A recording report from an agent (`recording.waiting_upload`, `recording.failed`), with its node. */
 export type RecordingReport = { node_id: string; message: RecordingMessage };
@@ -177,7 +183,8 @@ export class AgentHub extends EventEmitter {
         // A connection its node has replaced, or that was closed as silent: what it says of the
         // node is stale, but its call events are facts the agent will not send again (it sent them
         // before it saw the close). They are taken; their writes are guarded by the call's state.
-        if (msg.type !== 'heartbeat') {
+        if (msg.type === 'bot.session') this.emit('bot.session', { node_id: entry.node_id, message: msg } satisfies BotSessionReport);
+        else if (msg.type !== 'heartbeat') {
           this.#nodes.get(entry.node_id)?.report?.heard.add(msg.call_id);
           this.emit('call', { node_id: entry.node_id, epoch: entry.epoch, event: msg } satisfies CallEvent);
         }
@@ -196,6 +203,10 @@ export class AgentHub extends EventEmitter {
         this.emit(wasOnline ? 'node.updated' : 'node.online', view(entry));
         return;
       }
+      if (msg.type === 'bot.session') {
+        this.emit('bot.session', { node_id: entry.node_id, message: msg } satisfies BotSessionReport);
+        return;
+      }
       entry.report?.heard.add(msg.call_id);
       this.emit('call', { node_id: entry.node_id, epoch: entry.epoch, event: msg } satisfies CallEvent);
     });
@@ -205,7 +216,7 @@ export class AgentHub extends EventEmitter {
     });
   }
 
-  #register(ws: WebSocket, hello: { node_id: string; capacity: number; version: string; region: string; draining?: boolean; reason?: DrainReason; call_ids?: string[] }): Entry {
+  #register(ws: WebSocket, hello: { node_id: string; capacity: number; version: string; region: string; draining?: boolean; reason?: DrainReason; call_ids?: string[]; started_at?: string }): Entry {
     const old = this.#nodes.get(hello.node_id);
     if (old?.socket && old.socket !== ws) {
       const previous = old.socket;
@@ -225,6 +236,7 @@ export class AgentHub extends EventEmitter {
       online: true,
       connected_at: now,
       last_heartbeat_at: now,
+      started_at: hello.started_at ? new Date(hello.started_at) : null,
       socket: ws,
       lastSeen: now.getTime(),
       report: reportOf(hello.call_ids),
@@ -276,6 +288,31 @@ export class AgentHub extends EventEmitter {
   node(nodeId: string): NodeView | null {
     const e = this.#nodes.get(nodeId);
     return e ? view(e) : null;
+  }
+
+  /**
+   * Measures a node's answer time: a WebSocket ping on its socket and the milliseconds until its
+   * pong (the agent's WebSocket library answers pings itself, so this is the round trip to the
+   * agent's process). Null when the node has no open socket here or no pong came within `timeoutMs`.
+   */
+  ping(nodeId: string, timeoutMs: number): Promise<number | null> {
+    const ws = this.#nodes.get(nodeId)?.socket;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const started = performance.now();
+      const done = (ms: number | null) => {
+        clearTimeout(timer);
+        ws.off('pong', onPong);
+        ws.off('close', onClose);
+        resolve(ms);
+      };
+      const onPong = () => done(Math.round((performance.now() - started) * 10) / 10);
+      const onClose = () => done(null);
+      const timer = setTimeout(() => done(null), timeoutMs);
+      ws.on('pong', onPong);
+      ws.once('close', onClose);
+      ws.ping();
+    });
   }
 
   /** The latest `call_ids` report of each node online on this hub (nodes that send none are left out). */
@@ -386,6 +423,7 @@ function view(e: Entry): NodeView {
     online: e.online,
     connected_at: e.connected_at,
     last_heartbeat_at: e.last_heartbeat_at,
+    started_at: e.started_at,
   };
 }
 

@@ -18,6 +18,8 @@ export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
   const started = performance.now();
   await next();
   c.res.headers.set('x-request-id', requestId);
+  // The instance's server errors over 5 minutes (`/ops/services`).
+  if (c.res.status >= 500) c.get('services').instances.serverErrors.add();
   const p = c.get('principal');
   log.info(
     {

@@ -8,6 +8,8 @@ import * as assert from 'uvu/assert';
 import { AI_PURPOSES, aiProvider, baseUrlProblem, listAiProviders, recordAiSample, setAiProvider } from '../../control-plane/ai/providers.ts';
 import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../shared/logger.ts';
 
 const t = suite('AI settings and samples in the store');
 let drop: () => Promise<void> = async () => {};
@@ -35,6 +37,15 @@ t('base addresses: http and https only, no credentials, no query', () => {
   assert.ok(baseUrlProblem('https://user:pw@api.example.com'));
   assert.ok(baseUrlProblem('https://api.example.com/v1?key=x'));
   assert.ok(baseUrlProblem('https://api.example.com/v1#x'));
+});
+
+t('the logger redacts an api_key field at any depth of one level', () => {
+  let out = '';
+  const log = createLogger('info', new Writable({ write: (c, _e, cb) => ((out += c.toString()), cb()) }));
+  log.info({ api_key: 'sk-top-level-value', provider: { api_key: 'sk-nested-value' } }, 'a line');
+  assert.match(out, '[redacted]');
+  assert.not.match(out, 'sk-top-level-value');
+  assert.not.match(out, 'sk-nested-value');
 });
 
 for (const kind of ['postgres', 'pglite']) {

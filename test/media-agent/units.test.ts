@@ -64,15 +64,15 @@ t('simulated calls end with the right statuses, scaled in time; hang-up cancels 
       });
       if (hangupAfterMs !== undefined) setTimeout(() => t2.hangup('call_x'), hangupAfterMs);
     });
-  const ends = (es: TrunkEvent[]) => es.map((e) => (e.type === 'ended' ? `${e.type}:${e.sip_status}:${e.reason}` : e.type));
+  const ends = (es: TrunkEvent[]) => es.map((e) => (e.type === 'ended' ? `${e.type}:${e.sip_status}:${e.reason}` : e.type === 'bot' ? `bot:${e.event}` : e.type));
   assert.equal(ends(await run('busy')), ['placed', 'ended:486:busy']);
   assert.equal(ends(await run('no_answer')), ['placed', 'ended:487:no_answer']);
   assert.equal(ends(await run('failed')), ['placed', 'ended:503:failed']);
   const answered = await run('answer');
-  assert.equal(ends(answered), ['placed', 'answered', 'ended:200:completed']);
-  assert.equal(answered[2], { type: 'ended', sip_status: 200, talk_seconds: 100, reason: 'completed', bot_seconds: 100, transferred: false });
+  assert.equal(ends(answered), ['placed', 'answered', 'bot:started', 'bot:ended', 'ended:200:completed']);
+  assert.equal(answered[4], { type: 'ended', sip_status: 200, talk_seconds: 100, reason: 'completed', bot_seconds: 100, transferred: false });
   assert.equal(ends(await run('no_answer', 1)), ['placed', 'ended:487:canceled']);
-  assert.equal(ends(await run('answer', 50)), ['placed', 'answered', 'ended:200:hangup']);
+  assert.equal(ends(await run('answer', 50)), ['placed', 'answered', 'bot:started', 'bot:ended', 'ended:200:hangup']);
   await trunk.close();
 });
 
@@ -87,7 +87,7 @@ function runCall(trunk: SimulatedTrunk, call: TrunkCall, onEvent?: (e: TrunkEven
     });
   });
 }
-const label = (e: TrunkEvent) => (e.type === 'ended' ? `ended:${e.sip_status}:${e.reason}` : e.type === 'transfer' ? `transfer:${e.stage}` : e.type);
+const label = (e: TrunkEvent) => (e.type === 'ended' ? `ended:${e.sip_status}:${e.reason}` : e.type === 'transfer' ? `transfer:${e.stage}` : e.type === 'bot' ? `bot:${e.event}` : e.type);
 type Answered = Extract<SimulatedPlan, { outcome: 'answer' }>;
 
 /** The first `n` bot calls that the seed's plan answers and hands over to a person. */
@@ -107,13 +107,14 @@ t('a transferred call: placed, answered, transfer requested, bridged 1–3 s lat
   calls.forEach((c, i) => {
     const plan = a.plan(c) as Answered;
     const [first, second] = [runs[2 * i], runs[2 * i + 1]];
-    assert.equal(first.map((x) => label(x.e)), ['placed', 'answered', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:completed']);
+    // The bot session ends (its report first) when it asks for a person.
+    assert.equal(first.map((x) => label(x.e).replace('bot:failed', 'bot:ended')), ['placed', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:completed']);
     assert.equal(first.map((x) => x.e), second.map((x) => x.e), 'same seed and call id, same events');
-    assert.equal(first[5].e, { type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', bot_seconds: plan.bot_s, transferred: true });
+    assert.equal(first[7].e, { type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', bot_seconds: plan.bot_s, transferred: true });
     assert.ok(plan.bridge_s! >= 1 && plan.bridge_s! <= 3, `bridge after ${plan.bridge_s} s`);
     // Timers may fire a little early by clock rounding (a few ms at most), never by a whole step.
-    assert.ok(first[2].ms - first[1].ms >= plan.bot_s! * 1000 * scale - 3, 'requested when the bot session ends');
-    assert.ok(first[3].ms - first[2].ms >= plan.bridge_s! * 1000 * scale - 3, 'bridged after the bridge wait');
+    assert.ok(first[4].ms - first[1].ms >= plan.bot_s! * 1000 * scale - 3, 'requested when the bot session ends');
+    assert.ok(first[5].ms - first[4].ms >= plan.bridge_s! * 1000 * scale - 3, 'bridged after the bridge wait');
   });
   // The bridge wait is drawn, not fixed; calls without a hand-over have none.
   assert.ok(new Set(calls.map((c) => (a.plan(c) as Answered).bridge_s)).size > 1);
@@ -126,11 +127,37 @@ t('a hang-up during a transfer: completed once bridged, no completed while only 
   const trunk = new SimulatedTrunk({ seed: 11, timeScale: 0.001 });
   const hangUpAt = (stage: 'requested' | 'bridged') => runCall(trunk, c, (e) => e.type === 'transfer' && e.stage === stage && trunk.hangup(c.call_id));
   const early = (await hangUpAt('requested')).map((x) => x.e);
-  assert.equal(early.map(label), ['placed', 'answered', 'transfer:requested', 'ended:200:hangup']);
-  assert.is((early[3] as { transferred?: boolean }).transferred, false, 'not handed over before the bridge');
+  assert.equal(early.map(label), ['placed', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'ended:200:hangup']);
+  assert.is((early[5] as { transferred?: boolean }).transferred, false, 'not handed over before the bridge');
   const late = (await hangUpAt('bridged')).map((x) => x.e);
-  assert.equal(late.map(label), ['placed', 'answered', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:hangup']);
-  assert.is((late[5] as { transferred?: boolean }).transferred, true);
+  assert.equal(late.map(label), ['placed', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:hangup']);
+  assert.is((late[7] as { transferred?: boolean }).transferred, true);
+});
+
+t('bot sessions: started when answered, then ended or failed with a reply time per 6 s of bot talk (250–1250 ms); none for calls of people; the same by seed', async () => {
+  const calls = Array.from({ length: 300 }, (_, i) => ({ call_id: `call_b${i}`, to: '+15550100', from: '+15550199', ring_timeout_s: 30, handler: 'bot' as const }));
+  const run = (trunk: SimulatedTrunk) => Promise.all(calls.map((c) => runCall(trunk, c)));
+  const [first, second] = await Promise.all([run(new SimulatedTrunk({ seed: 5, timeScale: 0.0001 })), run(new SimulatedTrunk({ seed: 5, timeScale: 0.0001 }))]);
+  const plans = new SimulatedTrunk({ seed: 5 });
+  const outcomes = { ended: 0, failed: 0 };
+  calls.forEach((c, i) => {
+    const bots = first[i].map((x) => x.e).filter((e): e is Extract<TrunkEvent, { type: 'bot' }> => e.type === 'bot');
+    assert.equal(bots.map((e) => e.type === 'bot' && e.event), second[i].map((x) => x.e).filter((e) => e.type === 'bot').map((e) => e.type === 'bot' && e.event));
+    const plan = plans.plan(c);
+    if (plan.outcome !== 'answer') return assert.is(bots.length, 0, `${plan.outcome}: no bot session`);
+    assert.is(bots.length, 2);
+    assert.equal(bots[0], { type: 'bot', event: 'started' });
+    const end = bots[1];
+    outcomes[end.event as 'ended' | 'failed']++;
+    assert.is(end.reply_ms!.length, Math.max(1, Math.round(plan.bot_s! / 6)), `replies for ${plan.bot_s} s`);
+    assert.equal(end, second[i].map((x) => x.e).find((e) => e.type === 'bot' && e.event !== 'started'), 'the same reply times by seed');
+    for (const ms of end.reply_ms!) assert.ok(Number.isInteger(ms) && ms >= 250 && ms <= 1250, `${ms}`);
+    const labels = first[i].map((x) => label(x.e));
+    assert.ok(labels.indexOf('answered') < labels.indexOf('bot:started') && labels.indexOf(`bot:${end.event}`) < labels.indexOf('ended:200:completed'), labels.join());
+  });
+  assert.ok(outcomes.ended > 100 && outcomes.failed >= 1, JSON.stringify(outcomes));
+  const people = await runCall(new SimulatedTrunk({ seed: 5, timeScale: 0.0001, outcome: 'answer' }), { ...calls[0], handler: 'agents' });
+  assert.not.ok(people.some((x) => x.e.type === 'bot'));
 });
 
 t('agent settings: defaults, and drachtio needs its secret and trunk host', () => {

@@ -1,0 +1,195 @@
+/**
+ * How control-plane instances find each other for `/ops/services`. Each instance, once its HTTP
+ * server listens, keeps a row in `cp_instances` (its address, version and start time) and renews
+ * it every 2 s; a row not renewed for 15 s is a dead instance's. The same beat reads the live
+ * instances' rows and the media node registry into memory, so asking for the services reads
+ * nothing from the store before it asks: a hung store costs the store's own item, not the list.
+ *
+ * An instance is asked directly, over HTTP (`GET /internal/v1/ops/self`, `http/routes/peer.ts`),
+ * with a bearer token every instance reads from the store at start (made once, by the first
+ * instance, in `platform_settings`); the answer's round trip is that instance's answer time. It
+ * answers its own figures (uptime, server errors in the last 5 minutes) and a WebSocket ping of
+ * each media agent whose socket it holds.
+ */
+import { randomBytes, createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { sql } from 'kysely';
+import type { Logger } from '../../shared/logger.ts';
+import type { Store } from '../db/store.ts';
+import type { AgentHub } from '../telephony/agent-hub.ts';
+import { ServerErrorWindow } from './server-errors.ts';
+
+/** The control plane's version (package.json), reported on `/ops/services`. */
+export const CONTROL_PLANE_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** How often an instance renews its row and reads the others'. */
+export const BEAT_MS = 2_000;
+/** A row not renewed for this long is a dead instance's. */
+export const INSTANCE_GONE_AFTER_MS = 15_000;
+/** The path an instance answers its own figures on. */
+export const SELF_PATH = '/internal/v1/ops/self';
+/** Longest an instance waits for its agents' pongs before it answers (inside the asker's 1.5 s). */
+export const AGENT_PING_LIMIT_MS = 1_000;
+
+const TOKEN_KEY = 'ops_peer_token';
+
+export type InstanceRow = { instance_id: string; url: string; version: string; started_at: Date };
+export type NodeRegistryRow = { node_id: string; state: string; version: string | null; instance: string | null; last_heartbeat_at: Date | null; connected_at: Date | null };
+
+/** What an instance answers about itself. */
+export type SelfReport = {
+  instance: string;
+  version: string;
+  started_at: string;
+  uptime_s: number;
+  server_errors_5m: number;
+  /** The agents whose sockets it holds: their round trip (null: no pong in time), version and start. */
+  agents: Array<{ node_id: string; answer_ms: number | null; version: string; started_at: string | null; connected_at: string; draining: boolean }>;
+};
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+export class Instances {
+  readonly instanceId: string;
+  readonly version = CONTROL_PLANE_VERSION;
+  readonly startedAt = new Date();
+  /** 5xx answers of this instance (the request log counts them). */
+  readonly serverErrors = new ServerErrorWindow();
+  readonly #store: Store;
+  readonly #log: Logger;
+  #url: string | null = null;
+  #token: string | null = null;
+  #tokenDigest: Buffer | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #beating: Promise<void> | null = null;
+  #peers: InstanceRow[] = [];
+  #nodes: NodeRegistryRow[] = [];
+  #stopped = false;
+
+  constructor(deps: { store: Store; log: Logger; instanceId: string }) {
+    this.#store = deps.store;
+    this.#log = deps.log;
+    this.instanceId = deps.instanceId;
+  }
+
+  /** Starts keeping this instance's row, reachable at `url`. */
+  async register(url: string): Promise<void> {
+    this.#url = url.replace(/\/+$/, '');
+    this.#token = await peerToken(this.#store);
+    this.#tokenDigest = digest(this.#token);
+    await this.#beat();
+    this.#timer = setInterval(() => {
+      if (!this.#beating) this.#beating = this.#beat().finally(() => (this.#beating = null));
+    }, BEAT_MS);
+    this.#timer.unref();
+  }
+
+  /** This instance's address, once registered. */
+  get url(): string | null {
+    return this.#url;
+  }
+
+  /** The bearer token instances send each other (null before `register`). */
+  get token(): string | null {
+    return this.#token;
+  }
+
+  /** Whether an Authorization header carries the instances' token. */
+  authorized(header: string | undefined): boolean {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m || !this.#tokenDigest) return false;
+    return timingSafeEqual(digest(m[1]), this.#tokenDigest);
+  }
+
+  /**
+   * The live instances as of the last beat, this one always among them (even when the store did
+   * not answer the beat).
+   */
+  peers(): InstanceRow[] {
+    const self: InstanceRow[] = this.#url ? [{ instance_id: this.instanceId, url: this.#url, version: this.version, started_at: this.startedAt }] : [];
+    return [...self, ...this.#peers.filter((p) => p.instance_id !== this.instanceId)];
+  }
+
+  /** The media node registry as of the last beat. */
+  nodes(): NodeRegistryRow[] {
+    return this.#nodes;
+  }
+
+  /** Reads the live instances and the node registry now (the beat does it every 2 s). */
+  async refresh(): Promise<void> {
+    const [peers, nodes] = await Promise.all([
+      this.#store.db
+        .selectFrom('cp_instances')
+        .select(['instance_id', 'url', 'version', 'started_at'])
+        .where('seen_at', '>', sql<Date>`now() - make_interval(secs => ${INSTANCE_GONE_AFTER_MS / 1000})`)
+        .orderBy('started_at')
+        .orderBy('instance_id')
+        .execute(),
+      // Every node but those offline for over an hour (a node replaced long ago is not a service).
+      this.#store.db
+        .selectFrom('media_nodes')
+        .select(['node_id', 'state', 'version', 'instance', 'last_heartbeat_at', 'connected_at'])
+        .where((eb) => eb.or([eb('state', '!=', 'offline'), eb('last_heartbeat_at', '>', sql<Date>`now() - interval '1 hour'`)]))
+        .orderBy('node_id')
+        .execute(),
+    ]);
+    this.#peers = peers;
+    this.#nodes = nodes;
+  }
+
+  async #beat(): Promise<void> {
+    if (this.#stopped || !this.#url) return;
+    try {
+      await this.#store.db
+        .insertInto('cp_instances')
+        .values({ instance_id: this.instanceId, url: this.#url, version: this.version, started_at: this.startedAt })
+        .onConflict((oc) => oc.column('instance_id').doUpdateSet({ url: this.#url!, version: this.version, seen_at: sql`now()` }))
+        .execute();
+      await this.refresh();
+      // Old rows and samples go, a few at a time (samples are read over 15 minutes, sessions over a day).
+      await sql`delete from cp_instances where seen_at < now() - interval '1 day'`.execute(this.#store.db);
+      await sql`delete from ai_samples where id in (select id from ai_samples where at < now() - interval '2 days' limit 5000)`.execute(this.#store.db);
+    } catch (err) {
+      this.#log.warn({ err }, 'instance beat failed');
+    }
+  }
+
+  /** What this instance answers about itself: its figures, and a ping of each agent it holds. */
+  async selfReport(hub: AgentHub): Promise<SelfReport> {
+    const held = hub.nodes().filter((n) => n.online);
+    const pings = await Promise.all(held.map((n) => hub.ping(n.node_id, AGENT_PING_LIMIT_MS)));
+    return {
+      instance: this.instanceId,
+      version: this.version,
+      started_at: this.startedAt.toISOString(),
+      uptime_s: Math.floor((Date.now() - this.startedAt.getTime()) / 1000),
+      server_errors_5m: this.serverErrors.count(),
+      agents: held.map((n, i) => ({
+        node_id: n.node_id,
+        answer_ms: pings[i],
+        version: n.version,
+        started_at: n.started_at?.toISOString() ?? null,
+        connected_at: n.connected_at.toISOString(),
+        draining: n.draining,
+      })),
+    };
+  }
+
+  /** Stops the beat and removes this instance's row (the others stop asking it at once). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#beating;
+    if (this.#url) await this.#store.db.deleteFrom('cp_instances').where('instance_id', '=', this.instanceId).execute().catch(() => {});
+  }
+}
+
+/** The token instances send each other: made by the first instance, read by every other. */
+async function peerToken(store: Store): Promise<string> {
+  const made = randomBytes(24).toString('base64url');
+  await sql`insert into platform_settings (key, value) values (${TOKEN_KEY}, ${JSON.stringify(made)}::jsonb) on conflict do nothing`.execute(store.db);
+  const row = await store.db.selectFrom('platform_settings').select('value').where('key', '=', TOKEN_KEY).executeTakeFirstOrThrow();
+  return row.value as string;
+}

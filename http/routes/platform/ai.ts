@@ -1,0 +1,54 @@
+/**
+ * The AI upstream under `/api/platform/ai`: its settings per purpose (read by any operator,
+ * changed by a platform_owner; the key is taken, never returned) and its health (configured,
+ * reachable, reply times and bot sessions over 15 minutes, from every instance's samples).
+ */
+import { z } from '@hono/zod-openapi';
+import { aiHealth } from '../../../control-plane/ai/health.ts';
+import { AI_PURPOSES, listAiProviders, MAX_API_KEY, MAX_BASE_URL, MAX_MODEL, setAiProvider } from '../../../control-plane/ai/providers.ts';
+import { actorOf, operators } from '../../middleware/guards.ts';
+import { ApiRoutes } from '../../openapi/route.ts';
+import { json, record } from '../../openapi/schemas.ts';
+
+const Purpose = z.enum(AI_PURPOSES).openapi({ description: 'bot (the voice bot of the calls), qa (the QA Bot), transcription.' });
+const Provider = record('AiProvider', {
+  purpose: Purpose,
+  base_url: z.string().nullable().openapi({ description: 'The upstream base address (OpenAI-compatible); null when not set.' }),
+  model: z.string().nullable(),
+  key_present: z.boolean().openapi({ description: 'Whether a key is stored. The key itself is never returned.' }),
+  updated_at: z.string().nullable(),
+});
+const Change = z.object({
+  purpose: Purpose,
+  base_url: z.string().trim().min(1).max(MAX_BASE_URL).openapi({ description: 'http:// or https://, no user name, password, query or fragment.' }),
+  model: z.string().trim().min(1).max(MAX_MODEL),
+  api_key: z.string().min(1).max(MAX_API_KEY).nullable().optional().openapi({ description: 'Absent: the stored key stays. null: the stored key is removed.' }),
+});
+const Health = record('AiHealth', {
+  configured: z.boolean(),
+  reachable: z.boolean().nullable().openapi({ description: 'Every configured upstream answered GET {base_url}/models with 2xx within 1.5 s; null when none is configured.' }),
+  checked_at: z.string(),
+  reply_ms: z.object({ p50: z.number().nullable(), p95: z.number().nullable() }).openapi({ description: 'Over the last 15 minutes, every instance; null without samples.' }),
+  sessions: z.object({ live: z.number().int().nullable(), failed: z.number().int().nullable() }).openapi({ description: 'Bot sessions live now and failed in the last 15 minutes; null without samples.' }),
+});
+
+export const aiRoutes = new ApiRoutes('AI upstream')
+  .add({ method: 'get', path: '/settings', guard: operators(), summary: 'The AI provider settings', description: 'One entry per purpose, set or not. Whether a key is present, never the key.', answers: { 200: json('The settings.', z.object({ providers: z.array(Provider) })) } }, async (c) =>
+    c.json({ providers: await listAiProviders(c.get('services').store) }),
+  )
+  .add(
+    {
+      method: 'put',
+      path: '/settings',
+      guard: operators('platform_owner'),
+      summary: "Set one purpose's AI provider",
+      description: 'The key is stored for the platform to use and never returned; an audit line names who changed what (never the key).',
+      body: Change,
+      answers: { 200: json('The provider as now set.', Provider) },
+    },
+    async (c, { body }) => c.json(await setAiProvider(c.get('services').store, actorOf(c.get('principal')), body)),
+  )
+  .add({ method: 'get', path: '/health', guard: operators(), summary: 'The AI upstream health', description: 'Configured, reachable (a probe now, 1.5 s limit), reply time p50 and p95 and bot sessions live and failed over the last 15 minutes, from the samples of every instance; null without samples.', answers: { 200: json('The health.', Health) } }, async (c) => {
+    const { store, aiProbeClient } = c.get('services');
+    return c.json(await aiHealth(store, aiProbeClient));
+  });
