@@ -250,6 +250,18 @@ function contract(name: string, make: () => Promise<Coordinator>): void {
     await c.ping();
   });
 
+  s('about names its kind, and for Redis its version and uptime', async () => {
+    const a = await c.about();
+    if (a.kind === 'redis') {
+      assert.match(a.version ?? '', /^\d+\.\d+/);
+      assert.ok(a.uptime_s !== null && a.uptime_s >= 0);
+    } else {
+      assert.equal([a.kind, a.version], ['in-process', null]);
+      assert.ok(a.uptime_s !== null && a.uptime_s >= 0);
+    }
+    assert.is(a.kind, name === 'redis' ? 'redis' : 'in-process');
+  });
+
   s.run();
 }
 
@@ -290,6 +302,18 @@ down('ping rejects within 2 s when nothing listens', async () => {
   const took = performance.now() - started;
   assert.ok(err, 'ping should reject');
   assert.ok(took < 2000, `took ${took.toFixed(0)} ms`);
+});
+
+down('about rejects when nothing listens', async () => {
+  const d = new RedisCoordinator('redis://127.0.0.1:1', { keyPrefix: PREFIX });
+  dead.push(d);
+  let err: unknown;
+  try {
+    await d.about();
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err, 'about should reject');
 });
 
 down('a rate-limit check fails fast instead of hanging', async () => {

@@ -18,7 +18,8 @@ const Provider = record('AiProvider', {
   key_present: z.boolean().openapi({ description: 'Whether a key is stored. The key itself is never returned.' }),
   updated_at: z.string().nullable(),
 });
-const Change = z.object({
+/** One purpose's settings (also the console's form). */
+export const AiChange = z.object({
   purpose: Purpose,
   base_url: z.string().trim().min(1).max(MAX_BASE_URL).openapi({ description: 'http:// or https://, no user name, password, query or fragment.' }),
   model: z.string().trim().min(1).max(MAX_MODEL),
@@ -43,7 +44,7 @@ export const aiRoutes = new ApiRoutes('AI upstream')
       guard: operators('platform_owner'),
       summary: "Set one purpose's AI provider",
       description: 'The key is stored for the platform to use and never returned; an audit line names who changed what (never the key).',
-      body: Change,
+      body: AiChange,
       answers: { 200: json('The provider as now set.', Provider) },
     },
     async (c, { body }) => c.json(await setAiProvider(c.get('services').store, actorOf(c.get('principal')), body)),
