@@ -26,6 +26,8 @@ import { billingPages } from './pages/billing.ts';
 import { keyPages } from './pages/keys.ts';
 import { connectionPages, UPLOAD_PATH } from './pages/connections.ts';
 import { workPages } from './pages/work.ts';
+import { opsPages } from './pages/ops.ts';
+import { recordingPages } from './pages/recordings.ts';
 
 /** The console's Content-Security-Policy: this origin only, no inline script or style. */
 export const CONSOLE_CSP = [
@@ -98,5 +100,7 @@ export function consoleApp(services: Services): Hono<AppEnv> {
   keyPages(app);
   connectionPages(app);
   workPages(app);
+  opsPages(app);
+  recordingPages(app);
   return app;
 }

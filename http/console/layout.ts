@@ -54,12 +54,17 @@ const OPERATOR_NAV: NavItem[] = [
   { href: '/console/dialing', label: 'Dialing', key: 'dialing' },
   { href: '/console/nodes', label: 'Media nodes', key: 'nodes' },
   { href: '/console/queues', label: 'Queues', key: 'queues' },
+  { href: '/console/services', label: 'Services', key: 'services' },
+  { href: '/console/ai', label: 'AI', key: 'ai' },
+  { href: '/console/recordings/reconciliation', label: 'Recordings', key: 'reconciliation' },
   { href: '/console/billing', label: 'Billing', key: 'billing' },
   { href: '/console/operators', label: 'Operators', key: 'operators' },
 ];
 const COMPANY_NAV: NavItem[] = [
   { href: '/console/campaigns', label: 'Campaigns', key: 'campaigns' },
   { href: '/console/lists', label: 'Lists', key: 'lists' },
+  { href: '/console/recordings', label: 'Recordings', key: 'recordings' },
+  { href: '/console/qa', label: 'QA', key: 'qa' },
   { href: '/console/connections', label: 'Connections', key: 'connections' },
   { href: '/console/keys', label: 'API keys', key: 'keys' },
   { href: '/console/users', label: 'Users', key: 'users' },

@@ -14,6 +14,7 @@ import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
+import { startWebSource, wavFile, type WebSource } from '../support/recording-sources.ts';
 
 const SHOTS = new URL('../../test-artifacts/console/', import.meta.url).pathname;
 
@@ -22,6 +23,7 @@ let cp: RunningControlPlane;
 let browser: Browser;
 let drop: () => Promise<void> = async () => {};
 let prefix = '';
+let web: WebSource;
 const started = performance.now();
 
 /** What every page visited showed that it must not: script errors, CSP violations, pages without the CSP header. */
@@ -138,7 +140,9 @@ t.before(async () => {
   const db = await createTestDatabase();
   drop = db.drop;
   prefix = testRedisPrefix();
-  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
+  // Private targets: the recording import reads a web index on 127.0.0.1.
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1' }, recordingImports: { pollMs: 100, leaseMs: 5000 } });
+  web = await startWebSource();
   // A missing browser fails here, never skips. Without --single-process (of the package's
   // serverless defaults): in one process, contexts mixed up their cookie jars, so a second person
   // sent the first one's session.
@@ -155,6 +159,7 @@ t.before(async () => {
 t.after(async () => {
   try {
     await browser?.close();
+    await web?.close();
     await cp?.close();
     await deleteRedisPrefix(prefix);
   } finally {
@@ -420,6 +425,77 @@ t('a script injected through a company name renders as text', async () => {
   await owner.waitForURL(/\/console\/companies\/ten_/);
   assert.is(await owner.locator('h1').textContent(), name);
   assert.equal(await check(), { owned: null, img: 0, scripts: 0 });
+});
+
+t('an owner runs a recording import and watches its status change, then listens to a recording', async () => {
+  web.file('/rec/a.wav', wavFile(20_000));
+  web.file('/rec/b.wav', wavFile(30_000));
+  web.json('/index.json', { items: [{ url: '/rec/a.wav', id: 'call-a' }, { url: '/rec/b.wav', id: 'call-b' }] });
+  const temporary = await createCompany(owner, 'Zeta Records', 'zeta-records', 'owner@zeta.test');
+  const { context, page } = await companyOwner('owner@zeta.test', temporary);
+  await page.clock.install();
+  await page.goto(`${cp.url}/console/connections`);
+  const form = page.locator('#new-recording-import');
+  await form.getByLabel('Name').fill('Old recorder');
+  await form.getByLabel('Source').selectOption('web_index');
+  await form.getByLabel('Index address (web index)').fill(`${web.url}/index.json`);
+  await form.getByLabel('Recordings per run').fill('501');
+  await form.getByRole('button', { name: 'Create recording import' }).click();
+  // Over the limit: refused by its field, the rest kept.
+  await page.locator('#new-recording-import-per_run-error, #new-recording-import-per-run-error').waitFor();
+  assert.is(await page.locator('#new-recording-import').getByLabel('Index address (web index)').inputValue(), `${web.url}/index.json`);
+  await page.locator('#new-recording-import').getByLabel('Recordings per run').fill('500');
+  await page.locator('#new-recording-import').getByRole('button', { name: 'Create recording import' }).click();
+  await page.waitForURL(/\/console\/connections\/con_/);
+  await page.getByRole('button', { name: 'Test' }).click();
+  await page.locator('#action-result').getByText('2 recordings seen').waitFor();
+  await page.getByRole('button', { name: 'Run now' }).click();
+  await page.locator('#action-result').getByText('Run queued').waitFor();
+  const status = () => page.locator('#runs tbody tr').first().locator('td').first().textContent();
+  const seen = [(await status())!.trim()];
+  assert.match(seen[0], /queued|processing/, 'the queued run shows at once');
+  for (let i = 0; i < 20 && !seen.at(-1)!.startsWith('done'); i++) {
+    await page.clock.runFor(10_000);
+    await page.waitForLoadState('networkidle');
+    const s = (await status())!.trim();
+    if (s !== seen.at(-1)) seen.push(s);
+  }
+  assert.match(seen.at(-1)!, /^done/, `statuses seen: ${seen.join(' → ')}`);
+  assert.ok(seen.length >= 2, 'the status changed on the page');
+  assert.match((await page.locator('#runs tbody tr').first().textContent())!, /2 files/);
+  await shot(page, 'recording-import-runs');
+  await page.goto(`${cp.url}/console/recordings`);
+  const audio = page.locator('audio');
+  assert.is(await audio.count(), 2);
+  const src = await audio.first().getAttribute('src');
+  const got = await page.evaluate(`fetch(${JSON.stringify(src)}).then((r) => r.status + ' ' + r.headers.get('content-type'))`);
+  assert.is(got, '200 audio/wav');
+  await shot(page, 'recordings');
+  await page.goto(`${cp.url}/console/qa`);
+  await page.getByRole('heading', { name: 'QA reviews' }).waitFor();
+  await context.close();
+});
+
+t('an operator reads the services, the AI upstream (the key never shown) and the recording reconciliation', async () => {
+  await owner.goto(`${cp.url}/console/services`);
+  const store = owner.locator('tr', { hasText: 'store' }).first();
+  assert.match((await store.textContent())!, /pass/);
+  await shot(owner, 'services');
+  await owner.goto(`${cp.url}/console/ai`);
+  const form = owner.locator('#ai-settings');
+  await form.getByLabel('Purpose').selectOption('qa');
+  await form.getByLabel('Base address (OpenAI-compatible)').fill('https://llm.example.test/v1');
+  await form.getByLabel('Model').fill('judge-1');
+  await form.getByLabel('API key').fill('sk-console-secret-123');
+  await form.getByRole('button', { name: 'Save' }).click();
+  await owner.waitForLoadState('networkidle');
+  await owner.reload();
+  const row = owner.locator('tr', { hasText: 'judge-1' });
+  assert.match((await row.textContent())!, /yes/, 'key present: yes');
+  assert.not.ok((await owner.content()).includes('sk-console-secret-123'), 'the key is never shown');
+  await shot(owner, 'ai');
+  await owner.goto(`${cp.url}/console/recordings/reconciliation`);
+  await owner.getByRole('heading', { name: /Recording reconciliation \(48 hours\)/ }).waitFor();
 });
 
 t('pages read at a phone width, and every page visited had the CSP and no script error or violation', async () => {

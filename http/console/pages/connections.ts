@@ -3,7 +3,8 @@
  * once, Test with its result, the delivery log with Retry, Switch on after Needs attention,
  * secret rotation with the new secret shown once) and legacy imports (a lead file or a
  * do-not-call file uploaded as the request body itself, read by the import code as it streams
- * in, and the result with its refused rows; the past imports).
+ * in, and the result with its refused rows; the past imports). Recording import connections are
+ * drawn by `recordings.ts`.
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
@@ -17,6 +18,7 @@ import { connectorDeps } from '../../routes/connectors.ts';
 import { importDeps, upload } from '../../routes/legacy-imports.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { badge, page, redirect, when, type H } from '../layout.ts';
+import { recordingImportDetail, recordingImportForm } from './recordings.ts';
 
 /** The upload paths, whose body the import code reads as it arrives (not under the body limit). */
 export const UPLOAD_PATH = /^\/console\/connections\/[^/]+\/import-(leads|dnc)$/;
@@ -117,7 +119,8 @@ export function connectionPages(app: Hono<AppEnv>): void {
           ? items.map((i) => html`<tr><td data-label="Name"><a href="/console/connections/${i.id}">${i.name}</a></td><td data-label="Kind">${i.kind.replace('_', ' ')}</td><td data-label="State">${badge(i.state)}</td><td data-label="Created">${when(i.created_at)}</td></tr>`)
           : html`<tr><td colspan="4">No connection yet.</td></tr>`
       }</tbody></table></div></section>
-<div class="grid">${webhookForm(emptyForm({ events: 'vd.*' }))}${legacyForm(emptyForm())}</div>`,
+<div class="grid">${webhookForm(emptyForm({ events: 'vd.*' }))}${legacyForm(emptyForm())}</div>
+${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0', per_run: '50', max_file_mb: '100' }))}`,
     });
   });
   app.post('/connections/webhook', companyWriters, (c) =>
@@ -145,12 +148,14 @@ export function connectionPages(app: Hono<AppEnv>): void {
         ? await webhookDetail(c, con)
         : con.kind === 'legacy'
           ? await legacyDetail(c, con.id)
-          : html`<p class="muted">Recording import screens come with the recording import routes.</p>`;
+          : await recordingImportDetail(c, con as Record<string, unknown>);
     return page(c, con.name, { nav: 'connections', body: html`<p><a href="/console/connections">← Connections</a></p>${body}` });
   });
   app.post('/connections/:id/test', companyWriters, async (c) => {
-    const r = (await testConnector(connectorDeps(c), tenant(c), c.req.param('id'))) as { ok: boolean; status?: number; message: string };
-    return c.html(html`<p class="${r.ok ? 'success' : 'alert'}" role="status">Test ${r.ok ? 'passed' : 'failed'}${r.status ? ` (HTTP ${r.status})` : ''}: ${r.message}</p>`);
+    const r = (await testConnector(connectorDeps(c), tenant(c), c.req.param('id'))) as { ok: boolean; status?: number; message: string; recordings_seen?: number };
+    return c.html(
+      html`<p class="${r.ok ? 'success' : 'alert'}" role="status">Test ${r.ok ? 'passed' : 'failed'}${r.status ? ` (HTTP ${r.status})` : ''}: ${r.message}${r.recordings_seen !== undefined ? ` (${r.recordings_seen} recordings seen)` : ''}</p>`,
+    );
   });
   app.post('/connections/:id/switch-on', companyWriters, async (c) => {
     await switchOn(connectorDeps(c), tenant(c), c.req.param('id'));

@@ -1,0 +1,131 @@
+/**
+ * A company's recordings (with an audio player on the API's own audio route), its QA reviews
+ * (re-score for owners and admins), and recording import connections: create (the secrets never
+ * shown again), Test, Run now, and the runs with their status and files, polled every 10 s while
+ * the page is visible so a run's progress shows.
+ */
+import type { Context, Hono } from 'hono';
+import { html } from 'hono/html';
+import { createConnector, NewConnector } from '../../../control-plane/integrations/connectors.ts';
+import { listRuns, queueManualRun } from '../../../control-plane/integrations/recording-imports/runs.ts';
+import { listReviews, rescore } from '../../../control-plane/qa/reviews.ts';
+import { listRecordings } from '../../../control-plane/recordings/read.ts';
+import type { AppEnv } from '../../env.ts';
+import { companyMembers, companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
+import { connectorDeps } from '../../routes/connectors.ts';
+import { check, field, formValues, submit, topError, type FormState } from '../forms.ts';
+import { badge, can, page, redirect, when, type H } from '../layout.ts';
+
+const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
+const num = (s: string | undefined) => (s === undefined || s.trim() === '' ? undefined : Number(s));
+
+const IMPORT_FIELDS = ['name', 'source', 'index_url', 'authorization', 'bucket', 'endpoint', 'prefix', 'region', 'access_key', 'secret_key', 'check_every_minutes', 'per_run', 'max_file_mb', 'campaign_label'] as const;
+
+/** The new recording import form (shown on the connections page). */
+export function recordingImportForm(form: FormState): H {
+  const f = (name: string, label: string, opts: Parameters<typeof field>[3] = {}) => field(form, name, label, { in: 'new-recording-import', ...opts });
+  return html`<form id="new-recording-import" class="card" hx-post="/console/connections/recording-import" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>New recording import</h2>${topError(form)}<div class="grid"><div>${f('name', 'Name', { required: true })}${f('source', 'Source', { options: [['web_index', 'Web index'], ['bucket', 'Object-storage bucket']] })}
+${f('index_url', 'Index address (web index)', { type: 'url' })}${f('authorization', 'Authorization header value (web index, optional)', { type: 'password', autocomplete: 'off' })}
+${f('campaign_label', 'Campaign label')}</div>
+<div>${f('bucket', 'Bucket')}${f('endpoint', 'Endpoint (optional)', { type: 'url' })}${f('prefix', 'Folder prefix (optional)')}${f('region', 'Region (optional)')}
+${f('access_key', 'Access key')}${f('secret_key', 'Secret key', { type: 'password', autocomplete: 'off' })}</div>
+<div>${f('check_every_minutes', 'Check every (minutes; 0: by hand only)', { type: 'number', required: true })}${f('per_run', 'Recordings per run', { type: 'number', required: true })}${f('max_file_mb', 'Largest file (MB)', { type: 'number', required: true })}</div></div>
+<button type="submit">Create recording import</button></form>`;
+}
+
+async function runsCard(c: Context<AppEnv>, id: string, oob = false): Promise<H> {
+  const runs = await listRuns(c.get('services').store, tenant(c), id);
+  return html`<section id="runs" class="card" hx-get="/console/connections/${id}/runs" hx-trigger="poll" hx-swap="outerHTML" data-poll="10" aria-live="polite"${oob ? html` hx-swap-oob="true"` : ''}><h2>Runs</h2>${
+    runs.length
+      ? html`<div class="table-wrap"><table class="stack"><thead><tr><th>Status</th><th>Trigger</th><th>Queued</th><th>Finished</th><th class="num">Listed</th><th class="num">New</th><th class="num">Imported</th><th class="num">Skipped</th><th class="num">Failed</th><th>Files</th></tr></thead><tbody>${runs.map(
+          (r) => html`<tr><td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td data-label="Trigger">${r.trigger}</td><td data-label="Queued">${when(r.queued_at)}</td><td data-label="Finished">${when(r.finished_at)}</td>
+<td class="num" data-label="Listed">${r.listed}</td><td class="num" data-label="New">${r.new}</td><td class="num" data-label="Imported">${r.imported}</td><td class="num" data-label="Skipped">${r.skipped}</td><td class="num" data-label="Failed">${r.failed}</td>
+<td data-label="Files">${r.files.length ? html`<details><summary>${r.files.length} files</summary><ul>${r.files.map((f) => html`<li>${f.name}: ${f.status}${f.attempts > 1 ? ` (${f.attempts} attempts)` : ''}${f.error ? html` <span class="error">${f.error}</span>` : ''}</li>`)}</ul></details>` : '—'}</td></tr>`,
+        )}</tbody></table></div>`
+      : html`<p class="muted">No run yet.</p>`
+  }<p class="muted">Refreshed every 10 seconds while this page is visible.</p></section>`;
+}
+
+/** A recording import connection's detail: its settings (secrets as present yes/no), Test, Run now, runs. */
+export async function recordingImportDetail(c: Context<AppEnv>, con: Record<string, unknown>): Promise<H> {
+  const id = String(con.id);
+  const shown = ['source', 'index_url', 'authorization_present', 'bucket', 'endpoint_used', 'prefix', 'region', 'access_key_present', 'secret_key_present', 'check_every_minutes', 'per_run', 'max_file_mb', 'campaign_label'].filter((k) => k in con);
+  return html`<div class="grid"><section class="card"><h2>Settings</h2><dl class="facts"><dt>State</dt><dd>${badge(String(con.state))}</dd>${shown.map(
+    (k) => html`<dt>${k.replace(/_/g, ' ')}</dt><dd>${con[k] === null ? '—' : typeof con[k] === 'boolean' ? (con[k] ? 'yes' : 'no') : String(con[k])}</dd>`,
+  )}</dl>
+${can(c, companyWriters) ? html`<div class="row"><form hx-post="/console/connections/${id}/test" hx-target="#action-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit">Test</button></form>
+<form hx-post="/console/connections/${id}/run" hx-target="#action-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit">Run now</button></form></div>` : ''}
+<div id="action-result" aria-live="polite"></div></section></div>${await runsCard(c, id)}`;
+}
+
+export function recordingPages(app: Hono<AppEnv>): void {
+  app.post('/connections/recording-import', companyWriters, (c) =>
+    submit(c, IMPORT_FIELDS, recordingImportForm, async (v) => {
+      const text = (k: string) => (v[k] ? v[k] : undefined);
+      const body = check(NewConnector, {
+        kind: 'recording_import',
+        name: v.name ?? '',
+        source: v.source,
+        check_every_minutes: num(v.check_every_minutes),
+        per_run: num(v.per_run),
+        max_file_mb: num(v.max_file_mb),
+        campaign_label: text('campaign_label'),
+        ...(v.source === 'web_index'
+          ? { index_url: text('index_url'), authorization: text('authorization') }
+          : { bucket: text('bucket'), endpoint: text('endpoint'), prefix: text('prefix'), region: text('region'), access_key: text('access_key'), secret_key: text('secret_key') }),
+      });
+      const made = await createConnector(connectorDeps(c), tenant(c), sessionOf(c.get('principal')).userId, body);
+      return redirect(c, `/console/connections/${made.id}`);
+    }),
+  );
+  app.post('/connections/:id/run', companyWriters, async (c) => {
+    const s = c.get('services');
+    const run = await queueManualRun(s.store, tenant(c), c.req.param('id'));
+    s.recordingImports.wake();
+    c.get('log').info({ connector_id: c.req.param('id'), run_id: run.id }, 'recording import run queued');
+    // The runs card comes along (out of band), so the queued run shows at once.
+    return c.html(html`<p class="success" role="status">Run queued; its status shows below as it goes.</p>${await runsCard(c, c.req.param('id'), true)}`);
+  });
+  app.get('/connections/:id/runs', companyMembers, async (c) => c.html(await runsCard(c, c.req.param('id'))));
+
+  app.get('/recordings', companyMembers, async (c) => {
+    const list = await listRecordings(c.get('services').store, tenant(c), { cursor: c.req.query('cursor') || undefined, campaign_id: c.req.query('campaign_id') || undefined });
+    return page(c, 'Recordings', {
+      nav: 'recordings',
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Recording</th><th>Source</th><th>Status</th><th class="num">Seconds</th><th>Stored</th><th>Listen</th></tr></thead><tbody>${
+        list.items.length
+          ? list.items.map(
+              (r) => html`<tr><td data-label="Recording"><code>${r.id}</code>${r.call_id ? html`<br><small class="muted">call ${r.call_id}</small>` : ''}</td><td data-label="Source">${r.source}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}</td>
+<td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td class="num" data-label="Seconds">${r.duration_s ?? '—'}</td><td data-label="Stored">${when(r.stored_at)}</td>
+<td data-label="Listen">${r.status === 'stored' ? html`<audio controls preload="none" src="/api/core/v1/recordings/${r.id}/audio" aria-label="Recording ${r.id}"></audio> <a href="/console/qa?recording_id=${r.id}">QA</a>` : '—'}</td></tr>`,
+            )
+          : html`<tr><td colspan="6">No recording yet.</td></tr>`
+      }</tbody></table></div>${list.next_cursor ? html`<p><a href="/console/recordings?cursor=${list.next_cursor}">Next page</a></p>` : ''}</section>`,
+    });
+  });
+  app.get('/qa', companyMembers, async (c) => {
+    const recordingId = c.req.query('recording_id') || undefined;
+    const list = await listReviews(c.get('services').store, tenant(c), { recording_id: recordingId, cursor: c.req.query('cursor') || undefined });
+    const writer = can(c, companyWriters);
+    return page(c, 'QA reviews', {
+      nav: 'qa',
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Recording</th><th>Status</th><th class="num">Score</th><th>Critical failed</th><th>Scorer</th><th>Scored</th><th></th></tr></thead><tbody>${
+        list.items.length
+          ? list.items.map(
+              (r) => html`<tr><td data-label="Recording"><code>${r.recording_id}</code>${r.supersedes ? html`<br><small class="muted">re-score of ${r.supersedes}</small>` : ''}</td><td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td>
+<td class="num" data-label="Score">${r.percentage === null ? '—' : `${r.percentage} %`}</td><td data-label="Critical failed">${r.critical_failed === null ? '—' : r.critical_failed ? 'yes' : 'no'}</td><td data-label="Scorer">${r.scorer ?? '—'}${r.model ? ` (${r.model})` : ''}</td><td data-label="Scored">${when(r.scored_at)}</td>
+<td>${writer && r.status !== 'queued' && r.status !== 'scoring' ? html`<form hx-post="/console/qa/rescore" hx-target="#qa-result" hx-swap="innerHTML"><input type="hidden" name="recording_id" value="${r.recording_id}"><button type="submit" class="secondary">Re-score</button></form>` : ''}</td></tr>
+${r.answers ? html`<tr><td colspan="7"><details><summary>Answers</summary><ul>${r.answers.map((a) => html`<li>${a.criterion}: ${a.not_applicable ? 'n/a' : `${a.points}/${a.max_points}`} — ${a.justification}</li>`)}</ul></details></td></tr>` : ''}`,
+            )
+          : html`<tr><td colspan="7">No review yet.</td></tr>`
+      }</tbody></table></div><div id="qa-result"></div>${list.next_cursor ? html`<p><a href="/console/qa?${new URLSearchParams({ ...(recordingId ? { recording_id: recordingId } : {}), cursor: list.next_cursor })}">Next page</a></p>` : ''}</section>`,
+    });
+  });
+  app.post('/qa/rescore', companyWriters, async (c) => {
+    const services = c.get('services');
+    await rescore(services.store, tenant(c), formValues(c).recording_id ?? '');
+    services.qa.wake();
+    return redirect(c, '/console/qa');
+  });
+}
