@@ -83,7 +83,7 @@ export async function submit(
   try {
     return await run(values);
   } catch (err) {
-    if (err instanceof ApiError && err.status < 500 && err.status !== 401) {
+    if (err instanceof ApiError && err.status < 500) {
       return c.html(render(refusal(values, err, fields)), err.status === 403 ? 403 : 422);
     }
     throw err;
