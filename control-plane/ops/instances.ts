@@ -32,6 +32,8 @@ export const SELF_PATH = '/internal/v1/ops/self';
 export const AGENT_PING_LIMIT_MS = 1_000;
 
 const TOKEN_KEY = 'ops_peer_token';
+/** Longest `stop()` waits for the store to take this instance's row away. */
+const STOP_WAIT_MS = 2_000;
 
 export type InstanceRow = { instance_id: string; url: string; version: string; started_at: Date };
 export type NodeRegistryRow = { node_id: string; state: string; version: string | null; instance: string | null; last_heartbeat_at: Date | null; connected_at: Date | null };
@@ -181,8 +183,14 @@ export class Instances {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
-    await this.#beating;
-    if (this.#url) await this.#store.db.deleteFrom('cp_instances').where('instance_id', '=', this.instanceId).execute().catch(() => {});
+    // A store that hangs must not hold the stop: the row then ages out in 15 s by itself.
+    const gone = (async () => {
+      await this.#beating;
+      if (this.#url) await this.#store.db.deleteFrom('cp_instances').where('instance_id', '=', this.instanceId).execute();
+    })().catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([gone, new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 }
 
