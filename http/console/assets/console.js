@@ -122,6 +122,7 @@
       target.innerHTML = xhr.responseText;
       window.htmx.process(target);
       localTimes(target);
+      start();
     });
     xhr.addEventListener('error', function () {
       if (bar) bar.hidden = true;

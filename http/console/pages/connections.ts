@@ -39,9 +39,9 @@ function legacyForm(form: FormState): H {
 <h2>New legacy import connection</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'new-legacy', required: true })}<button type="submit">Create</button></form>`;
 }
 
-function leadResult(r: LeadImportResult): H {
-  return html`<div class="success" role="status"><strong>Imported.</strong> ${r.rows} rows: ${r.core.created} new people, ${r.core.duplicates} repeated in the file, ${r.core.unchanged} already in the list, ${r.rejected} refused.
-Their list check: <code>${r.core.check_id}</code>.</div>${rejectedRows(r.rejected_rows)}`;
+function leadResult(r: LeadImportResult, listId: string): H {
+  return html`<div class="success" role="status"><strong>Imported.</strong> ${r.rows} rows: ${r.core.created} new people, ${r.core.duplicates} repeated in the file, ${r.core.unchanged} already in the list, ${r.rejected} refused.</div>
+<div id="check-progress" hx-get="/console/lists/${listId}/checks/${r.core.check_id}" hx-trigger="load" hx-swap="outerHTML"></div>${rejectedRows(r.rejected_rows)}`;
 }
 
 function dncResult(r: DncImportResult): H {
@@ -179,7 +179,7 @@ ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0',
     const listId = c.req.query('list_id') ?? '';
     const r = await importLeads(importDeps(c), { tenantId: tenantOf(p), connectorId: c.req.param('id'), userId: p.userId, listId, ...upload(c) });
     c.get('log').info({ import_id: r.import_id, connector_id: c.req.param('id'), list_id: listId, rows: r.rows }, 'lead file imported');
-    return c.html(leadResult(r));
+    return c.html(leadResult(r, listId));
   });
   app.post('/connections/:id/import-dnc', companyWriters, async (c) => {
     const p = sessionOf(c.get('principal'));

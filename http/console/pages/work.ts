@@ -91,6 +91,13 @@ ${can(c, companyWriters) ? listForm(emptyForm()) : ''}`,
       return c.html(peopleForm(id, emptyForm(), result));
     });
   });
+  // A list check's progress: polled every 2 s until it is done or failed, then left as it is.
+  app.get('/lists/:id/checks/:check', companyMembers, async (c) => {
+    const k = await c.get('services').checks.find(tenant(c), c.req.param('id'), c.req.param('check'));
+    const running = k.status === 'queued' || k.status === 'running';
+    return c.html(html`<div id="check-progress"${running ? html` hx-get="/console/lists/${c.req.param('id')}/checks/${k.id}" hx-trigger="poll" hx-swap="outerHTML" data-poll="2"` : ''} role="status">
+<p>List check ${badge(k.status)}: ${k.checked} checked, ${k.callable} callable, ${k.rejected} refused${running ? html` <progress aria-label="Checking"></progress>` : ''}.</p></div>`);
+  });
   app.get('/campaigns', companyMembers, async (c) => {
     const store = c.get('services').store;
     const list = await listCampaigns(store, tenant(c), c.req.query('cursor') || undefined);
