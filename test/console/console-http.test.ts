@@ -5,6 +5,8 @@
  * keeps (escaped) what was typed, and the upload that streams past the general body limit. On a
  * real instance with real Postgres and Redis.
  */
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ColumnSources } from '../../control-plane/companies/list-columns.ts';
@@ -40,7 +42,8 @@ t.before(async () => {
   const db = await createTestDatabase();
   drop = db.drop;
   prefix = testRedisPrefix();
-  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
+  // Private targets: the webhook receiver of a test listens on 127.0.0.1.
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_BODY_LIMIT_BYTES: String(BODY_LIMIT), VD_ALLOW_PRIVATE_TARGETS: '1' } });
   owner = await makeOperator(cp, ['platform_owner']);
   support = await makeOperator(cp, ['platform_support']);
   company = await makeCompany(cp, 'Console Http Co');
@@ -229,6 +232,117 @@ t('a company name with markup renders as text everywhere it shows', async () => 
     assert.not.ok(a.text.includes('<img src=x'), path);
     assert.ok(a.text.includes('&lt;img src=x onerror=alert(2)&gt;'), path);
   }
+});
+
+t('a suspension whose step failed shows complete:false with its failure and a retry that completes it', async () => {
+  const co = await makeCompany(cp, 'Failing Step Co');
+  const steps = cp.services.suspendSteps;
+  const i = steps.findIndex((x) => x.name === 'pause_campaigns');
+  const real = steps[i];
+  steps[i] = { name: real.name, run: async () => Promise.reject(new Error('dialer did not answer')) };
+  let first;
+  try {
+    first = await post(`/console/companies/${co.tenantId}/suspend`, support, { reason: 'fraud suspected' });
+  } finally {
+    steps[i] = real;
+  }
+  assert.is(first.status, 200);
+  assert.ok(first.text.includes('complete: false'));
+  assert.ok(first.text.includes('<strong>pause_campaigns</strong>: dialer did not answer'));
+  assert.ok(first.text.includes('Retry the failed steps'));
+  assert.ok(first.text.includes('name="reason" value="fraud suspected"'), 'the retry repeats the reason');
+  const again = await post(`/console/companies/${co.tenantId}/suspend`, support, { reason: 'fraud suspected' });
+  assert.is(again.headers.get('hx-redirect'), `/console/companies/${co.tenantId}`, 'complete: back to the page');
+});
+
+t('sign-out ends the session: the next page is the sign-in', async () => {
+  const op = await makeOperator(cp, ['platform_viewer']);
+  assert.is((await get('/console/companies', op)).status, 200);
+  const out = await post('/console/sign-out', op);
+  assert.is(out.headers.get('hx-redirect'), '/console/sign-in');
+  const after = await fetch(`${cp.url}/console/companies`, { headers: { cookie: op.cookie }, redirect: 'manual' });
+  assert.is(after.status, 303);
+});
+
+t('lists and campaigns: a list, people one a line (a refused one named), a campaign started, paused and stopped, its counters', async () => {
+  const co = await makeCompany(cp, 'Campaign Co');
+  const made = await post('/console/lists', co.owner, { name: 'Spring' });
+  const listId = /\/console\/lists\/(lst_[^"?]+)/.exec(made.headers.get('hx-redirect') ?? '')![1];
+  const added = await post(`/console/lists/${listId}/people`, co.owner, { people: '+14155550101, Ada, Lovelace\nnot a number, Bad\n+14155550102' });
+  assert.is(added.status, 200);
+  assert.ok(added.text.includes('2 added, 0 already there, 1 refused'), added.text.slice(0, 500));
+  assert.ok(/Line 2 \(not a number\)/.test(added.text), 'the refused line named');
+  const refused = await post('/console/campaigns', co.owner, { name: 'Spring calls', caller_id: 'nope', mode: 'progressive', handler: 'bot', max_concurrent_calls: '2', calls_per_second: '1', list_ids: listId });
+  assert.is(refused.status, 422);
+  assert.ok(refused.text.includes('id="new-campaign-caller_id-error"') || refused.text.includes('id="new-campaign-caller-id-error"'), 'by the caller id');
+  assert.ok(refused.text.includes(`value="${listId}" checked`), 'the chosen list kept');
+  const camp = await post('/console/campaigns', co.owner, { name: 'Spring calls', caller_id: '+14155550199', mode: 'progressive', handler: 'bot', max_concurrent_calls: '2', calls_per_second: '1', list_ids: listId });
+  const campId = /\/console\/campaigns\/(cmp_.+)$/.exec(camp.headers.get('hx-redirect') ?? '')![1];
+  for (const [command, state] of [['start', 'running'], ['pause', 'paused'], ['start', 'running'], ['stop', 'stopped']] as const) {
+    const r = await post(`/console/campaigns/${campId}/${command}`, co.owner);
+    assert.is(r.headers.get('hx-redirect'), `/console/campaigns/${campId}`, command);
+    const counters = await get(`/console/campaigns/${campId}/counters`, co.owner);
+    assert.ok(counters.text.includes(`>${state}<`), `${command}: ${state}`);
+    assert.ok(counters.text.includes('data-poll="10"'), 'polled while visible');
+  }
+  assert.is((await post(`/console/campaigns/${campId}/pause`, co.owner)).status, 409, 'a stopped campaign does not pause');
+});
+
+t('webhooks: the secret shown once, Test with its result, rotation, Switch on only in Needs attention', async () => {
+  const receiver: Server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(204).end();
+  });
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+  try {
+    const co = await makeCompany(cp, 'Webhook Co');
+    const refused = await post('/console/connections/webhook', co.owner, { name: 'CRM', url, events: 'not an event!' });
+    assert.is(refused.status, 422);
+    assert.ok(refused.text.includes(`value="${url}"`), 'the address kept');
+    const made = await post('/console/connections/webhook', co.owner, { name: 'CRM', url, events: 'vd.call.*' });
+    const secret = /id="signing-secret">(whsec_[^<]+)</.exec(made.text)![1];
+    const id = /\/console\/connections\/(con_[^"]+)"/.exec(made.text)![1];
+    const page = await get(`/console/connections/${id}`, co.owner);
+    assert.not.ok(page.text.includes(secret), 'never shown again');
+    assert.not.ok(page.text.includes('Switch on'), 'active: no Switch on');
+    const tested = await post(`/console/connections/${id}/test`, co.owner);
+    assert.ok(tested.text.includes('Test passed'), tested.text);
+    const rotated = await post(`/console/connections/${id}/rotate-secret`, co.owner);
+    const next = /id="rotated-secret">(whsec_[^<]+)</.exec(rotated.text)![1];
+    assert.is.not(next, secret);
+    await cp.services.store.db.updateTable('connectors').set({ state: 'needs_attention', needs_attention_at: new Date() }).where('id', '=', id).execute();
+    assert.ok((await get(`/console/connections/${id}`, co.owner)).text.includes('Switch on'));
+    const on = await post(`/console/connections/${id}/switch-on`, co.owner);
+    assert.is(on.headers.get('hx-redirect'), `/console/connections/${id}`);
+    assert.ok((await get(`/console/connections/${id}`, co.owner)).text.includes('>active<'));
+  } finally {
+    receiver.close();
+  }
+});
+
+t('users: added with a temporary password shown once, a role changed, disabled; the price book: an override set and removed', async () => {
+  const co = await makeCompany(cp, 'Users Co');
+  const added = await post('/console/users', co.owner, { name: 'Vic Viewer', email: 'vic@users.test', role: 'viewer' });
+  assert.ok(/id="user-password">[A-Za-z0-9]{20}</.test(added.text));
+  const userId = (await cp.services.store.db.selectFrom('company_users').select('id').where('email', '=', 'vic@users.test').executeTakeFirstOrThrow()).id;
+  assert.ok((await post(`/console/users/${userId}`, co.owner, { role: 'agent' })).headers.get('hx-redirect'));
+  assert.ok((await post(`/console/users/${userId}`, co.owner, { disabled: 'true' })).headers.get('hx-redirect'));
+  const row = await cp.services.store.db.selectFrom('company_users').select(['roles', 'disabled_at']).where('id', '=', userId).executeTakeFirstOrThrow();
+  assert.equal(row.roles, ['agent']);
+  assert.ok(row.disabled_at);
+  const billing = await makeOperator(cp, ['platform_billing']);
+  const bad = await post('/console/billing/prices', billing, { item: 'call_minute', unit_price: 'abc', tenant_id: co.tenantId });
+  assert.is(bad.status, 422);
+  assert.ok(bad.text.includes('value="abc"'));
+  assert.ok((await post('/console/billing/prices', billing, { item: 'call_minute', unit_price: '0.0310', tenant_id: co.tenantId })).headers.get('hx-redirect'));
+  let page = await get('/console/billing', billing);
+  assert.ok(page.text.includes(`override for <a href="/console/companies/${co.tenantId}">`));
+  const removed = await post('/console/billing/prices/remove', billing, { item: 'call_minute', tenant_id: co.tenantId });
+  assert.is(removed.status, 200);
+  page = await get('/console/billing', billing);
+  assert.not.ok(page.text.includes(`override for <a href="/console/companies/${co.tenantId}">`));
 });
 
 t.run();
