@@ -17,6 +17,8 @@ import { makeCompany, makeOperator, makeUser } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
+import { spawnAgentProcess } from '../support/agent-process.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('web console over HTTP');
 let cp: RunningControlPlane;
@@ -26,6 +28,7 @@ let owner: Session;
 let support: Session;
 let company: { tenantId: string; owner: Session };
 const BODY_LIMIT = 4096;
+const AGENT_TOKEN = 'agent-token-for-console-tests-0123456789';
 
 /** A console request as htmx sends it (form body, CSRF header from the session). */
 function post(path: string, session: Session | null, form: Record<string, string> = {}, opts: { csrf?: string | null } = {}) {
@@ -43,7 +46,7 @@ t.before(async () => {
   drop = db.drop;
   prefix = testRedisPrefix();
   // Private targets: the webhook receiver of a test listens on 127.0.0.1.
-  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_BODY_LIMIT_BYTES: String(BODY_LIMIT), VD_ALLOW_PRIVATE_TARGETS: '1' } });
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_BODY_LIMIT_BYTES: String(BODY_LIMIT), VD_ALLOW_PRIVATE_TARGETS: '1', VD_AGENT_TOKEN: AGENT_TOKEN } });
   owner = await makeOperator(cp, ['platform_owner']);
   support = await makeOperator(cp, ['platform_support']);
   company = await makeCompany(cp, 'Console Http Co');
@@ -343,6 +346,28 @@ t('users: added with a temporary password shown once, a role changed, disabled; 
   assert.is(removed.status, 200);
   page = await get('/console/billing', billing);
   assert.not.ok(page.text.includes(`override for <a href="/console/companies/${co.tenantId}">`));
+});
+
+t('media nodes: platform_owner drains and resumes one; support sees no button and is refused; the queues read', async () => {
+  const agent = spawnAgentProcess(`${cp.url.replace('http', 'ws')}/agent/v1`, AGENT_TOKEN, 'node_console', { LOG_LEVEL: 'warn' });
+  try {
+    await eventually('the node connects', async () => (await get('/console/nodes', owner)).text.includes('node_console'), 30_000);
+    const seen = await get('/console/nodes', owner);
+    assert.ok(seen.text.includes('/console/nodes/node_console/drain'));
+    assert.not.ok((await get('/console/nodes', support)).text.includes('/console/nodes/node_console/drain'), 'support: no button');
+    assert.is((await post('/console/nodes/node_console/drain', support)).status, 403);
+    assert.is((await post('/console/nodes/node_console/drain', owner)).headers.get('hx-redirect'), '/console/nodes');
+    assert.ok((await get('/console/nodes', owner)).text.includes('>draining<'));
+    assert.is((await post('/console/nodes/node_console/resume', owner)).headers.get('hx-redirect'), '/console/nodes');
+    await eventually('accepting again', async () => (await get('/console/nodes', owner)).text.includes('>accepting<'));
+    assert.is((await post('/console/nodes/node_nobody/drain', owner)).status, 404);
+  } finally {
+    agent.proc.kill('SIGTERM');
+    await agent.exit;
+  }
+  const q = await get('/console/queues', support);
+  assert.is(q.status, 200);
+  assert.ok(q.text.includes('Webhook deliveries') && q.text.includes('Consumers'));
 });
 
 t.run();
