@@ -292,9 +292,14 @@ t('lists and campaigns: a list, people one a line (a refused one named), a campa
 });
 
 t('webhooks: the secret shown once, Test with its result, rotation, Switch on only in Needs attention', async () => {
+  let answer = 204;
+  let received = 0;
+  const at: number[] = [];
   const receiver: Server = createServer((req, res) => {
     req.resume();
-    res.writeHead(204).end();
+    received++;
+    at.push(Date.now());
+    res.writeHead(answer).end();
   });
   receiver.listen(0, '127.0.0.1');
   await once(receiver, 'listening');
@@ -304,7 +309,7 @@ t('webhooks: the secret shown once, Test with its result, rotation, Switch on on
     const refused = await post('/console/connections/webhook', co.owner, { name: 'CRM', url, events: 'not an event!' });
     assert.is(refused.status, 422);
     assert.ok(refused.text.includes(`value="${url}"`), 'the address kept');
-    const made = await post('/console/connections/webhook', co.owner, { name: 'CRM', url, events: 'vd.call.*' });
+    const made = await post('/console/connections/webhook', co.owner, { name: 'CRM', url, events: 'vd.company.*' });
     const secret = /id="signing-secret">(whsec_[^<]+)</.exec(made.text)![1];
     const id = /\/console\/connections\/(con_[^"]+)"/.exec(made.text)![1];
     const page = await get(`/console/connections/${id}`, co.owner);
@@ -320,6 +325,22 @@ t('webhooks: the secret shown once, Test with its result, rotation, Switch on on
     const on = await post(`/console/connections/${id}/switch-on`, co.owner);
     assert.is(on.headers.get('hx-redirect'), `/console/connections/${id}`);
     assert.ok((await get(`/console/connections/${id}`, co.owner)).text.includes('>active<'));
+
+    // A delivery that failed shows in the log with Retry; Retry sends it again at once.
+    answer = 500;
+    const before = received;
+    await post('/console/users', co.owner, { name: 'Hook Trigger', email: 'hook@webhook.test', role: 'agent' });
+    await eventually('the first attempt failed', async () => (await get(`/console/connections/${id}?status=retrying`, co.owner)).text.includes('vd.company.user_created'), 20_000);
+    const log = await get(`/console/connections/${id}?status=retrying`, co.owner);
+    const retry = /hx-post="(\/console\/connections\/con_[^/]+\/deliveries\/[^/]+\/retry)"/.exec(log.text);
+    assert.ok(retry, 'a Retry button');
+    assert.ok(log.text.includes('#1'), 'its attempt listed');
+    const tries = received;
+    assert.ok(tries > before);
+    assert.is((await post(retry![1], co.owner)).headers.get('hx-redirect'), `/console/connections/${id}`);
+    await eventually('sent again', () => received > tries, 8_000);
+    // Before its own first retry could be due (10 s less a 25% spread after the failed attempt).
+    assert.ok(at[tries] - at[tries - 1] < 7_000, `sent again ${at[tries] - at[tries - 1]} ms after the failure`);
   } finally {
     receiver.close();
   }
