@@ -24,16 +24,22 @@ export type AiHealth = {
 
 /** The reply-time percentiles and session counts from the stored samples (`windowMinutes` back). */
 export async function aiFigures(store: Store, windowMinutes = HEALTH_WINDOW_MINUTES): Promise<Pick<AiHealth, 'reply_ms' | 'sessions'>> {
-  // percentile_cont: interpolated between the two nearest samples, as Postgres defines it.
+  // Reply times: one per `reply` sample (the QA Bot's calls), and those a bot session's report
+  // carried in its row. percentile_cont interpolates between the two nearest, as Postgres defines it.
   const { rows } = await sql<{ p50: number | null; p95: number | null; replies: number; sessions: number; failed: number }>`
+    with recent as (
+      select kind, reply_ms, reply_times from ai_samples where at > now() - make_interval(mins => ${windowMinutes})
+    ), replies as (
+      select reply_ms as ms from recent where reply_ms is not null
+      union all
+      select unnest(reply_times) from recent where reply_times is not null
+    )
     select
-      percentile_cont(0.5) within group (order by reply_ms) filter (where kind = 'reply' and reply_ms is not null) as p50,
-      percentile_cont(0.95) within group (order by reply_ms) filter (where kind = 'reply' and reply_ms is not null) as p95,
-      count(*) filter (where kind = 'reply' and reply_ms is not null)::int as replies,
-      count(*) filter (where kind like 'session_%')::int as sessions,
-      count(*) filter (where kind = 'session_failed')::int as failed
-    from ai_samples
-    where at > now() - make_interval(mins => ${windowMinutes})`.execute(store.db);
+      (select percentile_cont(0.5) within group (order by ms) from replies) as p50,
+      (select percentile_cont(0.95) within group (order by ms) from replies) as p95,
+      (select count(*) from replies)::int as replies,
+      (select count(*) from recent where kind like 'session_%')::int as sessions,
+      (select count(*) from recent where kind = 'session_failed')::int as failed`.execute(store.db);
   // A session is live from its start until its end or failure is reported, or its call is known
   // to have ended (an agent that died reports no end). Sessions started over a day ago are not
   // looked at: no call lasts that long in practice, and it bounds the scan.

@@ -120,6 +120,8 @@ export type AiSample = {
   ok: boolean;
   /** Milliseconds the upstream took to reply (replies only). */
   reply_ms?: number | null;
+  /** Several reply times in one sample (a bot session's report of its replies). */
+  reply_times?: number[] | null;
   /** The control-plane instance storing it. */
   instance: string;
   call_id?: string | null;
@@ -140,8 +142,11 @@ export async function recordAiSample(db: Db, samples: AiSample | AiSample[]): Pr
   const now = new Date().toISOString();
   const col = <T,>(f: (s: AiSample) => T) => list.map(f);
   await sql`
-    insert into ai_samples (at, purpose, kind, ok, reply_ms, instance, call_id, node_id)
-    select * from unnest(${col((s) => s.at?.toISOString() ?? now)}::timestamptz[], ${col((s) => s.purpose)}::text[], ${col((s) => s.kind)}::text[],
-      ${col((s) => s.ok)}::boolean[], ${col((s) => s.reply_ms ?? null)}::float8[], ${col((s) => s.instance)}::text[],
-      ${col((s) => s.call_id ?? null)}::text[], ${col((s) => s.node_id ?? null)}::text[])`.execute(dbOf(db));
+    insert into ai_samples (at, purpose, kind, ok, reply_ms, reply_times, instance, call_id, node_id)
+    select x.at, x.purpose, x.kind, x.ok, x.reply_ms, x.reply_times::float8[], x.instance, x.call_id, x.node_id
+    from unnest(${col((s) => s.at?.toISOString() ?? now)}::timestamptz[], ${col((s) => s.purpose)}::text[], ${col((s) => s.kind)}::text[],
+      ${col((s) => s.ok)}::boolean[], ${col((s) => s.reply_ms ?? null)}::float8[],
+      ${col((s) => (s.reply_times?.length ? `{${s.reply_times.map(Number).join(',')}}` : null))}::text[], ${col((s) => s.instance)}::text[],
+      ${col((s) => s.call_id ?? null)}::text[], ${col((s) => s.node_id ?? null)}::text[])
+      as x(at, purpose, kind, ok, reply_ms, reply_times, instance, call_id, node_id)`.execute(dbOf(db));
 }

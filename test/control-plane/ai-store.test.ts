@@ -80,16 +80,18 @@ for (const kind of ['postgres', 'pglite']) {
       { purpose: 'bot', kind: 'reply', ok: true, reply_ms: 120.5, instance: 'i-1', call_id: 'call_1', node_id: 'n1', at },
       { purpose: 'bot', kind: 'session_started', ok: true, instance: 'i-1', call_id: 'call_1', node_id: 'n1' },
       { purpose: 'qa', kind: 'reply', ok: false, instance: 'i-2' },
+      { purpose: 'bot', kind: 'session_ended', ok: true, reply_times: [250.5, 1000], instance: 'i-1', call_id: 'call_1', node_id: 'n1' },
     ]);
     await store.transaction((tx) => recordAiSample(tx, { purpose: 'transcription', kind: 'reply', ok: true, reply_ms: 3, instance: 'i-2' }));
-    const rows = await store.db.selectFrom('ai_samples').select(['purpose', 'kind', 'ok', 'reply_ms', 'instance', 'call_id', 'at']).orderBy('id').execute();
+    const rows = await store.db.selectFrom('ai_samples').select(['purpose', 'kind', 'ok', 'reply_ms', 'reply_times', 'instance', 'call_id', 'at']).orderBy('id').execute();
     assert.equal(
-      rows.map((r) => [r.purpose, r.kind, r.ok, r.reply_ms, r.instance, r.call_id]),
+      rows.map((r) => [r.purpose, r.kind, r.ok, r.reply_ms, r.reply_times, r.instance, r.call_id]),
       [
-        ['bot', 'reply', true, 120.5, 'i-1', 'call_1'],
-        ['bot', 'session_started', true, null, 'i-1', 'call_1'],
-        ['qa', 'reply', false, null, 'i-2', null],
-        ['transcription', 'reply', true, 3, 'i-2', null],
+        ['bot', 'reply', true, 120.5, null, 'i-1', 'call_1'],
+        ['bot', 'session_started', true, null, null, 'i-1', 'call_1'],
+        ['qa', 'reply', false, null, null, 'i-2', null],
+        ['bot', 'session_ended', true, null, [250.5, 1000], 'i-1', 'call_1'],
+        ['transcription', 'reply', true, 3, null, 'i-2', null],
       ],
     );
     assert.is(rows[0].at.getTime(), at.getTime());

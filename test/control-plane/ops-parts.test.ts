@@ -44,17 +44,14 @@ t('server errors: counted for 300 seconds, gone at the 301st; buckets reused', (
   assert.is(w.count(), 1);
 });
 
-t('a bot-session report becomes its session sample and one reply sample per reply time', () => {
+t('a bot-session report becomes one sample: its event, with the reply times it carried', () => {
   const at = new Date('2026-11-26T01:00:00.000Z');
   const s = samplesOf({ node_id: 'n1', message: { type: 'bot.session', call_id: 'c1', event: 'failed', reply_ms: [10, 20] } }, 'i-1', at);
   assert.equal(
-    s.map((x) => [x.kind, x.ok, x.reply_ms ?? null, x.call_id, x.node_id, x.instance, x.at?.toISOString()]),
-    [
-      ['session_failed', false, null, 'c1', 'n1', 'i-1', at.toISOString()],
-      ['reply', true, 10, 'c1', 'n1', 'i-1', at.toISOString()],
-      ['reply', true, 20, 'c1', 'n1', 'i-1', at.toISOString()],
-    ],
+    s.map((x) => [x.kind, x.ok, x.reply_ms ?? null, x.reply_times, x.call_id, x.node_id, x.instance, x.at?.toISOString()]),
+    [['session_failed', false, null, [10, 20], 'c1', 'n1', 'i-1', at.toISOString()]],
   );
+  assert.equal(samplesOf({ node_id: 'n1', message: { type: 'bot.session', call_id: 'c1', event: 'ended', reply_ms: [] } }, 'i-1', at)[0].reply_times, null);
   const own = samplesOf({ node_id: 'n1', message: { type: 'bot.session', call_id: 'c2', event: 'started', at: '2026-11-26T00:59:00.000Z' } }, 'i-1', at);
   assert.equal(own.map((x) => x.at?.toISOString()), ['2026-11-26T00:59:00.000Z'], "the agent's own time");
 });
@@ -93,6 +90,10 @@ t('figures on the embedded store: percentiles interpolated, nulls without sample
   await buffer.stop();
   // Sorted 10..40: p50 at 1.5 (25), p95 at 2.85 (38.5); one session ended, none failed or live.
   assert.equal(await aiFigures(store), { reply_ms: { p50: 25, p95: 38.5 }, sessions: { live: 0, failed: 0 } });
+  // A QA Bot reply (one time per sample) joins the bot sessions' times: 10, 20, 30, 40, 50.
+  buffer.add([{ purpose: 'qa', kind: 'reply', ok: true, reply_ms: 50, instance: 'i-b' }]);
+  await buffer.flush();
+  assert.equal((await aiFigures(store)).reply_ms, { p50: 30, p95: 48 });
 });
 
 t.run();

@@ -299,16 +299,16 @@ t('/ai/health: null without samples; percentiles and sessions from the samples t
   send(onB, { call_id: 'call_bad', event: 'started' });
   send(onB, { call_id: 'call_bad', event: 'failed', reply_ms: [400, 500] });
   await eventually('the samples of both instances stored', async () => {
-    const rows = await a.services.store.db.selectFrom('ai_samples').select('instance').distinct().where('kind', '=', 'reply').execute();
+    const rows = await a.services.store.db.selectFrom('ai_samples').select('instance').distinct().where('reply_times', 'is not', null).execute();
     return rows.length === 2;
   });
   // Older than 15 minutes: not counted.
-  await a.services.store.db.insertInto('ai_samples').values({ at: new Date(Date.now() - 16 * 60_000), purpose: 'bot', kind: 'reply', ok: true, reply_ms: 99_999, instance: 'old', call_id: null, node_id: null }).execute();
+  await a.services.store.db.insertInto('ai_samples').values({ at: new Date(Date.now() - 16 * 60_000), purpose: 'bot', kind: 'reply', ok: true, reply_ms: 99_999, reply_times: null, instance: 'old', call_id: null, node_id: null }).execute();
   const h = await call(b.url, 'GET', '/api/platform/ai/health', { session: owner });
   // Sorted 100..500: p50 the middle one; p95 at 0.95 × 4 = 3.8, between 400 and 500.
   assert.equal(h.body.reply_ms, { p50: 300, p95: 480 });
   assert.equal(h.body.sessions, { live: 1, failed: 1 });
-  const byInstance = await a.services.store.db.selectFrom('ai_samples').select(['instance', 'call_id']).where('kind', '=', 'reply').where('instance', '!=', 'old').execute();
+  const byInstance = await a.services.store.db.selectFrom('ai_samples').select(['instance', 'call_id']).where('reply_times', 'is not', null).execute();
   assert.equal(new Set(byInstance.filter((r) => r.call_id === 'call_done').map((r) => r.instance)), new Set([a.services.instanceId]));
   assert.equal(new Set(byInstance.filter((r) => r.call_id === 'call_bad').map((r) => r.instance)), new Set([b.services.instanceId]));
   send(onA, { call_id: 'call_live', event: 'ended' });

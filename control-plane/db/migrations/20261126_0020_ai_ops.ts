@@ -4,7 +4,8 @@
  *   The key is kept as the webhook signing secrets are (the QA Bot and the agents' bots must send
  *   it); it is never returned or logged, only whether one is present.
  * - `ai_samples`: what every instance saw of the upstream (a reply's time, a bot session started,
- *   ended or failed), so `/ai/health` is the whole platform's figures, not one process's.
+ *   ended or failed, with the reply times it reported in one array), so `/ai/health` is the whole
+ *   platform's figures, not one process's.
  * - `cp_instances`: each control-plane instance's own row (its address, version, start time),
  *   renewed by a heartbeat, so `/ops/services` knows whom to ask.
  */
@@ -28,6 +29,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       kind text not null check (kind in ('reply', 'session_started', 'session_ended', 'session_failed')),
       ok boolean not null,
       reply_ms double precision check (reply_ms >= 0),
+      reply_times double precision[],
       instance text not null,
       call_id text,
       node_id text

@@ -11,6 +11,8 @@ export interface AiSamplesTable {
   kind: AiSampleKind;
   ok: boolean;
   reply_ms: number | null;
+  /** A bot-session report's reply times, in one row (one row per reply would be 3–5 rows a call). */
+  reply_times: number[] | null;
   /** The control-plane instance that stored it. */
   instance: string;
   call_id: string | null;
