@@ -8,7 +8,7 @@ import type { Context } from 'hono';
 import { html } from 'hono/html';
 import type { SessionPrincipal } from '../../control-plane/auth/principal.ts';
 import type { AppEnv } from '../env.ts';
-import { sessionRefusal, type Guard } from '../middleware/guards.ts';
+import { companyWriters, operators, sessionRefusal, type Guard } from '../middleware/guards.ts';
 import { currentNotices } from '../routes/platform/dialing.ts';
 import { ASSETS } from './assets.ts';
 
@@ -47,7 +47,7 @@ export function can(c: Context<AppEnv>, guard: Guard): boolean {
   return !!p && p.kind !== 'key' && sessionRefusal(p, guard.access) === null;
 }
 
-type NavItem = { href: string; label: string; key: string };
+type NavItem = { href: string; label: string; key: string; guard?: Guard };
 
 const OPERATOR_NAV: NavItem[] = [
   { href: '/console/companies', label: 'Companies', key: 'companies' },
@@ -58,16 +58,16 @@ const OPERATOR_NAV: NavItem[] = [
   { href: '/console/ai', label: 'AI', key: 'ai' },
   { href: '/console/recordings/reconciliation', label: 'Recordings', key: 'reconciliation' },
   { href: '/console/billing', label: 'Billing', key: 'billing' },
-  { href: '/console/operators', label: 'Operators', key: 'operators' },
+  { href: '/console/operators', label: 'Operators', key: 'operators', guard: operators('platform_owner') },
 ];
 const COMPANY_NAV: NavItem[] = [
   { href: '/console/campaigns', label: 'Campaigns', key: 'campaigns' },
   { href: '/console/lists', label: 'Lists', key: 'lists' },
   { href: '/console/recordings', label: 'Recordings', key: 'recordings' },
   { href: '/console/qa', label: 'QA', key: 'qa' },
-  { href: '/console/connections', label: 'Connections', key: 'connections' },
-  { href: '/console/keys', label: 'API keys', key: 'keys' },
-  { href: '/console/users', label: 'Users', key: 'users' },
+  { href: '/console/connections', label: 'Connections', key: 'connections', guard: companyWriters },
+  { href: '/console/keys', label: 'API keys', key: 'keys', guard: companyWriters },
+  { href: '/console/users', label: 'Users', key: 'users', guard: companyWriters },
 ];
 
 /** The maintenance notice (a company page polls it, so it appears while the page is open). */
@@ -91,7 +91,8 @@ function head(title: string): H {
 /** A whole page for the signed-in person, with the navigation of their kind and, for a company, the notice. */
 export async function page(c: Context<AppEnv>, title: string, opts: { nav: string; body: H | H[]; status?: number }): Promise<Response> {
   const p = who(c);
-  const items = p.kind === 'operator' ? OPERATOR_NAV.filter((i) => i.key !== 'operators' || p.roles.includes('platform_owner')) : COMPANY_NAV;
+  // A page a role may not open is not in its navigation.
+  const items = (p.kind === 'operator' ? OPERATOR_NAV : COMPANY_NAV).filter((i) => !i.guard || can(c, i.guard));
   const notice = p.kind === 'company' ? await noticeBar(c) : '';
   const body = html`<!doctype html>
 <html lang="en"><head>${head(title)}</head>

@@ -49,8 +49,8 @@ function watch(page: Page): Page {
   return page;
 }
 
-async function newPerson(): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+async function newPerson(timezoneId?: string): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...(timezoneId ? { timezoneId } : {}) });
   const origin = new URL(cp.url).origin;
   // Nothing from anywhere else: a request to another origin is refused and recorded.
   await context.route('**/*', (route) => {
@@ -339,8 +339,8 @@ t('an owner uploads a legacy lead file and reads the refused rows', async () => 
   await context.close();
 });
 
-t('live numbers refresh every 10 s while the page is visible and stop while it is hidden', async () => {
-  const { context, page } = await newPerson();
+t('live numbers refresh every 10 s while the page is visible and stop while it is hidden; times in the zone of the viewer', async () => {
+  const { context, page } = await newPerson('Pacific/Auckland');
   await signIn(page, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   await page.waitForURL(/\/console\/companies$/);
   await page.clock.install();
@@ -386,6 +386,16 @@ t('live numbers refresh every 10 s while the page is visible and stop while it i
   await settle(4);
   assert.is(polls, 4, 'and every 10 s after');
   assert.ok(await page.locator('#company-rows tr').first().isVisible(), 'the rows are still there after the swaps');
+  // A time written in UTC by the server reads in the viewer's zone (Auckland here), also after a swap.
+  await page.goto(`${cp.url}/console/companies?q=acme-outbound`);
+  await page.getByRole('link', { name: 'Acme Outbound' }).click();
+  await page.waitForURL(/\/console\/companies\/ten_/);
+  const created = page.locator('dt:has-text("Created") + dd time');
+  const iso = (await created.getAttribute('datetime'))!;
+  const shown = (await created.textContent())!;
+  const auckland = new Date(iso).toLocaleString('en-US', { timeZone: 'Pacific/Auckland' });
+  assert.is(shown, auckland, `${iso} shown as ${shown}`);
+  assert.not.ok(shown.includes('UTC'));
   await context.close();
 });
 

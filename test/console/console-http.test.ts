@@ -159,6 +159,8 @@ t('pages and actions a role may not use: not shown, and refused by the server', 
   const campaigns = await get('/console/campaigns', agent.session);
   assert.is(campaigns.status, 200, 'an agent reads campaigns');
   assert.not.ok(campaigns.text.includes('id="new-campaign"'), 'but creates none');
+  assert.not.ok(campaigns.text.includes('href="/console/keys"'), 'no API keys link for an agent');
+  assert.ok((await get('/console/campaigns', company.owner)).text.includes('href="/console/keys"'), 'an owner has it');
 });
 
 t('the company list: 50 a page at the edge, search and status filter, a dash where a source failed', async () => {
