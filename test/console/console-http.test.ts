@@ -393,4 +393,21 @@ t('media nodes: platform_owner drains and resumes one; support sees no button an
   assert.ok(q.text.includes('Webhook deliveries') && q.text.includes('Consumers'));
 });
 
+t('closing: a past date refused by its field, a closing scheduled, resume refused while closing, the closing cancelled', async () => {
+  const co = await makeCompany(cp, 'Closing Co');
+  const past = await post(`/console/companies/${co.tenantId}/closing`, support, { reason: 'contract ended', date: '2020-01-01' });
+  assert.is(past.status, 422);
+  assert.ok(past.text.includes('id="closing-date-error"'), past.text.slice(0, 400));
+  assert.ok(past.text.includes('value="contract ended"'));
+  const date = new Date(Date.now() + 30 * 86400_000).toISOString().slice(0, 10);
+  assert.is((await post(`/console/companies/${co.tenantId}/closing`, support, { reason: 'contract ended', date })).headers.get('hx-redirect'), `/console/companies/${co.tenantId}`);
+  const page = await get(`/console/companies/${co.tenantId}`, support);
+  assert.ok(page.text.includes('>closing<') && page.text.includes(`Closing on ${date}`));
+  assert.ok(page.text.includes('Cancel closing'));
+  assert.not.ok(page.text.includes('/resume"'), 'no Resume while closing');
+  assert.is((await post(`/console/companies/${co.tenantId}/resume`, support)).status, 409, 'the server refuses it too');
+  assert.is((await post(`/console/companies/${co.tenantId}/closing/cancel`, support)).headers.get('hx-redirect'), `/console/companies/${co.tenantId}`);
+  assert.ok((await get(`/console/companies/${co.tenantId}`, support)).text.includes('>suspended<'), 'cancelled: still suspended');
+});
+
 t.run();
