@@ -4,8 +4,8 @@
  * (so the six list columns do real work): the first page, a page deep in the list (by its
  * cursor), a search by e-mail, and the 10-second poll's partial (`/console/companies/rows`). The
  * JSON of the same page (`GET /api/platform/tenants`) is timed beside them, so the template's own
- * share shows. Also the page weight of the console's assets (raw and gzip), read from the pages'
- * own asset URLs.
+ * share shows. Also the page weight of the console's assets (raw, and gzipped as the platform
+ * serves them), read from the pages' own asset URLs.
  *
  * The instance is `control-plane/main.ts` in a child process, on a fresh Postgres database and a
  * fresh Redis prefix; both are removed at the end. Times are round trips on loopback, one request
@@ -14,7 +14,6 @@
  *
  * Usage: node bench/console.bench.ts   (BENCH_RUNS, BENCH_COMPANIES, BENCH_CALLS override)
  */
-import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../control-plane/db/store.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
@@ -122,9 +121,13 @@ try {
   const assets = [...page.text.matchAll(/(?:href|src)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]);
   const sizes: Record<string, { raw: number; gzip: number }> = {};
   for (const path of assets) {
-    const r = await fetch(`${base}${path}`);
+    const r = await fetch(`${base}${path}`, { headers: { 'accept-encoding': 'identity' } });
     const bytes = Buffer.from(await r.arrayBuffer());
-    sizes[path.replace('/console/assets/', '')] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+    // As served to a browser (gzipped by the platform): the length on the wire.
+    const z = await fetch(`${base}${path}`, { headers: { 'accept-encoding': 'gzip' } });
+    await z.arrayBuffer();
+    if (z.headers.get('content-encoding') !== 'gzip') throw new Error(`${path} is not served gzipped`);
+    sizes[path.replace('/console/assets/', '')] = { raw: bytes.length, gzip: Number(z.headers.get('content-length')) };
   }
   const ours = Object.entries(sizes).filter(([n]) => n.startsWith('console-'));
   console.log(

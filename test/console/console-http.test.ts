@@ -75,10 +75,15 @@ t('pages carry the strict CSP and security headers; assets are hashed, cached fo
   assert.is(assets.length, 3);
   assert.ok(assets.some((p) => /\/htmx-[0-9a-f]{12}\.js$/.test(p)));
   for (const p of assets) {
-    const r = await fetch(`${cp.url}${p}`);
+    const r = await fetch(`${cp.url}${p}`, { headers: { 'accept-encoding': 'identity' } });
     assert.is(r.status, 200, p);
     assert.is(r.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    assert.is(r.headers.get('content-encoding'), null);
     assert.ok(r.headers.get('content-security-policy'));
+    const plain = await r.text();
+    const zipped = await fetch(`${cp.url}${p}`, { headers: { 'accept-encoding': 'gzip, br' } });
+    assert.is(zipped.headers.get('content-encoding'), 'gzip', p);
+    assert.is(await zipped.text(), plain, 'the same bytes, gzipped');
   }
   assert.is((await fetch(`${cp.url}/console/assets/console-000000000000.js`)).status, 404);
 });
