@@ -415,4 +415,18 @@ t('closing: a past date refused by its field, a closing scheduled, resume refuse
   assert.ok((await get(`/console/companies/${co.tenantId}`, support)).text.includes('>suspended<'), 'cancelled: still suspended');
 });
 
+t('a do-not-call file imported through the console: its refused lines with their numbers, and the import in the past imports', async () => {
+  const co = await makeCompany(cp, 'Dnc Co');
+  const con = await call(cp.url, 'POST', '/api/integrations/v1/connectors', { session: co.owner, body: { kind: 'legacy', name: 'Legacy' } });
+  const file = ['# exported list', '+14155550111', 'abc', '+14155550112', ''].join('\n');
+  const up = await call(cp.url, 'POST', `/console/connections/${con.body.id}/import-dnc`, { raw: file, headers: { 'content-type': 'text/plain', 'hx-request': 'true', cookie: co.owner.cookie, 'x-vd-csrf': co.owner.csrf } });
+  assert.is(up.status, 200, up.text.slice(0, 300));
+  assert.ok(up.text.includes('2 accepted (2 new on the list), 1 refused'), up.text.slice(0, 400));
+  assert.ok(/<td class="num" data-label="Row">3<\/td><td data-label="Number">abc<\/td>/.test(up.text), 'the refused line with its number');
+  const noCsrf = await call(cp.url, 'POST', `/console/connections/${con.body.id}/import-dnc`, { raw: file, headers: { 'content-type': 'text/plain', cookie: co.owner.cookie } });
+  assert.is(noCsrf.status, 403, 'an upload needs the CSRF header too');
+  const page = await get(`/console/connections/${con.body.id}`, co.owner);
+  assert.match(page.text, /<td data-label="Result">\d+ lines, 2 accepted, 1 refused<\/td>/, 'in the past imports');
+});
+
 t.run();
