@@ -85,7 +85,6 @@ async function consoleError(err: Error, c: Context<AppEnv>): Promise<Response> {
 export function consoleApp(services: Services): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.onError(consoleError);
-  app.notFound((c) => consoleError(new ApiError('not_found', `nothing at ${new URL(c.req.url).pathname}`), c));
   app.use('*', securityHeaders);
   app.get('/assets/:name', serveAsset);
   app.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES, (path) => UPLOAD_PATH.test(path)), authenticate, csrf, rateLimit);
@@ -102,5 +101,8 @@ export function consoleApp(services: Services): Hono<AppEnv> {
   workPages(app);
   opsPages(app);
   recordingPages(app);
+  // Last: a console path nothing above answered is a page saying so (a mounted app's notFound is
+  // never asked; the API's JSON 404 would answer instead).
+  app.all('*', (c) => consoleError(new ApiError('not_found', `nothing at ${new URL(c.req.url).pathname}`), c));
   return app;
 }

@@ -86,6 +86,12 @@ t('pages carry the strict CSP and security headers; assets are hashed, cached fo
     assert.is(await zipped.text(), plain, 'the same bytes, gzipped');
   }
   assert.is((await fetch(`${cp.url}/console/assets/console-000000000000.js`)).status, 404);
+  for (const path of ['/console/nope', '/console/companies/x/y/z', '/console/companies/ten_nope']) {
+    const nf = await get(path, owner);
+    assert.is(nf.status, 404, path);
+    assert.match(nf.headers.get('content-type')!, /^text\/html/, `${path}: a page, not the API's JSON`);
+    assert.ok(nf.text.includes('<h1>Not found</h1>'), path);
+  }
 });
 
 t('no session goes to the sign-in page; an API key gets no page; a temporary password goes to the change first', async () => {
