@@ -354,6 +354,16 @@ t('webhooks: the secret shown once, Test with its result, rotation, Switch on on
     await eventually('sent again', () => received > tries, 8_000);
     // Before its own first retry could be due (10 s less a 25% spread after the failed attempt).
     assert.ok(at[tries] - at[tries - 1] < 7_000, `sent again ${at[tries] - at[tries - 1]} ms after the failure`);
+    // Its settings changed (a bad address refused by its field, what was typed kept), then deleted.
+    const badEdit = await post(`/console/connections/${id}/edit`, co.owner, { name: 'CRM 2', url: 'ftp://nope', events: 'vd.company.*' });
+    assert.is(badEdit.status, 422);
+    assert.ok(badEdit.text.includes('id="edit-webhook-url-error"'), badEdit.text.slice(0, 300));
+    assert.ok(badEdit.text.includes('value="CRM 2"'));
+    assert.ok((await post(`/console/connections/${id}/edit`, co.owner, { name: 'CRM 2', url, events: 'vd.company.user_created vd.call.*' })).headers.get('hx-redirect'));
+    const edited = await get(`/console/connections/${id}`, co.owner);
+    assert.ok(edited.text.includes('<h1>CRM 2</h1>') && edited.text.includes('vd.company.user_created, vd.call.*'));
+    assert.is((await post(`/console/connections/${id}/delete`, co.owner)).headers.get('hx-redirect'), '/console/connections');
+    assert.is((await get(`/console/connections/${id}`, co.owner)).status, 404);
   } finally {
     receiver.close();
   }
@@ -433,6 +443,28 @@ t('a do-not-call file imported through the console: its refused lines with their
   assert.is(noCsrf.status, 403, 'an upload needs the CSRF header too');
   const page = await get(`/console/connections/${con.body.id}`, co.owner);
   assert.match(page.text, /<td data-label="Result">\d+ lines, 2 accepted, 1 refused<\/td>/, 'in the past imports');
+});
+
+t('the settings of a recording import settings changed: a limit past its edge refused by its field, a secret left empty kept', async () => {
+  const co = await makeCompany(cp, 'Import Edit Co');
+  const made = await call(cp.url, 'POST', '/api/integrations/v1/connectors', {
+    session: co.owner,
+    body: { kind: 'recording_import', name: 'Index', source: 'web_index', check_every_minutes: 0, index_url: 'http://127.0.0.1:9/index.json', authorization: 'Bearer secret-token-1' },
+  });
+  assert.is(made.status, 201, made.text);
+  const id = made.body.id;
+  const page = await get(`/console/connections/${id}`, co.owner);
+  assert.ok(page.text.includes('id="edit-import"'));
+  assert.not.ok(page.text.includes('secret-token-1'), 'the secret is never on the page');
+  const base = { name: 'Index 2', index_url: 'http://127.0.0.1:9/index.json', check_every_minutes: '0', max_file_mb: '100', campaign_label: '' };
+  const over = await post(`/console/connections/${id}/settings`, co.owner, { ...base, per_run: '501' });
+  assert.is(over.status, 422);
+  assert.ok(over.text.includes('id="edit-import-per-run-error"'), over.text.slice(0, 400));
+  assert.ok((await post(`/console/connections/${id}/settings`, co.owner, { ...base, per_run: '500', authorization: '' })).headers.get('hx-redirect'));
+  const after = await call(cp.url, 'GET', `/api/integrations/v1/connectors/${id}`, { session: co.owner });
+  assert.is(after.body.name, 'Index 2');
+  assert.is(after.body.per_run, 500);
+  assert.is(after.body.authorization_present, true, 'the empty secret kept the stored one');
 });
 
 t.run();

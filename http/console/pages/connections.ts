@@ -8,7 +8,7 @@
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { createConnector, getConnector, listConnectors, NewConnector, rotateSecret, switchOn, testConnector } from '../../../control-plane/integrations/connectors.ts';
+import { ConnectorChanges, createConnector, deleteConnector, getConnector, listConnectors, NewConnector, rotateSecret, switchOn, testConnector, updateConnector } from '../../../control-plane/integrations/connectors.ts';
 import { DELIVERY_STATUSES, listDeliveries, retryDelivery } from '../../../control-plane/integrations/delivery-log.ts';
 import { importDnc, importLeads, listImports, type DncImportResult, type LeadImportResult } from '../../../control-plane/integrations/legacy/imports.ts';
 import { listLists } from '../../../control-plane/core/lists.ts';
@@ -32,6 +32,19 @@ function webhookForm(form: FormState): H {
 ${field(form, 'events', 'Events', { in: 'new-webhook', required: true, hint: 'Event names or patterns, separated by spaces or commas (vd.call.*, vd.journey.closed).' })}
 <div class="field"><label><input type="checkbox" name="full_numbers" value="true"${form.values.full_numbers === 'true' ? html` checked` : ''}> Send full phone numbers</label></div>
 <button type="submit">Create webhook</button></form>`;
+}
+
+function webhookEditForm(id: string, form: FormState): H {
+  return html`<form id="edit-webhook" hx-post="/console/connections/${id}/edit" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>Change</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'edit-webhook', required: true })}${field(form, 'url', 'Address (https://…)', { in: 'edit-webhook', type: 'url', required: true })}
+${field(form, 'events', 'Events', { in: 'edit-webhook', required: true })}
+<div class="field"><label><input type="checkbox" name="full_numbers" value="true"${form.values.full_numbers === 'true' ? html` checked` : ''}> Send full phone numbers</label></div>
+<button type="submit">Save</button></form>`;
+}
+
+/** Delete a connection (its deliveries and their log go with it). */
+function deleteForm(id: string, name: string): H {
+  return html`<form hx-post="/console/connections/${id}/delete" hx-target="#action-result" hx-swap="innerHTML"><button type="submit" class="danger">Delete ${name}</button></form>`;
 }
 
 function legacyForm(form: FormState): H {
@@ -68,7 +81,9 @@ ${v.previous_secret_valid_until ? html`<dt>Previous secret valid until</dt><dd>$
 <form hx-post="/console/connections/${id}/test" hx-target="#action-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit">Test</button></form>
 ${con.state === 'needs_attention' ? html`<form hx-post="/console/connections/${id}/switch-on" hx-target="#action-result" hx-swap="innerHTML"><button type="submit">Switch on</button></form>` : ''}
 <form hx-post="/console/connections/${id}/rotate-secret" hx-target="#action-result" hx-swap="innerHTML"><button type="submit" class="secondary">Rotate the signing secret</button></form>
-</div><div id="action-result" aria-live="polite"></div></section></div>
+${deleteForm(id, con.name)}
+</div><div id="action-result" aria-live="polite"></div></section>
+<section class="card">${webhookEditForm(id, emptyForm({ name: con.name, url: String(v.url ?? ''), events: ((v.events as string[]) ?? []).join(' '), full_numbers: v.full_numbers ? 'true' : '' }))}</section></div>
 <section class="card"><h2>Delivery log</h2>
 <form class="row" method="get" action="/console/connections/${id}"><div class="field"><label for="status">Status</label><select id="status" name="status"><option value="">All</option>${DELIVERY_STATUSES.map((s) => html`<option value="${s}"${s === filter ? html` selected` : ''}>${s.replace('_', ' ')}</option>`)}</select></div><div class="field"><button type="submit">Show</button></div></form>
 <div class="table-wrap"><table class="stack"><thead><tr><th>Event</th><th>Status</th><th>Created</th><th>Attempts</th><th>Next attempt</th><th></th></tr></thead><tbody>${
@@ -86,7 +101,8 @@ async function legacyDetail(c: Context<AppEnv>, id: string): Promise<H> {
   const store = c.get('services').store;
   const lists = await listLists(store, tenant(c), undefined);
   const past = await listImports(store, tenant(c), id, undefined);
-  return html`<div class="grid"><section class="card"><h2>Import a lead file</h2>
+  return html`<div class="row">${deleteForm(id, (await getConnector(connectorDeps(c), tenant(c), id)).name)}</div><div id="action-result" aria-live="polite"></div>
+<div class="grid"><section class="card"><h2>Import a lead file</h2>
 <form data-upload data-target="lead-result" action="/console/connections/${id}/import-leads">
 <div class="field"><label for="list_id">Into the list</label><select id="list_id" name="list_id" required>${lists.items.map((l) => html`<option value="${l.id}">${l.name}</option>`)}</select></div>
 <div class="field"><label for="lead-file">Lead file (CSV, or the legacy tab-delimited list download)</label><input id="lead-file" type="file" accept=".csv,.txt,.tsv,text/csv,text/plain" required></div>
@@ -150,6 +166,19 @@ ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0',
           ? await legacyDetail(c, con.id)
           : await recordingImportDetail(c, con as Record<string, unknown>);
     return page(c, con.name, { nav: 'connections', body: html`<p><a href="/console/connections">← Connections</a></p>${body}` });
+  });
+  app.post('/connections/:id/edit', companyWriters, (c) => {
+    const id = c.req.param('id');
+    return submit(c, ['name', 'url', 'events'], (f) => webhookEditForm(id, f), async (v) => {
+      const changes = check(ConnectorChanges, { name: v.name ?? '', url: v.url ?? '', events: (v.events ?? '').split(/[\s,]+/).filter(Boolean), full_numbers: v.full_numbers === 'true' });
+      await updateConnector(connectorDeps(c), tenant(c), id, changes);
+      return redirect(c, `/console/connections/${id}`);
+    });
+  });
+  app.post('/connections/:id/delete', companyWriters, async (c) => {
+    await deleteConnector(connectorDeps(c), tenant(c), c.req.param('id'));
+    c.get('log').info({ connector_id: c.req.param('id') }, 'connection deleted');
+    return redirect(c, '/console/connections');
   });
   app.post('/connections/:id/test', companyWriters, async (c) => {
     const r = (await testConnector(connectorDeps(c), tenant(c), c.req.param('id'))) as { ok: boolean; status?: number; message: string; recordings_seen?: number };

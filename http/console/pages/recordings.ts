@@ -6,14 +6,14 @@
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { createConnector, NewConnector } from '../../../control-plane/integrations/connectors.ts';
+import { ConnectorChanges, createConnector, getConnector, NewConnector, updateConnector } from '../../../control-plane/integrations/connectors.ts';
 import { listRuns, queueManualRun } from '../../../control-plane/integrations/recording-imports/runs.ts';
 import { listReviews, rescore } from '../../../control-plane/qa/reviews.ts';
 import { listRecordings } from '../../../control-plane/recordings/read.ts';
 import type { AppEnv } from '../../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
 import { connectorDeps } from '../../routes/connectors.ts';
-import { check, field, formValues, submit, topError, type FormState } from '../forms.ts';
+import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 
 const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
@@ -47,6 +47,21 @@ async function runsCard(c: Context<AppEnv>, id: string, oob = false): Promise<H>
   }<p class="muted">Refreshed every 10 seconds while this page is visible.</p></section>`;
 }
 
+/** The settings a recording import's owner changes (a secret left empty stays as it is). */
+const EDIT_FIELDS = ['name', 'index_url', 'authorization', 'bucket', 'endpoint', 'prefix', 'region', 'access_key', 'secret_key', 'check_every_minutes', 'per_run', 'max_file_mb', 'campaign_label'] as const;
+
+function importEditForm(id: string, source: string, form: FormState): H {
+  const f = (name: string, label: string, opts: Parameters<typeof field>[3] = {}) => field(form, name, label, { in: 'edit-import', ...opts });
+  return html`<form id="edit-import" hx-post="/console/connections/${id}/settings" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>Change</h2>${topError(form)}<div class="grid"><div>${f('name', 'Name', { required: true })}${
+    source === 'web_index'
+      ? html`${f('index_url', 'Index address', { type: 'url', required: true })}${f('authorization', 'Authorization header value', { type: 'password', autocomplete: 'off', hint: 'Empty: it stays as it is.' })}`
+      : html`${f('bucket', 'Bucket', { required: true })}${f('endpoint', 'Endpoint')}${f('prefix', 'Folder prefix')}${f('region', 'Region')}${f('access_key', 'Access key', { hint: 'Empty: it stays as it is.' })}${f('secret_key', 'Secret key', { type: 'password', autocomplete: 'off', hint: 'Empty: it stays as it is.' })}`
+  }${f('campaign_label', 'Campaign label')}</div>
+<div>${f('check_every_minutes', 'Check every (minutes; 0: by hand only)', { type: 'number', required: true })}${f('per_run', 'Recordings per run', { type: 'number', required: true })}${f('max_file_mb', 'Largest file (MB)', { type: 'number', required: true })}</div></div>
+<button type="submit">Save</button></form>`;
+}
+
 /** A recording import connection's detail: its settings (secrets as present yes/no), Test, Run now, runs. */
 export async function recordingImportDetail(c: Context<AppEnv>, con: Record<string, unknown>): Promise<H> {
   const id = String(con.id);
@@ -56,7 +71,16 @@ export async function recordingImportDetail(c: Context<AppEnv>, con: Record<stri
   )}</dl>
 ${can(c, companyWriters) ? html`<div class="row"><form hx-post="/console/connections/${id}/test" hx-target="#action-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit">Test</button></form>
 <form hx-post="/console/connections/${id}/run" hx-target="#action-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit">Run now</button></form></div>` : ''}
-<div id="action-result" aria-live="polite"></div></section></div>${await runsCard(c, id)}`;
+<div id="action-result" aria-live="polite"></div></section>
+${
+    can(c, companyWriters)
+      ? html`<section class="card">${importEditForm(
+          id,
+          String(con.source),
+          emptyForm(Object.fromEntries(['name', 'index_url', 'bucket', 'endpoint', 'prefix', 'region', 'check_every_minutes', 'per_run', 'max_file_mb', 'campaign_label'].map((k) => [k, con[k] === null || con[k] === undefined ? '' : String(con[k])]))),
+        )}</section>`
+      : ''
+  }</div>${await runsCard(c, id)}`;
 }
 
 export function recordingPages(app: Hono<AppEnv>): void {
@@ -79,6 +103,26 @@ export function recordingPages(app: Hono<AppEnv>): void {
       return redirect(c, `/console/connections/${made.id}`);
     }),
   );
+  app.post('/connections/:id/settings', companyWriters, async (c) => {
+    const id = c.req.param('id');
+    const con = (await getConnector(connectorDeps(c), tenant(c), id)) as Record<string, unknown>;
+    return submit(c, EDIT_FIELDS, (f) => importEditForm(id, String(con.source), f), async (v) => {
+      const text = (k: string) => (v[k] ? v[k] : null);
+      // An empty secret keeps the stored one; an empty optional setting clears it.
+      const secrets = Object.fromEntries(['authorization', 'access_key', 'secret_key'].filter((k) => v[k]).map((k) => [k, v[k]]));
+      const changes = check(ConnectorChanges, {
+        name: v.name ?? '',
+        check_every_minutes: num(v.check_every_minutes),
+        per_run: num(v.per_run),
+        max_file_mb: num(v.max_file_mb),
+        campaign_label: text('campaign_label'),
+        ...(con.source === 'web_index' ? { index_url: v.index_url ?? '' } : { bucket: v.bucket ?? '', endpoint: text('endpoint'), prefix: text('prefix'), region: text('region') }),
+        ...secrets,
+      });
+      await updateConnector(connectorDeps(c), tenant(c), id, changes);
+      return redirect(c, `/console/connections/${id}`);
+    });
+  });
   app.post('/connections/:id/run', companyWriters, async (c) => {
     const s = c.get('services');
     const run = await queueManualRun(s.store, tenant(c), c.req.param('id'));
