@@ -26,8 +26,8 @@
 import type { Clock } from '../../shared/clock.ts';
 import { systemClock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { Store } from '../db/store.ts';
-import type { ConsumerHandler } from '../runtime/outbox.ts';
+import type { Store, Tx } from '../db/store.ts';
+import type { ConsumedEvent, ConsumerHandler } from '../runtime/outbox.ts';
 import { claimDue, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type Outcome } from './deliveries.ts';
 import type { OutboundClient, OutboundResult } from './guarded-client.ts';
 import { messageHeaders } from './signature.ts';
@@ -47,6 +47,9 @@ export type WebhookWorkerOptions = {
   /** The client's limit on one attempt (10 s); with `staleMs` it must end well inside the lease. */
   answerLimitMs?: number;
 };
+
+/** The room (deliveries) the outbox consumer waits for once it had none: a batch of events' worth. */
+const CONSUMER_MIN_ROOM = 200;
 
 /** `claimedAt`: the monotonic stamp taken before the claim; `startBy`: the last moment a send may start. */
 type Held = Claimed & { claimedAt: number; startBy: number };
@@ -93,6 +96,9 @@ export class WebhookWorker {
    */
   #waiting = 0;
   #waitingSeen = 0;
+  /** The consumer found no room (its events wait in the outbox): wake the outbox worker once there is. */
+  #gated = false;
+  #wakeConsumer: (() => void) | null = null;
 
   constructor(deps: { store: Store; client: OutboundClient; log: Logger; instanceId: string }, opts: WebhookWorkerOptions = {}) {
     this.#store = deps.store;
@@ -113,9 +119,17 @@ export class WebhookWorker {
     }
   }
 
-  /** The outbox consumer `webhooks`: deliveries for the batch's events, leased here as room allows. */
+  /**
+   * The outbox consumer `webhooks`: deliveries for the batch's events, leased here as room allows.
+   * It takes events only while this instance has room to send them (`room`): while it is full a
+   * backlog waits in the outbox queue, where any instance with room takes it, and its deliveries
+   * are leased as they are made rather than made unleased, claimed and leased afterwards (a second
+   * write of every row and of all its index entries, and a claim that ranks every waiting row). A
+   * full lane is not waited for (a slow receiver must not hold other connections' events back):
+   * its deliveries are made unleased and claimed when it has room.
+   */
   consumer(): ConsumerHandler {
-    return async (tx, events) => {
+    const handler = async (tx: Tx, events: ConsumedEvent[]) => {
       // Before the insert that starts the leases: the local view of a lease is never the longer.
       const claimedAt = performance.now();
       const leaseUpTo = this.#behind ? 0 : this.#room();
@@ -133,6 +147,34 @@ export class WebhookWorker {
         this.#accept(leased, claimedAt);
       };
     };
+    return Object.assign(handler, {
+      room: () => {
+        const room = this.#consumerRoom();
+        if (room === 0) this.#gated = true;
+        return room;
+      },
+      onRoom: (wake: () => void) => {
+        this.#wakeConsumer = wake;
+      },
+    });
+  }
+
+  /**
+   * How many events the consumer takes now: none while stopping or while the poller is behind
+   * (older deliveries first), else the room left, once it is a batch's worth (or the whole room
+   * of a small instance): a nearly full instance does not take events a few at a time.
+   */
+  #consumerRoom(): number {
+    if (this.#stopped || this.#behind) return 0;
+    const room = this.#room();
+    return room >= Math.min(CONSUMER_MIN_ROOM, this.#maxInFlight) ? room : 0;
+  }
+
+  /** The consumer was left without room and has some now: the outbox worker drains it again. */
+  #roomFreed(): void {
+    if (!this.#gated || this.#consumerRoom() === 0) return;
+    this.#gated = false;
+    this.#wakeConsumer?.();
   }
 
   start(): void {
@@ -216,9 +258,11 @@ export class WebhookWorker {
       if (this.#stopped) return;
       // Nothing more was due while every lane here had room: what was left unleased up to the
       // poll's start has been claimed.
-      if (got.length === 0 && lanes.every((l) => l.room > 0)) this.#waitingSeen = Math.max(this.#waitingSeen, waiting);
+      // (A claim of none because this instance had no room says nothing about them.)
+      if (got.length === 0 && limit > 0 && lanes.every((l) => l.room > 0)) this.#waitingSeen = Math.max(this.#waitingSeen, waiting);
       if (got.length < limit) {
         this.#behind = false;
+        this.#roomFreed();
         return;
       }
       if (this.#room() === 0) {
@@ -356,6 +400,7 @@ export class WebhookWorker {
     this.#held -= dropped.length;
     if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
     this.#pump();
+    this.#roomFreed();
     if ((probeNext && this.#waiting > this.#waitingSeen) || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.#wakeSoon();
   }
 

@@ -171,8 +171,15 @@ export type ConsumedEvent = EventEnvelope & { seq: string; campaign_id: string |
 /**
  * Handles a batch inside the claiming transaction; may return work to run once that transaction
  * has committed (e.g. sending what it wrote).
+ *
+ * A consumer may say how many events it can take now (`room`, default a whole batch): at 0 its
+ * events stay queued, where any instance with room may take them, and the worker drains it again
+ * when the consumer calls the function it was given through `onRoom`.
  */
-export type ConsumerHandler = (tx: Tx, events: ConsumedEvent[]) => Promise<void | (() => void)>;
+export type ConsumerHandler = ((tx: Tx, events: ConsumedEvent[]) => Promise<void | (() => void)>) & {
+  room?: () => number;
+  onRoom?: (wake: () => void) => void;
+};
 
 /**
  * Claims up to `limit` queued events of `consumer` (skipping rows other workers hold), hands them
@@ -247,6 +254,7 @@ export class OutboxWorker {
     this.#log = log;
     this.#consumers = consumers;
     this.#pollMs = pollMs;
+    for (const handler of consumers.values()) handler.onRoom?.(() => this.wake());
   }
 
   async start(): Promise<void> {
@@ -284,8 +292,12 @@ export class OutboxWorker {
       if (!waiting.has(name)) continue;
       try {
         // A batch short of the limit took all there was: one more claim would only find nothing
-        // (events committed since then woke the worker again, and `#again` drains once more).
-        while (!this.#stopped && (await consumeBatch(this.#store, name, DRAIN_BATCH, handler)) === DRAIN_BATCH);
+        // (events committed since then woke the worker again, and `#again` drains once more). A
+        // consumer without room leaves its events queued until it wakes the worker (`onRoom`).
+        for (;;) {
+          const limit = Math.min(DRAIN_BATCH, handler.room?.() ?? DRAIN_BATCH);
+          if (this.#stopped || limit <= 0 || (await consumeBatch(this.#store, name, limit, handler)) < limit) break;
+        }
       } catch (err) {
         if (!this.#stopped) this.#log.error({ err, consumer: name }, 'outbox consumer failed; will retry');
       }

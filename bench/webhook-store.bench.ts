@@ -1,0 +1,135 @@
+/**
+ * The store's share of a webhook delivery, alone: Postgres CPU (the server process serving this
+ * bench's one connection, read from /proc, so other databases' work on a shared machine is not
+ * counted) and this process's CPU per delivery, for the statements the worker makes, without
+ * HTTP. Three patterns, each on a fresh database, BENCH_EVENTS events for one connection, every
+ * attempt a 2xx:
+ *   backlog         the events committed in transactions of 500, their deliveries made unleased
+ *                   (an instance without room, before issue 17's second round), then claimed 500
+ *                   at a time and their outcomes written 50 at a time
+ *   backlog_leased  the same events taken from the outbox 200 at a time and their deliveries
+ *                   leased as they are made (an instance with room: the worker now waits for room
+ *                   before it takes events), outcomes written 50 at a time
+ *   steady          50 events at a time, fanned out and leased at once, their outcomes written
+ * Usage: node bench/webhook-store.bench.ts   (BENCH_EVENTS, default 20000; BENCH_REPEAT, 3;
+ *   BENCH_PATTERNS, a comma list; BENCH_VARIANTS, a JSON list of {"name","ddl"} run after the
+ *   migrations, each in turn with the schema as it is, to try a change of index or table)
+ * Prints one JSON line per pattern, variant and run, then the medians.
+ */
+import { readFile } from 'node:fs/promises';
+import { sql } from 'kysely';
+import { openPostgres, type Store } from '../control-plane/db/store.ts';
+import { claimDue, finishAttempts, makeDeliveries, type Claimed } from '../control-plane/integrations/deliveries.ts';
+import type { OutboundResult } from '../control-plane/integrations/guarded-client.ts';
+import { consumeBatch, emit } from '../control-plane/runtime/outbox.ts';
+import { createTestDatabase } from '../test/support/db.ts';
+import { syntheticEvent } from '../test/support/fixtures.ts';
+import { dataOf } from './support/webhook-load.ts';
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
+const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
+const ok: OutboundResult = { kind: 'answered', status: 200, durationMs: 1.2, bodyStart: 'ok', retryAfter: null, remoteAddress: '127.0.0.1' };
+
+/** CPU seconds of the server processes serving `db` (its backends), from /proc. */
+async function backendCpu(store: Store, db: string): Promise<number> {
+  const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = ${db}`.execute(store.db);
+  let s = 0;
+  for (const { pid } of rows) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (f.length > 12) s += (Number(f[11]) + Number(f[12])) / 100;
+  }
+  return s;
+}
+
+async function run(pattern: 'backlog' | 'backlog_leased' | 'steady', ddl = '') {
+  const made = await createTestDatabase();
+  const dbName = new URL(made.url).pathname.slice(1);
+  // One connection: its backend's CPU is all of this bench's store work (none exits meanwhile).
+  const store = openPostgres(made.url, 1);
+  try {
+    await store.migrate();
+    if (ddl) await sql.raw(ddl).execute(store.db);
+    await sql`insert into companies (id, name, slug, plan) values ('ten_sb', 'Store bench', 'store-bench', 'standard')`.execute(store.db);
+    await sql`insert into connectors (id, tenant_id, kind, name, url, secret, events, created_at)
+      values ('con_sb', 'ten_sb', 'webhook', 'bench', 'http://127.0.0.1:9/x', 'whsec_bench', '["vd.>"]'::jsonb, now() - interval '1 hour')`.execute(store.db);
+    const subject = syntheticEvent('vd.bench.ping');
+    const events = (first: number, n: number) => Array.from({ length: n }, (_, i) => ({ subject, tenant_id: 'ten_sb', data: dataOf(first + i) }));
+    // Warm the backend's caches and plans on a few of the same statements, outside the figures.
+    await store.transaction((tx) => emit(tx, events(-100, 100)));
+    const opts = (lease: number) => ({ now: Date.now(), leaseUpTo: lease, laneRoom: () => lease, instance: 'bench', leaseMs: 30_000 });
+    await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void (await makeDeliveries(tx, evs, opts(0))));
+    const warm = await claimDue(store, { now: Date.now() + 1, limit: 500, instance: 'bench', leaseMs: 30_000, perConnection: 100_000, lanes: [] });
+    await finishAttempts(store, warm.map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+
+    await sql`checkpoint`.execute(store.db).catch(() => {});
+    const pg0 = await backendCpu(store, dbName);
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    if (pattern === 'backlog') {
+      for (let i = 0; i < EVENTS; i += 500) await store.transaction((tx) => emit(tx, events(i, 500)));
+      while ((await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void (await makeDeliveries(tx, evs, opts(0))))) > 0);
+      for (;;) {
+        const got = await claimDue(store, { now: Date.now() + 1, limit: 500, instance: 'bench', leaseMs: 30_000, perConnection: 100_000, lanes: [] });
+        if (got.length === 0) break;
+        for (let i = 0; i < got.length; i += 50) await finishAttempts(store, got.slice(i, i + 50).map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+      }
+    } else if (pattern === 'backlog_leased') {
+      for (let i = 0; i < EVENTS; i += 500) await store.transaction((tx) => emit(tx, events(i, 500)));
+      for (;;) {
+        let leased: Claimed[] = [];
+        const n = await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void ({ leased } = await makeDeliveries(tx, evs, opts(1000))));
+        if (n === 0) break;
+        for (let i = 0; i < leased.length; i += 50) await finishAttempts(store, leased.slice(i, i + 50).map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+      }
+    } else {
+      for (let i = 0; i < EVENTS; i += 50) {
+        await store.transaction((tx) => emit(tx, events(i, 50)));
+        let leased: Claimed[] = [];
+        await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void ({ leased } = await makeDeliveries(tx, evs, opts(1000))));
+        await finishAttempts(store, leased.map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+      }
+    }
+    const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const pg = (await backendCpu(store, dbName)) - pg0;
+    const { rows } = await sql<{ n: string; a: string }>`
+      select (select count(*) from webhook_deliveries where status = 'delivered' and subject = ${subject}) as n,
+        (select count(*) from webhook_attempts) as a`.execute(store.db);
+    const delivered = Number(rows[0].n) - 100;
+    if (delivered !== EVENTS) throw new Error(`${pattern}: ${delivered} of ${EVENTS} delivered`);
+    return {
+      pattern,
+      events: EVENTS,
+      postgres_backend_cpu_us_per_delivery: Number(((pg * 1e6) / EVENTS).toFixed(1)),
+      process_cpu_us_per_delivery: Number((((cpu.user + cpu.system) / EVENTS)).toFixed(1)),
+      wall_us_per_delivery: Number(((ms * 1000) / EVENTS).toFixed(1)),
+    };
+  } finally {
+    await store.close();
+    await made.drop();
+  }
+}
+
+const variants: Array<{ name: string; ddl: string }> = [{ name: 'schema', ddl: '' }, ...JSON.parse(process.env.BENCH_VARIANTS ?? '[]')];
+const all: Record<string, Array<Record<string, number | string>>> = {};
+for (let r = 0; r < REPEAT; r++) {
+  for (const p of (process.env.BENCH_PATTERNS ?? 'backlog,backlog_leased,steady').split(',') as Array<'backlog' | 'backlog_leased' | 'steady'>) {
+    for (const v of r % 2 ? [...variants].reverse() : variants) {
+      const line = { variant: v.name, ...(await run(p, v.ddl)) };
+      (all[`${v.name} ${p}`] ??= []).push(line);
+      console.log(JSON.stringify({ bench: 'webhook-store', run: r + 1, ...line }));
+    }
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+for (const [p, lines] of Object.entries(all).sort()) {
+  console.log(JSON.stringify({
+    bench: 'webhook-store',
+    pattern: p,
+    median_of: lines.length,
+    postgres_backend_cpu_us_per_delivery: median(lines.map((l) => l.postgres_backend_cpu_us_per_delivery as number)),
+    process_cpu_us_per_delivery: median(lines.map((l) => l.process_cpu_us_per_delivery as number)),
+  }));
+}
+process.exit(0);
