@@ -28,6 +28,7 @@ import { connectionPages, UPLOAD_PATH } from './pages/connections.ts';
 import { workPages } from './pages/work.ts';
 import { opsPages } from './pages/ops.ts';
 import { recordingPages } from './pages/recordings.ts';
+import { subAccountPages } from './pages/sub-accounts.ts';
 
 /** The console's Content-Security-Policy: this origin only, no inline script or style. */
 export const CONSOLE_CSP = [
@@ -101,6 +102,7 @@ export function consoleApp(services: Services): Hono<AppEnv> {
   workPages(app);
   opsPages(app);
   recordingPages(app);
+  subAccountPages(app);
   // Last: a console path nothing above answered is a page saying so (a mounted app's notFound is
   // never asked; the API's JSON 404 would answer instead).
   app.all('*', (c) => consoleError(new ApiError('not_found', `nothing at ${new URL(c.req.url).pathname}`), c));

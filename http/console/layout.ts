@@ -8,7 +8,7 @@ import type { Context } from 'hono';
 import { html } from 'hono/html';
 import type { SessionPrincipal } from '../../control-plane/auth/principal.ts';
 import type { AppEnv } from '../env.ts';
-import { companyWriters, operators, sessionRefusal, type Guard } from '../middleware/guards.ts';
+import { companyOwners, companyWriters, operators, sessionRefusal, type Guard } from '../middleware/guards.ts';
 import { currentNotices } from '../routes/platform/dialing.ts';
 import { ASSETS } from './assets.ts';
 
@@ -68,6 +68,7 @@ const COMPANY_NAV: NavItem[] = [
   { href: '/console/connections', label: 'Connections', key: 'connections', guard: companyWriters },
   { href: '/console/keys', label: 'API keys', key: 'keys', guard: companyWriters },
   { href: '/console/users', label: 'Users', key: 'users', guard: companyWriters },
+  { href: '/console/sub-accounts', label: 'Sub-accounts', key: 'sub-accounts', guard: companyOwners },
 ];
 
 /** The maintenance notice (a company page polls it, so it appears while the page is open). */

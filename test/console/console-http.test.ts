@@ -467,4 +467,113 @@ t('the settings of a recording import settings changed: a limit past its edge re
   assert.is(after.body.authorization_present, true, 'the empty secret kept the stored one');
 });
 
+t('the company tree and sub-accounts: created under a parent, nested in the tree, suspended and resumed by the parent owner only', async () => {
+  const parent = await makeCompany(cp, 'Tree Parent Co');
+  const stranger = await makeCompany(cp, 'Tree Stranger Co');
+  const made = await post('/console/companies', owner, { name: 'Tree Child One', slug: `tree-child-one-${Date.now().toString(36)}`, plan: 'standard', 'owner.name': 'Child', 'owner.email': `child1-${Date.now()}@tree.test`, parent_id: parent.tenantId });
+  assert.is(made.status, 200, made.text.slice(0, 400));
+  assert.ok(made.text.includes('Tree Child One is created'));
+  const childId = /\/console\/companies\/(ten_[^"]+)"/.exec(made.text)![1];
+  // A sub-account cannot have sub-accounts: refused by the parent field, what was typed kept.
+  const deeper = await post('/console/companies', owner, { name: 'Too Deep', slug: `too-deep-${Date.now().toString(36)}`, plan: 'standard', 'owner.name': 'D', 'owner.email': `deep-${Date.now()}@tree.test`, parent_id: childId });
+  assert.is(deeper.status, 422);
+  assert.ok(deeper.text.includes('one level only'), deeper.text.slice(0, 600));
+  assert.ok(deeper.text.includes(`value="${childId}"`), 'the parent typed is kept');
+  const tree = await get('/console/companies/tree', support);
+  assert.is(tree.status, 200);
+  const parentItem = new RegExp(`<li><a href="/console/companies/${parent.tenantId}">Tree Parent Co</a>.*?<ul aria-label="Sub-accounts of Tree Parent Co"><li><a href="/console/companies/${childId}">Tree Child One</a>`, 's');
+  assert.match(tree.text, parentItem, 'the sub-account nested under its parent');
+  assert.not.match(tree.text, new RegExp(`<ul id="company-tree"><li><a href="/console/companies/${childId}"`), 'and not at the top');
+  assert.is((await get('/console/companies/tree', parent.owner)).status, 403, 'a company gets no tree');
+
+  // The parent's owner sees it with Suspend; an admin of the parent neither sees the page nor may act.
+  const page = await get('/console/sub-accounts', parent.owner);
+  assert.is(page.status, 200);
+  assert.ok(page.text.includes('href="/console/sub-accounts"'), 'in the navigation of an owner');
+  assert.ok(page.text.includes('Tree Child One') && page.text.includes('Suspend Tree Child One'));
+  const admin = await makeUser(cp, parent.tenantId, ['admin']);
+  const adminPage = await get('/console/campaigns', admin.session);
+  assert.not.ok(adminPage.text.includes('href="/console/sub-accounts"'), 'not in the navigation of an admin');
+  assert.is((await get('/console/sub-accounts', admin.session)).status, 403);
+  assert.is((await post(`/console/sub-accounts/${childId}/suspend`, admin.session, { reason: 'not an owner here' })).status, 403);
+  // Another company's owner: no such sub-account (404), and the child is untouched.
+  assert.is((await post(`/console/sub-accounts/${childId}/suspend`, stranger.owner, { reason: 'not my sub-account' })).status, 404);
+  assert.ok((await get('/console/sub-accounts', stranger.owner)).text.includes('no sub-account'));
+  // The reason at its edge: 7 characters refused by the field (kept), 8 suspend.
+  const seven = await post(`/console/sub-accounts/${childId}/suspend`, parent.owner, { reason: 'x'.repeat(7) });
+  assert.is(seven.status, 422);
+  assert.ok(seven.text.includes(`id="suspend-${childId}-reason-error"`), seven.text.slice(0, 600));
+  assert.ok(seven.text.includes('value="xxxxxxx"'));
+  const eight = await post(`/console/sub-accounts/${childId}/suspend`, parent.owner, { reason: 'y'.repeat(8) });
+  assert.is(eight.headers.get('hx-redirect'), '/console/sub-accounts', eight.text.slice(0, 300));
+  const suspended = await get('/console/sub-accounts', parent.owner);
+  assert.ok(suspended.text.includes('>suspended<') && suspended.text.includes('yyyyyyyy') && suspended.text.includes('Resume Tree Child One'));
+  assert.ok((await get(`/console/companies/${childId}`, support)).text.includes('>suspended<'), 'the operator sees it suspended');
+  // Without the CSRF header: refused.
+  assert.is((await post(`/console/sub-accounts/${childId}/resume`, parent.owner, {}, { csrf: null })).status, 403);
+  const resumed = await post(`/console/sub-accounts/${childId}/resume`, parent.owner);
+  assert.is(resumed.headers.get('hx-redirect'), '/console/sub-accounts');
+  assert.ok((await get(`/console/companies/${childId}`, support)).text.includes('>on<'));
+  // Closing (an operator's act): the owner can neither suspend nor resume it.
+  const date = new Date(Date.now() + 5 * 86_400_000).toISOString().slice(0, 10);
+  assert.is((await post(`/console/companies/${childId}/closing`, owner, { reason: 'moving to another platform', date })).headers.get('hx-redirect'), `/console/companies/${childId}`);
+  assert.ok((await get('/console/sub-accounts', parent.owner)).text.includes('Closing: only an operator can act on it.'));
+  const closingResume = await post(`/console/sub-accounts/${childId}/resume`, parent.owner);
+  assert.is(closingResume.status, 409);
+  assert.ok(closingResume.text.includes('role="alert"'));
+});
+
+t("a campaign's calls and results: 100 a page at the edge, the next page by its link, the first page polled, another company's campaign 404", async () => {
+  const co = await makeCompany(cp, 'Paging Campaign Co');
+  const made = await post('/console/lists', co.owner, { name: 'Paged' });
+  const listId = /\/console\/lists\/(lst_[^"?]+)/.exec(made.headers.get('hx-redirect') ?? '')![1];
+  const lines = Array.from({ length: 101 }, (_, i) => `+1415555${String(1000 + i).padStart(4, '0')}, P${i}`).join('\n');
+  const added = await post(`/console/lists/${listId}/people`, co.owner, { people: lines });
+  assert.ok(added.text.includes('101 added'), added.text.slice(0, 400));
+  const camp = await post('/console/campaigns', co.owner, { name: 'Paged calls', caller_id: '+14155550199', mode: 'progressive', handler: 'bot', max_concurrent_calls: '2', calls_per_second: '1', list_ids: listId });
+  const campId = /\/console\/campaigns\/(cmp_.+)$/.exec(camp.headers.get('hx-redirect') ?? '')![1];
+  const db = cp.services.store.db;
+  const callRow = (i: number) => ({ id: `call_pg${String(i).padStart(4, '0')}${campId.slice(4)}`, tenant_id: co.tenantId, campaign_id: campId, to_number: `+1415555${String(1000 + i).padStart(4, '0')}`, from_number: '+14155550199', state: 'ended' as const, end_reason: 'no_answer' });
+  // Exactly 100 calls: one page, no next link.
+  await db.insertInto('calls').values(Array.from({ length: 100 }, (_, i) => callRow(i))).execute();
+  const people = await db.selectFrom('people').select('id').where('list_id', '=', listId).orderBy('id').execute();
+  await db.updateTable('people').set({ disposition: 'not_interested', result_at: new Date() }).where('id', 'in', people.slice(0, 100).map((p) => p.id)).execute();
+  let p = await get(`/console/campaigns/${campId}`, co.owner);
+  assert.is(p.status, 200);
+  const section = (text: string, id: string) => new RegExp(`<section id="${id}"[\\s\\S]*?</section>`).exec(text)![0];
+  const rowsOf = (text: string) => (text.match(/<tr><td data-label="(Call|Person)">/g) ?? []).length;
+  assert.is(rowsOf(section(p.text, 'calls')), 100);
+  assert.not.ok(section(p.text, 'calls').includes('Next calls'), 'exactly 100: no next page');
+  assert.is(rowsOf(section(p.text, 'results')), 100);
+  assert.not.ok(section(p.text, 'results').includes('Next results'));
+  assert.ok(section(p.text, 'calls').includes('data-poll="10"') && section(p.text, 'results').includes('data-poll="10"'), 'the first pages poll while visible');
+  // One past: 101 of each, a next page of one.
+  await db.insertInto('calls').values(callRow(100)).execute();
+  await db.updateTable('people').set({ disposition: 'sale', note: 'bought the <b>big</b> plan', result_at: new Date() }).where('id', '=', people[100].id).execute();
+  p = await get(`/console/campaigns/${campId}`, co.owner);
+  const next = /href="(\/console\/campaigns\/[^"]+\?calls=[^"#]+)#calls">Next calls/.exec(section(p.text, 'calls'))![1].replace(/&amp;/g, '&');
+  const nextResults = /href="(\/console\/campaigns\/[^"]+\?results=[^"#]+)#results">Next results/.exec(section(p.text, 'results'))![1].replace(/&amp;/g, '&');
+  const second = await get(next, co.owner);
+  assert.is(second.status, 200, `${next}: ${second.text.slice(0, 300)}`);
+  assert.is(rowsOf(section(second.text, 'calls')), 1);
+  assert.ok(section(second.text, 'calls').includes(callRow(100).id));
+  assert.not.ok(section(second.text, 'calls').includes('data-poll'), 'a page further on is not polled');
+  assert.ok(section(second.text, 'calls').includes('First calls'));
+  assert.is(rowsOf(section(second.text, 'results')), 100, 'the results stay on their first page');
+  const secondResults = await get(nextResults, co.owner);
+  assert.is(rowsOf(section(secondResults.text, 'results')), 1);
+  assert.ok(secondResults.text.includes('bought the &lt;b&gt;big&lt;/b&gt; plan'), 'the note escaped');
+  // The polled fragments answer the first pages.
+  const frag = await get(`/console/campaigns/${campId}/calls`, co.owner);
+  assert.is(rowsOf(frag.text), 100);
+  assert.ok(frag.text.includes('Next calls'));
+  assert.is(rowsOf((await get(`/console/campaigns/${campId}/results`, co.owner)).text), 100);
+  // A cursor not given out is refused; another company's campaign is not found.
+  assert.is((await get(`/console/campaigns/${campId}?calls=lst_nope`, co.owner)).status, 422);
+  const other = await makeCompany(cp, 'Paging Other Co');
+  assert.is((await get(`/console/campaigns/${campId}/calls`, other.owner)).status, 404);
+  assert.is((await get(`/console/campaigns/${campId}/results`, other.owner)).status, 404);
+  assert.is((await get(`/console/campaigns/${campId}`, other.owner)).status, 404);
+});
+
 t.run();

@@ -10,7 +10,7 @@ import { html } from 'hono/html';
 import { createCompany } from '../../../control-plane/companies/create-company.ts';
 import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany, type LifecycleAnswer } from '../../../control-plane/companies/lifecycle.ts';
 import { editCompany } from '../../../control-plane/companies/edit.ts';
-import { listTenants, tenantDetail, type AuditLine, type TenantDetail } from '../../../control-plane/companies/views.ts';
+import { listTenants, tenantDetail, tenantTree, type AuditLine, type TenantDetail } from '../../../control-plane/companies/views.ts';
 import type { ListColumns } from '../../../control-plane/companies/list-columns.ts';
 import type { CompanyStatus } from '../../../control-plane/db/schema/index.ts';
 import type { AppEnv } from '../../env.ts';
@@ -82,7 +82,7 @@ function newCompanyForm(form: FormState): H {
 <h2>New company</h2>${topError(form)}
 <div class="grid">
 <div>${field(form, 'name', 'Company name', { in: 'new-company', required: true })}${field(form, 'slug', 'Short name (slug)', { in: 'new-company', required: true, hint: 'Lower-case letters, digits and dashes.' })}${field(form, 'plan', 'Plan', { in: 'new-company', options: PLANS })}</div>
-<div>${field(form, 'owner.name', "First owner's name", { in: 'new-company', required: true })}${field(form, 'owner.email', "First owner's e-mail", { in: 'new-company', type: 'email', required: true })}${field(form, 'notes', 'Notes', { in: 'new-company', textarea: true })}</div>
+<div>${field(form, 'owner.name', "First owner's name", { in: 'new-company', required: true })}${field(form, 'owner.email', "First owner's e-mail", { in: 'new-company', type: 'email', required: true })}${field(form, 'notes', 'Notes', { in: 'new-company', textarea: true })}${field(form, 'parent_id', 'Parent company id (for a sub-account)', { in: 'new-company', placeholder: 'ten_…', hint: 'Empty for a company of its own.' })}</div>
 </div>
 <button type="submit">Create company</button> <span class="busy">Creating…</span>
 </form>`;
@@ -226,15 +226,32 @@ export function companyPages(app: Hono<AppEnv>): void {
 <thead><tr><th>Company</th><th>Status</th><th>Plan</th><th class="num">Live calls</th><th class="num">Agents online</th><th class="num">Calls today</th><th class="num">AI minutes today</th><th class="num">Dropped (30 days)</th><th>Last activity</th></tr></thead>
 ${body}</table></div>
 <p class="muted">Live numbers refresh every 10 seconds while this page is visible; a dash is a source that did not answer in time.</p>
+<p><a href="/console/companies/tree">The company tree (parents with their sub-accounts)</a></p>
 <nav class="pager" aria-label="Pages">${q.cursor ? html`<a href="/console/companies${qs({ ...q, cursor: undefined })}">First page</a>` : ''}${next ? html`<a href="/console/companies${qs({ ...q, cursor: next })}">Next page</a>` : ''}</nav>
 </section>
 ${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard' })) : ''}`,
     });
   });
+  // Every company with its sub-accounts nested under it (the API's GET /api/platform/tenants/tree).
+  app.get('/companies/tree', anyOperator, async (c) => {
+    const { items } = await tenantTree(c.get('services').store);
+    const line = (t: { id: string; name: string; slug: string; status: string; plan: string }) =>
+      html`<a href="/console/companies/${t.id}">${t.name}</a> <small class="muted">${t.slug} · ${t.plan}</small> ${badge(t.status)}`;
+    return page(c, 'Company tree', {
+      nav: 'companies',
+      body: html`<p><a href="/console/companies">← Companies</a></p><section class="card">${
+        items.length
+          ? html`<ul class="tree" id="company-tree">${items.map(
+              (t) => html`<li>${line(t)}${t.sub_accounts.length ? html`<ul aria-label="Sub-accounts of ${t.name}">${t.sub_accounts.map((s) => html`<li>${line(s)}</li>`)}</ul>` : ''}</li>`,
+            )}</ul>`
+          : html`<p class="muted">No company yet.</p>`
+      }</section>`,
+    });
+  });
   app.get('/companies/rows', anyOperator, async (c) => c.html((await rows(c, listQuery(c))).body));
   app.post('/companies', managers, (c) =>
-    submit(c, ['name', 'slug', 'plan', 'notes', 'owner.name', 'owner.email'], newCompanyForm, async (v) => {
-      const body = check(NewTenant, { name: v.name, slug: v.slug, plan: v.plan, notes: v.notes || undefined, owner: { name: v['owner.name'], email: v['owner.email'] } });
+    submit(c, ['name', 'slug', 'plan', 'notes', 'parent_id', 'owner.name', 'owner.email'], newCompanyForm, async (v) => {
+      const body = check(NewTenant, { name: v.name, slug: v.slug, plan: v.plan, notes: v.notes || undefined, parent_id: v.parent_id?.trim() || undefined, owner: { name: v['owner.name'], email: v['owner.email'] } });
       const services = c.get('services');
       const made = await createCompany(services.store, body, { setup: services.companySetup, by: actorOf(c.get('principal')) });
       c.get('log').info({ tenant_id: made.tenant.id }, 'company created');

@@ -8,8 +8,8 @@ import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
 import { ConnectorChanges, createConnector, getConnector, NewConnector, updateConnector } from '../../../control-plane/integrations/connectors.ts';
 import { listRuns, queueManualRun } from '../../../control-plane/integrations/recording-imports/runs.ts';
-import { listReviews, rescore } from '../../../control-plane/qa/reviews.ts';
-import { listRecordings } from '../../../control-plane/recordings/read.ts';
+import { listReviews, rescore, type ReviewView } from '../../../control-plane/qa/reviews.ts';
+import { findRecording, listRecordings } from '../../../control-plane/recordings/read.ts';
 import type { AppEnv } from '../../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
 import { connectorDeps } from '../../routes/connectors.ts';
@@ -45,6 +45,35 @@ async function runsCard(c: Context<AppEnv>, id: string, oob = false): Promise<H>
         )}</tbody></table></div>`
       : html`<p class="muted">No run yet.</p>`
   }<p class="muted">Refreshed every 10 seconds while this page is visible.</p></section>`;
+}
+
+/**
+ * Reviews as a table: a review another one re-scored is marked superseded (by which) and has no
+ * Re-score button; the latest of each recording has it, for owners and admins, once it has ended.
+ */
+function reviewsTable(c: Context<AppEnv>, items: ReviewView[], fromRecording: boolean): H {
+  const writer = can(c, companyWriters);
+  const supersededBy = new Map(items.filter((r) => r.supersedes).map((r) => [r.supersedes!, r.id]));
+  if (!items.length) return html`<p class="muted">No review yet.</p>`;
+  return html`<div class="table-wrap"><table class="stack"><thead><tr><th>Review</th><th>Recording</th><th>Status</th><th class="num">Score</th><th>Critical failed</th><th>Scorer</th><th>Scored</th><th>Action</th></tr></thead><tbody>${items.map((r) => {
+    const newer = supersededBy.get(r.id);
+    return html`<tr id="review-${r.id}"><td data-label="Review"><code>${r.id}</code>${r.supersedes ? html`<br><small class="muted">re-score of ${r.supersedes}</small>` : ''}${newer ? html`<br><small class="muted superseded">superseded by ${newer}</small>` : ''}</td>
+<td data-label="Recording"><a href="/console/recordings/${r.recording_id}">${r.recording_id}</a></td><td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td>
+<td class="num" data-label="Score">${r.percentage === null ? '—' : `${r.percentage} %`}</td><td data-label="Critical failed">${r.critical_failed === null ? '—' : r.critical_failed ? 'yes' : 'no'}</td><td data-label="Scorer">${r.scorer ?? '—'}${r.model ? ` (${r.model})` : ''}</td><td data-label="Scored">${when(r.scored_at)}</td>
+<td data-label="Action">${
+      writer && !newer && r.status !== 'queued' && r.status !== 'scoring'
+        ? html`<form hx-post="/console/qa/rescore" hx-target="#qa-result" hx-swap="innerHTML" hx-disabled-elt="find button"><input type="hidden" name="recording_id" value="${r.recording_id}">${fromRecording ? html`<input type="hidden" name="back" value="recording">` : ''}<button type="submit" class="secondary" aria-label="Re-score recording ${r.recording_id}">Re-score</button></form>`
+        : ''
+    }</td></tr>
+${r.answers ? html`<tr><td colspan="8"><details><summary>Answers of ${r.id}</summary><ul>${r.answers.map((a) => html`<li>${a.criterion}: ${a.not_applicable ? 'n/a' : `${a.points}/${a.max_points}`} — ${a.justification}</li>`)}</ul></details></td></tr>` : ''}`;
+  })}</tbody></table></div>`;
+}
+
+/** A recording's reviews; polled every 5 s while one is queued or being scored, then left as it is. */
+async function recordingReviews(c: Context<AppEnv>, recordingId: string): Promise<H> {
+  const list = await listReviews(c.get('services').store, tenant(c), { recording_id: recordingId });
+  const busy = list.items.some((r) => r.status === 'queued' || r.status === 'scoring');
+  return html`<section id="reviews" class="card"${busy ? html` hx-get="/console/recordings/${recordingId}/reviews" hx-trigger="poll" hx-swap="outerHTML" data-poll="5"` : ''} aria-live="polite"><h2>QA reviews</h2>${reviewsTable(c, list.items, true)}<div id="qa-result"></div></section>`;
 }
 
 /** The settings a recording import's owner changes (a secret left empty stays as it is). */
@@ -140,7 +169,7 @@ export function recordingPages(app: Hono<AppEnv>): void {
       body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Recording</th><th>Source</th><th>Status</th><th class="num">Seconds</th><th>Stored</th><th>Listen</th></tr></thead><tbody>${
         list.items.length
           ? list.items.map(
-              (r) => html`<tr><td data-label="Recording"><code>${r.id}</code>${r.call_id ? html`<br><small class="muted">call ${r.call_id}</small>` : ''}</td><td data-label="Source">${r.source}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}</td>
+              (r) => html`<tr><td data-label="Recording"><a href="/console/recordings/${r.id}"><code>${r.id}</code></a>${r.call_id ? html`<br><small class="muted">call ${r.call_id}</small>` : ''}</td><td data-label="Source">${r.source}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}</td>
 <td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td class="num" data-label="Seconds">${r.duration_s ?? '—'}</td><td data-label="Stored">${when(r.stored_at)}</td>
 <td data-label="Listen">${r.status === 'stored' ? html`<audio controls preload="none" src="/api/core/v1/recordings/${r.id}/audio" aria-label="Recording ${r.id}"></audio> <a href="/console/qa?recording_id=${r.id}">QA</a>` : '—'}</td></tr>`,
             )
@@ -151,25 +180,33 @@ export function recordingPages(app: Hono<AppEnv>): void {
   app.get('/qa', companyMembers, async (c) => {
     const recordingId = c.req.query('recording_id') || undefined;
     const list = await listReviews(c.get('services').store, tenant(c), { recording_id: recordingId, cursor: c.req.query('cursor') || undefined });
-    const writer = can(c, companyWriters);
     return page(c, 'QA reviews', {
       nav: 'qa',
-      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Recording</th><th>Status</th><th class="num">Score</th><th>Critical failed</th><th>Scorer</th><th>Scored</th><th></th></tr></thead><tbody>${
-        list.items.length
-          ? list.items.map(
-              (r) => html`<tr><td data-label="Recording"><code>${r.recording_id}</code>${r.supersedes ? html`<br><small class="muted">re-score of ${r.supersedes}</small>` : ''}</td><td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td>
-<td class="num" data-label="Score">${r.percentage === null ? '—' : `${r.percentage} %`}</td><td data-label="Critical failed">${r.critical_failed === null ? '—' : r.critical_failed ? 'yes' : 'no'}</td><td data-label="Scorer">${r.scorer ?? '—'}${r.model ? ` (${r.model})` : ''}</td><td data-label="Scored">${when(r.scored_at)}</td>
-<td>${writer && r.status !== 'queued' && r.status !== 'scoring' ? html`<form hx-post="/console/qa/rescore" hx-target="#qa-result" hx-swap="innerHTML"><input type="hidden" name="recording_id" value="${r.recording_id}"><button type="submit" class="secondary">Re-score</button></form>` : ''}</td></tr>
-${r.answers ? html`<tr><td colspan="7"><details><summary>Answers</summary><ul>${r.answers.map((a) => html`<li>${a.criterion}: ${a.not_applicable ? 'n/a' : `${a.points}/${a.max_points}`} — ${a.justification}</li>`)}</ul></details></td></tr>` : ''}`,
-            )
-          : html`<tr><td colspan="7">No review yet.</td></tr>`
-      }</tbody></table></div><div id="qa-result"></div>${list.next_cursor ? html`<p><a href="/console/qa?${new URLSearchParams({ ...(recordingId ? { recording_id: recordingId } : {}), cursor: list.next_cursor })}">Next page</a></p>` : ''}</section>`,
+      body: html`<section class="card">${reviewsTable(c, list.items, false)}<div id="qa-result" aria-live="polite"></div>${list.next_cursor ? html`<p><a href="/console/qa?${new URLSearchParams({ ...(recordingId ? { recording_id: recordingId } : {}), cursor: list.next_cursor })}">Next page</a></p>` : ''}</section>`,
     });
   });
+  // One recording: its player (metadata loaded at once, so its length shows) and its reviews.
+  app.get('/recordings/:id', companyMembers, async (c) => {
+    const store = c.get('services').store;
+    const r = await findRecording(store, tenant(c), c.req.param('id'));
+    return page(c, `Recording ${r.id}`, {
+      nav: 'recordings',
+      body: html`<p><a href="/console/recordings">← Recordings</a></p><div class="grid"><section class="card"><h2>Listen</h2>${
+        r.status === 'stored'
+          ? html`<audio id="player" controls preload="metadata" src="/api/core/v1/recordings/${r.id}/audio" aria-label="Recording ${r.id}"></audio>`
+          : html`<p class="muted">Not stored (${r.status}): nothing to play.</p>`
+      }<dl class="facts"><dt>Status</dt><dd>${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</dd><dt>Seconds</dt><dd id="recording-seconds">${r.duration_s ?? '—'}</dd><dt>Source</dt><dd>${r.source}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}</dd>
+<dt>Call</dt><dd>${r.call_id ?? '—'}</dd><dt>Stored</dt><dd>${when(r.stored_at)}</dd></dl></section>
+${await recordingReviews(c, r.id)}</div>`,
+    });
+  });
+  app.get('/recordings/:id/reviews', companyMembers, async (c) => c.html(await recordingReviews(c, c.req.param('id'))));
   app.post('/qa/rescore', companyWriters, async (c) => {
     const services = c.get('services');
-    await rescore(services.store, tenant(c), formValues(c).recording_id ?? '');
+    const v = formValues(c);
+    await rescore(services.store, tenant(c), v.recording_id ?? '');
     services.qa.wake();
-    return redirect(c, '/console/qa');
+    // From a recording's page, back to it (its reviews card shows the new review being scored).
+    return redirect(c, v.back === 'recording' ? `/console/recordings/${encodeURIComponent(v.recording_id ?? '')}` : '/console/qa');
   });
 }

@@ -8,6 +8,8 @@ import { html } from 'hono/html';
 import { commandCampaign, createCampaign, findCampaign, listCampaigns, type CampaignView } from '../../../control-plane/core/campaigns.ts';
 import { createList, findList, listLists } from '../../../control-plane/core/lists.ts';
 import { addPeople, listPeople } from '../../../control-plane/core/people.ts';
+import { listResults } from '../../../control-plane/core/results.ts';
+import { listCalls } from '../../../control-plane/telephony/calls.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, companyMembers, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { NewCampaign } from '../../routes/core/campaigns.ts';
@@ -41,6 +43,46 @@ ${field(form, 'max_concurrent_calls', 'Calls at once', { in: 'new-campaign', typ
 function counters(x: CampaignView): H {
   return html`<section id="counters" class="card" hx-get="/console/campaigns/${x.id}/counters" hx-trigger="poll" hx-swap="outerHTML" data-poll="10" aria-live="polite"><h2>Live counters</h2>
 <dl class="facts"><dt>State</dt><dd>${badge(x.state)}${x.idle_reason ? html` <span class="muted">${x.idle_reason}</span>` : ''}</dd><dt>Placed</dt><dd>${x.counters.placed}</dd><dt>Answered</dt><dd>${x.counters.answered}</dd><dt>Ended</dt><dd>${x.counters.ended}</dd><dt>Live</dt><dd>${x.counters.live}</dd></dl></section>`;
+}
+
+/** A page link of the campaign page: its other list's cursor kept, so paging one leaves the other where it is. */
+function pageLink(id: string, cursors: { calls?: string; results?: string }, anchor: string, label: string): H {
+  const q = new URLSearchParams(Object.entries(cursors).filter((e): e is [string, string] => !!e[1]));
+  const s = q.toString();
+  return html`<a href="/console/campaigns/${id}${s ? `?${s}` : ''}#${anchor}">${label}</a>`;
+}
+
+/**
+ * The campaign's calls (the API's GET /api/dialer/v1/calls?campaign_id=…), 100 a page in launch
+ * order; the first page polls every 10 s while visible (a page further on stays as it is).
+ */
+async function callsCard(c: Context<AppEnv>, id: string, cursors: { calls?: string; results?: string }): Promise<H> {
+  const page = await listCalls(c.get('services').store, tenant(c), { campaign_id: id, cursor: cursors.calls });
+  const live = !cursors.calls;
+  return html`<section id="calls" class="card"${live ? html` hx-get="/console/campaigns/${id}/calls" hx-trigger="poll" hx-swap="outerHTML" data-poll="10"` : ''}><h2>Calls</h2>${
+    page.items.length
+      ? html`<div class="table-wrap"><table class="stack"><thead><tr><th>Call</th><th>To</th><th>State</th><th>Started</th><th>Answered</th><th>Ended</th><th>End reason</th><th class="num">SIP</th><th class="num">Talk (s)</th><th>Recording</th></tr></thead><tbody>${page.items.map(
+          (x) => html`<tr><td data-label="Call"><code>${x.id}</code></td><td data-label="To">${x.to_number}</td><td data-label="State">${badge(x.state)}</td><td data-label="Started">${when(x.started_at)}</td><td data-label="Answered">${when(x.answered_at)}</td><td data-label="Ended">${when(x.ended_at)}</td>
+<td data-label="End reason">${x.end_reason ?? '—'}</td><td class="num" data-label="SIP">${x.sip_status ?? '—'}</td><td class="num" data-label="Talk (s)">${x.talk_seconds}</td><td data-label="Recording">${x.recording_id ? html`<a href="/console/recordings/${x.recording_id}">Listen</a>` : '—'}</td></tr>`,
+        )}</tbody></table></div>`
+      : html`<p class="muted">${cursors.calls ? 'No more calls.' : 'No call yet.'}</p>`
+  }<nav class="pager" aria-label="Pages of calls">${cursors.calls ? pageLink(id, { results: cursors.results }, 'calls', 'First calls') : ''}${page.next_cursor ? pageLink(id, { calls: page.next_cursor, results: cursors.results }, 'calls', 'Next calls') : ''}</nav>${
+    live ? html`<p class="muted">Refreshed every 10 seconds while this page is visible.</p>` : ''
+  }</section>`;
+}
+
+/** The results of the people of the campaign's lists (the API's GET /api/core/v1/results?campaign_id=…), 100 a page. */
+async function resultsCard(c: Context<AppEnv>, id: string, cursors: { calls?: string; results?: string }): Promise<H> {
+  const page = await listResults(c.get('services').store, tenant(c), { campaign_id: id, cursor: cursors.results });
+  const live = !cursors.results;
+  return html`<section id="results" class="card"${live ? html` hx-get="/console/campaigns/${id}/results" hx-trigger="poll" hx-swap="outerHTML" data-poll="10"` : ''}><h2>Results</h2>${
+    page.items.length
+      ? html`<div class="table-wrap"><table class="stack"><thead><tr><th>Person</th><th>Result</th><th>Note</th><th>Call back</th><th class="num">Calls</th><th>Last call</th><th>Closed</th><th>Saved</th></tr></thead><tbody>${page.items.map(
+          (r) => html`<tr><td data-label="Person"><code>${r.person_id}</code>${r.external_id ? html`<br><small class="muted">${r.external_id}</small>` : ''}</td><td data-label="Result">${r.disposition}</td><td data-label="Note">${r.note ?? '—'}</td>
+<td data-label="Call back">${when(r.callback_at)}</td><td class="num" data-label="Calls">${r.calls}</td><td data-label="Last call">${when(r.last_call_at)}</td><td data-label="Closed">${r.closed ? 'yes' : 'no'}</td><td data-label="Saved">${when(r.result_at)}</td></tr>`,
+        )}</tbody></table></div>`
+      : html`<p class="muted">${cursors.results ? 'No more results.' : 'No result yet.'}</p>`
+  }<nav class="pager" aria-label="Pages of results">${cursors.results ? pageLink(id, { calls: cursors.calls }, 'results', 'First results') : ''}${page.next_cursor ? pageLink(id, { calls: cursors.calls, results: page.next_cursor }, 'results', 'Next results') : ''}</nav></section>`;
 }
 
 const num = (s: string | undefined) => (s === undefined || s.trim() === '' ? undefined : Number(s));
@@ -126,6 +168,7 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
   });
   app.get('/campaigns/:id', companyMembers, async (c) => {
     const x = await findCampaign(c.get('services').store, tenant(c), c.req.param('id'));
+    const cursors = { calls: c.req.query('calls')?.slice(0, 500) || undefined, results: c.req.query('results')?.slice(0, 500) || undefined };
     const cmd = (name: string, label: string, cls = '') =>
       html`<form class="inline" hx-post="/console/campaigns/${x.id}/${name}" hx-target="#campaign-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit" class="${cls}">${label}</button></form>`;
     return page(c, x.name, {
@@ -133,9 +176,12 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
       body: html`<p><a href="/console/campaigns">← Campaigns</a></p><div class="grid">${counters(x)}
 <section class="card"><h2>Settings</h2><dl class="facts"><dt>Mode</dt><dd>${x.mode}</dd><dt>Handled by</dt><dd>${x.handler}</dd><dt>Calls at once</dt><dd>${x.max_concurrent_calls}</dd><dt>Calls a second</dt><dd>${x.calls_per_second}</dd><dt>Caller id</dt><dd>${x.caller_id ?? '—'}</dd>
 <dt>Lists</dt><dd>${x.list_ids.map((id) => html`<a href="/console/lists/${id}">${id}</a> `)}</dd><dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
-${can(c, companyWriters) ? html`<div class="row">${cmd('start', 'Start')} ${cmd('pause', 'Pause', 'secondary')} ${cmd('stop', 'Stop', 'danger')}</div><div id="campaign-result"></div>` : ''}</section></div>`,
+${can(c, companyWriters) ? html`<div class="row">${cmd('start', 'Start')} ${cmd('pause', 'Pause', 'secondary')} ${cmd('stop', 'Stop', 'danger')}</div><div id="campaign-result"></div>` : ''}</section></div>
+${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     });
   });
+  app.get('/campaigns/:id/calls', companyMembers, async (c) => c.html(await callsCard(c, c.req.param('id'), {})));
+  app.get('/campaigns/:id/results', companyMembers, async (c) => c.html(await resultsCard(c, c.req.param('id'), {})));
   app.get('/campaigns/:id/counters', companyMembers, async (c) => c.html(counters(await findCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
   for (const command of ['start', 'pause', 'stop'] as const) {
     app.post(`/campaigns/:id/${command}`, companyWriters, async (c) => {
