@@ -8,6 +8,7 @@
  * 8 MB index and one byte more, a redirect refused, and who may start and read runs.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -344,6 +345,46 @@ t('a file failing twice then succeeding is imported on its third attempt; one fa
   assert.is(web.hits('/retry/broken.wav'), 3, 'three attempts in all');
   assert.is(web.hits('/retry/flaky.wav'), 3);
   assert.equal(await stored(con), ['flaky']);
+});
+
+t('one bad file never fails the run: a refused address fails for good, a refused connection is an attempt; the good file is imported', async () => {
+  // A port nothing listens on: connections to it are refused.
+  const closed = createNetServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  web.file('/bad/good.wav', wavFile(3_000));
+  web.json('/bad.json', {
+    items: [
+      // Listed first: a run that stopped at them would never reach the good one.
+      { url: `http://0.0.0.0:${port}/guarded.wav`, id: 'guarded' },
+      { url: `http://127.0.0.1:${port}/down.wav`, id: 'down' },
+      { url: '/bad/good.wav', id: 'good' },
+    ],
+  });
+  const con = await newImport({ index_url: `${web.url}/bad.json` });
+  const r1 = await runToEnd(con);
+  assert.is(r1.status, 'done', JSON.stringify(r1));
+  assert.is(r1.error, null);
+  assert.equal([r1.listed, r1.imported, r1.failed], [3, 1, 2]);
+  assert.equal(fileOf(r1, 'good'), { name: 'good', status: 'imported', attempts: 1, error: null });
+  assert.equal(fileOf(r1, 'guarded').status, 'failed', 'an address refused by the guard is not tried again');
+  assert.equal(fileOf(r1, 'guarded').attempts, 1);
+  assert.match(fileOf(r1, 'guarded').error, 'address refused');
+  assert.equal(fileOf(r1, 'down'), { name: 'down', status: 'waiting', attempts: 1, error: 'the file could not be reached: connection refused' });
+  assert.equal(await stored(con), ['good']);
+  // The next runs try the refused connection again, up to 3 attempts in all; the guarded address never again.
+  const r2 = await runToEnd(con);
+  assert.equal([r2.status, r2.imported, r2.failed, r2.skipped], ['done', 0, 1, 2]);
+  const r3 = await runToEnd(con);
+  assert.is(r3.status, 'done');
+  assert.equal(fileOf(r3, 'down'), { name: 'down', status: 'failed', attempts: 3, error: 'the file could not be reached: connection refused' });
+  const files = await sql.query(`select name, status, attempts from recording_import_files where connector_id = $1 order by name`, [con]);
+  assert.equal(files.rows, [
+    { name: 'down', status: 'failed', attempts: 3 },
+    { name: 'good', status: 'imported', attempts: 1 },
+    { name: 'guarded', status: 'failed', attempts: 1 },
+  ]);
 });
 
 t('the web index at its limit: 8 MB is read, one byte more is refused (declared, or counted as it streams)', async () => {

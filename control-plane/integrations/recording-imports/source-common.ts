@@ -19,12 +19,14 @@ export type ListedItem = {
 };
 
 /**
- * A source that could not be read. `unreachable`: no answer at all (refused, timed out, the
- * address refused by the guard), which ends a run; `answered`: an answer that is not a success
- * (a 3xx, 4xx or 5xx); `invalid`: an answer we cannot use (too large, not JSON or XML).
+ * A source that could not be read. `refused`: the guarded client refused the address (never
+ * asked again: it would be refused again); `unreachable`: no answer at all (connection refused,
+ * timed out); `answered`: an answer that is not a success (a 3xx, 4xx or 5xx); `invalid`: an
+ * answer we cannot use (too large, not JSON or XML). Any of them while listing ends the run
+ * `failed`; while opening one file it is that file's failed attempt (`refused`: its last).
  */
 export class SourceError extends Error {
-  readonly kind: 'unreachable' | 'answered' | 'invalid';
+  readonly kind: 'refused' | 'unreachable' | 'answered' | 'invalid';
   constructor(kind: SourceError['kind'], message: string) {
     super(message);
     this.name = 'SourceError';
@@ -36,7 +38,7 @@ export class SourceError extends Error {
 export function answerProblem(a: StreamedAnswer | OutboundFailure, what: string, detail?: (status: number) => string | null): SourceError | null {
   if (a.kind !== 'answered') {
     const why = a.kind === 'refused_address' ? `address refused: ${a.message}` : a.kind === 'timeout' ? 'no answer in time' : a.kind === 'connection_refused' ? 'connection refused' : a.message;
-    return new SourceError('unreachable', `${what} could not be reached: ${why}`);
+    return new SourceError(a.kind === 'refused_address' ? 'refused' : 'unreachable', `${what} could not be reached: ${why}`);
   }
   if (a.status >= 200 && a.status < 300) return null;
   a.body.on('error', () => {});

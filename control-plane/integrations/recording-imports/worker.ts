@@ -11,9 +11,11 @@
  *   then it takes up to "recordings per run" waiting files, oldest first listed, each streamed
  *   from the source into the recording store by `saveRecording` (the QA Bot's hook queues its
  *   review). A file over the largest size fails and is never taken again (by its listed size,
- *   its Content-Length, or its bytes as they stream); any other failure leaves it waiting for
- *   the next run until it has been tried 3 times in all. A source that stops answering ends the
- *   run `failed` and leaves the files it did not reach waiting, their attempts untouched.
+ *   its Content-Length, or its bytes as they stream), and so does one whose address the guarded
+ *   client refuses; any other failure (an error answer, no answer, a body cut off or stalled)
+ *   leaves it waiting for the next run until it has been tried 3 times in all. One bad file never
+ *   ends a run: only a source that cannot be listed (the index or the bucket listing) ends it
+ *   `failed`.
  * - Each recording is imported once: the recordings table is unique per connection and name,
  *   so a file taken again after a crash (stored before its row said so) is found stored and only
  *   marked imported.
@@ -60,7 +62,7 @@ export type RecordingImportsDeps = {
 
 type Run = { id: string; tenant_id: string; connector_id: string };
 type TakenFile = { name: string; url: string | null; format: 'wav' | 'mp3' | null; listed_bytes: string | null; meta: Record<string, string | null> | null; attempts: number };
-type FileOutcome = 'imported' | 'failed' | 'unreachable' | 'lost';
+type FileOutcome = 'imported' | 'failed' | 'lost';
 
 class LeaseLost extends Error {}
 
@@ -199,9 +201,9 @@ export class RecordingImports {
         }
         throw err;
       }
-      const unreachable = await this.#importFiles(run, settings, source, abort.signal);
+      await this.#importFiles(run, settings, source, abort.signal);
       if (abort.signal.aborted) throw abort.signal.reason;
-      await this.#finish(run, unreachable ? 'failed' : 'done', unreachable);
+      await this.#finish(run, 'done', null);
     } catch (err) {
       if (err instanceof LeaseLost || abort.signal.aborted) {
         // Stopping: hand the run back at once. Lost: its new holder goes on with it.
@@ -282,24 +284,18 @@ export class RecordingImports {
       where id = ${run.id} and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
   }
 
-  /**
-   * Imports up to per_run waiting files, `concurrency` at once. Answers why the source stopped
-   * answering (the run then fails), or null.
-   */
-  async #importFiles(run: Run, settings: ImportSettings, source: ImportSource, signal: AbortSignal): Promise<string | null> {
-    let unreachable: string | null = null;
+  /** Imports up to per_run waiting files, `concurrency` at once; each file's failure is its own. */
+  async #importFiles(run: Run, settings: ImportSettings, source: ImportSource, signal: AbortSignal): Promise<void> {
     const campaigns = new Map<string, Promise<string | null>>();
     const lane = async () => {
-      while (!unreachable && !signal.aborted) {
+      while (!signal.aborted) {
         const file = await this.#takeFile(run, settings.per_run);
         if (!file) return;
         const outcome = await this.#importFile(run, settings, source, file, signal, campaigns);
-        if (outcome.kind === 'unreachable') unreachable ??= outcome.message;
         if (outcome.kind === 'lost') return;
       }
     };
     await Promise.all(Array.from({ length: this.#concurrency }, lane));
-    return unreachable;
   }
 
   /** Takes the oldest waiting file for this run, within its per_run; null when none (or the run is no longer ours). */
@@ -371,8 +367,8 @@ export class RecordingImports {
     } catch (err) {
       if (signal.aborted) return { kind: 'lost', message: 'stopped' };
       if (!(err instanceof SourceError)) throw err;
-      const r = await this.#ended(run, file, 'failed', err.message, null, false);
-      return err.kind === 'unreachable' ? { kind: 'unreachable', message: err.message } : r;
+      // The file's own failure, never the run's: an address the guard refuses is refused for good.
+      return this.#ended(run, file, 'failed', err.message, null, err.kind === 'refused');
     }
     if (opened.declared !== null && opened.declared > maxBytes) {
       opened.body.on('error', () => {});
@@ -406,7 +402,7 @@ export class RecordingImports {
 
   /**
    * Writes how a file ended with the run's counts, while the run is still this instance's.
-   * `final`: never tried again (too large); any other failure waits for the next run until the
+   * `final`: never tried again (too large, address refused); any other failure waits for the next run until the
    * file has had its attempts.
    */
   async #ended(run: Run, file: TakenFile, how: 'imported' | 'failed', error: string | null, recordingId: string | null, final: boolean): Promise<{ kind: FileOutcome; message: string }> {
