@@ -5,6 +5,7 @@
  * one statement (`recordAiSample`). Samples are figures, not facts: a batch the store refuses is
  * dropped with a warning rather than held without bound, and past `maxBuffered` the oldest go.
  */
+import { sql } from 'kysely';
 import type { Logger } from '../../shared/logger.ts';
 import type { Store } from '../db/store.ts';
 import type { AgentHub, BotSessionReport } from '../telephony/agent-hub.ts';
@@ -39,6 +40,31 @@ export function samplesOf(report: BotSessionReport, instance: string, at: Date):
       at: m.at ? new Date(m.at) : at,
     },
   ];
+}
+
+/** How long samples are kept: the figures read 15 minutes back, and a minute more for clocks. */
+export const SAMPLES_KEPT_MINUTES = 16;
+
+/**
+ * Deletes samples older than `SAMPLES_KEPT_MINUTES`, oldest first, `batch` rows a statement (by the
+ * index on their time; rows another instance is deleting are skipped, not waited for), until none
+ * is left or `budgetMs` has gone. At 20,000 rows a statement it keeps up with far more than the
+ * 5,000 samples a second the dialer bench's bot calls make. Answers how many it deleted.
+ */
+export async function pruneAiSamples(store: Store, opts: { batch?: number; budgetMs?: number } = {}): Promise<number> {
+  const batch = opts.batch ?? 20_000;
+  const until = performance.now() + (opts.budgetMs ?? 1_000);
+  let deleted = 0;
+  for (;;) {
+    const r = await sql`
+      with old as materialized (
+        select id from ai_samples where at < now() - make_interval(mins => ${SAMPLES_KEPT_MINUTES}) order by at limit ${batch} for update skip locked
+      )
+      delete from ai_samples s using old where s.id = old.id`.execute(store.db);
+    const n = Number(r.numAffectedRows ?? 0n);
+    deleted += n;
+    if (n < batch || performance.now() >= until) return deleted;
+  }
 }
 
 export class AiSampleBuffer {

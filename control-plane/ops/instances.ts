@@ -17,6 +17,7 @@ import { sql } from 'kysely';
 import type { Logger } from '../../shared/logger.ts';
 import type { Store } from '../db/store.ts';
 import type { AgentHub } from '../telephony/agent-hub.ts';
+import { pruneAiSamples } from '../ai/samples.ts';
 import { ServerErrorWindow } from './server-errors.ts';
 
 /** The control plane's version (package.json), reported on `/ops/services`. */
@@ -82,6 +83,15 @@ export class Instances {
     this.#token = await peerToken(this.#store);
     this.#tokenDigest = digest(this.#token);
     await this.#beat();
+    const others = this.#peers.filter((p) => p.instance_id !== this.instanceId);
+    if (others.length > 0 && localOnly(this.#url)) {
+      // Refusing to start would break several instances on one machine (where loopback is right);
+      // on several machines this address reaches whichever instance is local to the asker.
+      this.#log.warn(
+        { url: this.#url, other_instances: others.length },
+        'this instance registered a loopback or unspecified address while other instances are registered: set VD_INSTANCE_URL to an address the others can reach, or /ops/services shows it failed on theirs',
+      );
+    }
     this.#timer = setInterval(() => {
       if (!this.#beating) this.#beating = this.#beat().finally(() => (this.#beating = null));
     }, BEAT_MS);
@@ -150,9 +160,10 @@ export class Instances {
         .onConflict((oc) => oc.column('instance_id').doUpdateSet({ url: this.#url!, version: this.version, seen_at: sql`now()` }))
         .execute();
       await this.refresh();
-      // Old rows and samples go, a few at a time (samples are read over 15 minutes, sessions over a day).
+      // Old rows and samples go (samples are read over 15 minutes): by time, in batches, at most a
+      // second of each beat.
       await sql`delete from cp_instances where seen_at < now() - interval '1 day'`.execute(this.#store.db);
-      await sql`delete from ai_samples where id in (select id from ai_samples where at < now() - interval '2 days' limit 5000)`.execute(this.#store.db);
+      await pruneAiSamples(this.#store);
     } catch (err) {
       this.#log.warn({ err }, 'instance beat failed');
     }
@@ -192,6 +203,17 @@ export class Instances {
     await Promise.race([gone, new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]);
     clearTimeout(timer);
   }
+}
+
+/** Whether `url` names only this machine (loopback) or no machine at all (0.0.0.0, ::). */
+export function localOnly(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '::1' || host === '0.0.0.0' || host === '::' || /^::ffff:127\./.test(host) || host === '::ffff:7f00:1';
 }
 
 /** The token instances send each other: made by the first instance, read by every other. */

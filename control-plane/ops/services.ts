@@ -104,6 +104,9 @@ async function controlPlanes(instances: Instances, within: Within): Promise<{ it
       const controller = new AbortController();
       try {
         const { value: report, ms } = await within(timed(() => askInstance(peer.url, instances.token, controller.signal)));
+        // Another instance answering at this address (a loopback or unspecified default address on
+        // several machines) speaks for itself, not for this one: no answer from this instance.
+        if (report.instance !== peer.instance_id) throw new Error(`instance ${report.instance} answered for ${peer.instance_id}`);
         reports.set(peer.instance_id, report);
         return {
           name: 'control-plane',

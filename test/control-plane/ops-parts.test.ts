@@ -6,9 +6,11 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openPglite, type Store } from '../../control-plane/db/store.ts';
-import { AiSampleBuffer, samplesOf } from '../../control-plane/ai/samples.ts';
+import { AiSampleBuffer, pruneAiSamples, samplesOf } from '../../control-plane/ai/samples.ts';
 import { aiFigures } from '../../control-plane/ai/health.ts';
 import { ServerErrorWindow } from '../../control-plane/ops/server-errors.ts';
+import { Instances, localOnly } from '../../control-plane/ops/instances.ts';
+import { Writable } from 'node:stream';
 import { createLogger } from '../../shared/logger.ts';
 
 const t = suite('operations parts');
@@ -82,18 +84,74 @@ t('the buffer writes in batches; at its bound it keeps all, one past drops the o
   await big.stop();
 });
 
-t('figures on the embedded store: percentiles interpolated, nulls without samples', async () => {
+t('figures on the embedded store: percentiles interpolated, the bot apart from the other purposes, nulls without samples', async () => {
   await store.db.deleteFrom('ai_samples').execute();
-  assert.equal(await aiFigures(store), { reply_ms: { p50: null, p95: null }, sessions: { live: null, failed: null } });
+  const none = { p50: null, p95: null };
+  assert.equal(await aiFigures(store), { reply_ms: none, reply_ms_by_purpose: { bot: none, qa: none, transcription: none }, sessions: { live: null, failed: null }, figures_timed_out: false });
   const buffer = new AiSampleBuffer({ store, log: createLogger('silent'), instanceId: 'i-a' });
   buffer.add(samplesOf({ node_id: 'n', message: { type: 'bot.session', call_id: 'k1', event: 'ended', reply_ms: [10, 20, 30, 40] } }, 'i-a', new Date()));
   await buffer.stop();
   // Sorted 10..40: p50 at 1.5 (25), p95 at 2.85 (38.5); one session ended, none failed or live.
-  assert.equal(await aiFigures(store), { reply_ms: { p50: 25, p95: 38.5 }, sessions: { live: 0, failed: 0 } });
-  // A QA Bot reply (one time per sample) joins the bot sessions' times: 10, 20, 30, 40, 50.
-  buffer.add([{ purpose: 'qa', kind: 'reply', ok: true, reply_ms: 50, instance: 'i-b' }]);
+  assert.equal(await aiFigures(store), { reply_ms: { p50: 25, p95: 38.5 }, reply_ms_by_purpose: { bot: { p50: 25, p95: 38.5 }, qa: none, transcription: none }, sessions: { live: 0, failed: 0 }, figures_timed_out: false });
+  // A QA Bot scoring and a transcription (whole recordings) are their own purposes' times, not the bot's turns.
+  buffer.add([
+    { purpose: 'qa', kind: 'reply', ok: true, reply_ms: 5000, instance: 'i-b' },
+    { purpose: 'qa', kind: 'reply', ok: true, reply_ms: 7000, instance: 'i-b' },
+    { purpose: 'transcription', kind: 'reply', ok: true, reply_ms: 60_000, instance: 'i-b' },
+  ]);
   await buffer.flush();
-  assert.equal((await aiFigures(store)).reply_ms, { p50: 30, p95: 48 });
+  const f = await aiFigures(store);
+  assert.equal(f.reply_ms, { p50: 25, p95: 38.5 });
+  assert.equal(f.reply_ms_by_purpose, { bot: { p50: 25, p95: 38.5 }, qa: { p50: 6000, p95: 6900 }, transcription: { p50: 60_000, p95: 60_000 } });
+});
+
+t('old samples are deleted by time in batches: 16 minutes kept, older gone whatever their number', async () => {
+  await store.db.deleteFrom('ai_samples').execute();
+  const at = (msAgo: number, n: number) => Array.from({ length: n }, () => ({ purpose: 'bot' as const, kind: 'reply' as const, ok: true, reply_ms: 1, instance: 'i-p', at: new Date(Date.now() - msAgo) }));
+  const { recordAiSample } = await import('../../control-plane/ai/providers.ts');
+  await recordAiSample(store, at(16 * 60_000 + 10_000, 2_501));
+  await recordAiSample(store, at(3 * 86_400_000, 10));
+  await recordAiSample(store, at(16 * 60_000 - 10_000, 7));
+  await recordAiSample(store, at(0, 3));
+  // 2,511 old ones in batches of 500: six statements, the last one short.
+  assert.is(await pruneAiSamples(store, { batch: 500, budgetMs: 60_000 }), 2_511);
+  const left = await store.db.selectFrom('ai_samples').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  assert.is(Number(left.n), 10, 'the samples of the last 16 minutes stay');
+  assert.is(await pruneAiSamples(store, { batch: 500 }), 0);
+  // Its time budget spent, it stops after the batch under way (the next beat goes on).
+  await recordAiSample(store, at(20 * 60_000, 1_000));
+  assert.is(await pruneAiSamples(store, { batch: 100, budgetMs: 0 }), 100);
+  await store.db.deleteFrom('ai_samples').execute();
+});
+
+t('an instance registering a loopback or unspecified address beside other instances warns to set VD_INSTANCE_URL', async () => {
+  for (const [url, local] of [
+    ['http://127.0.0.1:8080', true],
+    ['http://127.9.9.9:1', true],
+    ['http://localhost:8080', true],
+    ['http://0.0.0.0:8080', true],
+    ['http://[::1]:8080', true],
+    ['http://[::]:8080', true],
+    ['http://10.0.0.5:8080', false],
+    ['http://cp-1.internal:8080', false],
+    ['http://128.0.0.1:1', false],
+  ] as const)
+    assert.is(localOnly(url), local, url);
+  const register = async (id: string, url: string): Promise<string> => {
+    let text = '';
+    const log = createLogger('warn', new Writable({ write: (c, _e, cb) => ((text += c.toString()), cb()) }));
+    const i = new Instances({ store, log, instanceId: id });
+    await i.register(url);
+    await i.stop();
+    return text;
+  };
+  await store.db.deleteFrom('cp_instances').execute();
+  assert.not.match(await register('alone', 'http://127.0.0.1:1'), 'VD_INSTANCE_URL', 'alone: nothing to confuse it with');
+  await store.db.insertInto('cp_instances').values({ instance_id: 'other', url: 'http://10.0.0.9:1', version: '1', started_at: new Date() }).execute();
+  assert.match(await register('loop', 'http://127.0.0.1:1'), 'VD_INSTANCE_URL');
+  assert.match(await register('any', 'http://0.0.0.0:1'), 'VD_INSTANCE_URL');
+  assert.not.match(await register('routable', 'http://10.0.0.8:1'), 'VD_INSTANCE_URL');
+  await store.db.deleteFrom('cp_instances').execute();
 });
 
 t.run();

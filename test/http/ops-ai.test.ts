@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import { WebSocket } from 'ws';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
@@ -283,18 +284,35 @@ t('a third instance is listed once it starts and no longer once it stops; one th
   assert.equal([hung.status, hung.version, hung.answer_ms, hung.uptime_s, hung.server_errors_5m], ['fail', null, null, null, null]);
   assert.equal(itemsOf(r.body, 'control_plane').filter((i) => i.status === 'pass').length, 3);
   await a.services.store.db.deleteFrom('cp_instances').where('instance_id', '=', 'hung-instance').execute();
+  // An instance whose address reaches another one (a loopback default on another machine): the
+  // other answers with its own name, which is no answer from this one.
+  await a.services.store.db.insertInto('cp_instances').values({ instance_id: 'elsewhere', url: b.url, version: '0.0.1', started_at: new Date() }).execute();
+  await a.services.instances.refresh();
+  const wrong = await services(a);
+  const elsewhere = itemsOf(wrong.body, 'control_plane').find((i) => i.instance === 'elsewhere')!;
+  assert.equal([elsewhere.status, elsewhere.version, elsewhere.answer_ms, elsewhere.uptime_s, elsewhere.server_errors_5m], ['fail', null, null, null, null]);
+  assert.is(itemsOf(wrong.body, 'control_plane').find((i) => i.instance === b.services.instanceId)!.status, 'pass');
+  await a.services.store.db.deleteFrom('cp_instances').where('instance_id', '=', 'elsewhere').execute();
   await c.close();
   await a.services.instances.refresh();
   assert.equal(itemsOf((await services(a)).body, 'control_plane').map((i) => [i.instance, i.status]).sort(), [a.services.instanceId, b.services.instanceId].sort().map((id) => [id, 'pass']));
 });
 
-t('/ai/health: null without samples; percentiles and sessions from the samples two instances stored from their agents', async () => {
+t('/ai/health: null without samples; percentiles and sessions from the samples two instances stored from their agents and the live bot calls', async () => {
+  const none = { p50: null, p95: null };
   const empty = await call(a.url, 'GET', '/api/platform/ai/health', { session: owner });
-  assert.equal([empty.body.reply_ms, empty.body.sessions], [{ p50: null, p95: null }, { live: null, failed: null }]);
+  assert.equal([empty.body.reply_ms, empty.body.sessions, empty.body.reply_ms_by_purpose, empty.body.figures_timed_out], [none, { live: null, failed: null }, { bot: none, qa: none, transcription: none }, false]);
   assert.ok(!Number.isNaN(Date.parse(empty.body.checked_at)));
   const onA = await agent(a, 'bot-node-a');
   const onB = await agent(b, 'bot-node-b');
   const send = (ws: WebSocket, m: object) => ws.send(JSON.stringify({ type: 'bot.session', ...m }));
+  // Live: the answered bot calls up now, as the dialer keeps them, whether or not their agent
+  // reported the session yet (an agent's call, a ringing one, one handed to a person and an ended
+  // one are not bot sessions live).
+  const co = await makeCompany(a);
+  let n = 0;
+  const row = (id: string, state: 'answered' | 'ringing' | 'ended', handler: 'bot' | 'agent', transfer: 'bridged' | null = null) => ({ id, tenant_id: co.tenantId, to_number: `+1415555010${n++}`, from_number: '+14155550199', state, handler, transfer_state: transfer });
+  await a.services.store.db.insertInto('calls').values([row('call_live', 'answered', 'bot'), row('call_quiet', 'answered', 'bot'), row('call_agent', 'answered', 'agent'), row('call_ring', 'ringing', 'bot'), row('call_handed', 'answered', 'bot', 'bridged'), row('call_over', 'ended', 'bot')]).execute();
   send(onA, { call_id: 'call_live', event: 'started' });
   send(onA, { call_id: 'call_done', event: 'started' });
   send(onA, { call_id: 'call_done', event: 'ended', reply_ms: [100, 200, 300] });
@@ -306,15 +324,35 @@ t('/ai/health: null without samples; percentiles and sessions from the samples t
   });
   // Older than 15 minutes: not counted.
   await a.services.store.db.insertInto('ai_samples').values({ at: new Date(Date.now() - 16 * 60_000), purpose: 'bot', kind: 'reply', ok: true, reply_ms: 99_999, reply_times: null, instance: 'old', call_id: null, node_id: null }).execute();
+  // A QA Bot scoring: its own purpose's time, not the bot's.
+  await a.services.store.db.insertInto('ai_samples').values({ purpose: 'qa', kind: 'reply', ok: true, reply_ms: 9_000, reply_times: null, instance: 'qa', call_id: null, node_id: null }).execute();
   const h = await call(b.url, 'GET', '/api/platform/ai/health', { session: owner });
   // Sorted 100..500: p50 the middle one; p95 at 0.95 × 4 = 3.8, between 400 and 500.
   assert.equal(h.body.reply_ms, { p50: 300, p95: 480 });
-  assert.equal(h.body.sessions, { live: 1, failed: 1 });
+  assert.equal(h.body.reply_ms_by_purpose, { bot: { p50: 300, p95: 480 }, qa: { p50: 9000, p95: 9000 }, transcription: none });
+  assert.equal([h.body.sessions, h.body.figures_timed_out], [{ live: 2, failed: 1 }, false]);
   const byInstance = await a.services.store.db.selectFrom('ai_samples').select(['instance', 'call_id']).where('reply_times', 'is not', null).execute();
   assert.equal(new Set(byInstance.filter((r) => r.call_id === 'call_done').map((r) => r.instance)), new Set([a.services.instanceId]));
   assert.equal(new Set(byInstance.filter((r) => r.call_id === 'call_bad').map((r) => r.instance)), new Set([b.services.instanceId]));
-  send(onA, { call_id: 'call_live', event: 'ended' });
-  await eventually('the live session ended', async () => (await call(a.url, 'GET', '/api/platform/ai/health', { session: owner })).body.sessions.live === 0);
+  await a.services.store.db.updateTable('calls').set({ state: 'ended', ended_at: new Date() }).where('id', 'in', ['call_live', 'call_quiet']).execute();
+  assert.equal((await call(a.url, 'GET', '/api/platform/ai/health', { session: owner })).body.sessions, { live: 0, failed: 1 });
+  // The figures query held up (a lock on the samples here; a huge window in production): stopped
+  // by the store within its limit, nulls and figures_timed_out, never zeros; the answer in time.
+  const holder = await a.services.store.db.connection().execute(async (conn) => {
+    await sql`begin`.execute(conn);
+    await sql`lock table ai_samples in access exclusive mode`.execute(conn);
+    try {
+      const started = performance.now();
+      const held = await call(a.url, 'GET', '/api/platform/ai/health', { session: owner });
+      return { held, ms: performance.now() - started };
+    } finally {
+      await sql`rollback`.execute(conn);
+    }
+  });
+  assert.is(holder.held.status, 200, holder.held.text);
+  assert.equal([holder.held.body.reply_ms, holder.held.body.sessions, holder.held.body.reply_ms_by_purpose.qa, holder.held.body.figures_timed_out], [none, { live: null, failed: null }, none, true]);
+  assert.ok(holder.ms < 2500, `answered in ${Math.round(holder.ms)} ms`);
+  assert.equal((await call(a.url, 'GET', '/api/platform/ai/health', { session: owner })).body.figures_timed_out, false);
   // A report past its limits closes the socket as a protocol error.
   const closed = new Promise<number>((resolve) => onB.once('close', (code) => resolve(code)));
   send(onB, { call_id: 'call_x', event: 'ended', reply_ms: Array.from({ length: 201 }, () => 1) });

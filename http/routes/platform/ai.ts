@@ -25,12 +25,15 @@ export const AiChange = z.object({
   model: z.string().trim().min(1).max(MAX_MODEL),
   api_key: z.string().min(1).max(MAX_API_KEY).nullable().optional().openapi({ description: 'Absent: the stored key stays. null: the stored key is removed.' }),
 });
+const Percentiles = z.object({ p50: z.number().nullable(), p95: z.number().nullable() });
 const Health = record('AiHealth', {
   configured: z.boolean(),
   reachable: z.boolean().nullable().openapi({ description: 'Every configured upstream answered GET {base_url}/models with 2xx within 1.5 s; null when none is configured.' }),
   checked_at: z.string(),
-  reply_ms: z.object({ p50: z.number().nullable(), p95: z.number().nullable() }).openapi({ description: 'Over the last 15 minutes, every instance; null without samples.' }),
-  sessions: z.object({ live: z.number().int().nullable(), failed: z.number().int().nullable() }).openapi({ description: 'Bot sessions live now and failed in the last 15 minutes; null without samples.' }),
+  reply_ms: Percentiles.openapi({ description: "The voice bot's reply times (purpose bot) over the last 15 minutes, every instance; null without samples." }),
+  reply_ms_by_purpose: z.object({ bot: Percentiles, qa: Percentiles, transcription: Percentiles }).openapi({ description: 'Each purpose apart: a QA scoring or a transcription of a whole recording is not a bot turn.' }),
+  sessions: z.object({ live: z.number().int().nullable(), failed: z.number().int().nullable() }).openapi({ description: 'Bot sessions live now (answered bot calls up, as /ops/live counts them) and failed in the last 15 minutes; null without samples.' }),
+  figures_timed_out: z.boolean().openapi({ description: 'The figures query passed its limit (1.3 s): reply_ms and sessions are null, not zero.' }),
 });
 
 export const aiRoutes = new ApiRoutes('AI upstream')
