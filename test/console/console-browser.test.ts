@@ -15,6 +15,8 @@ import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 import { startWebSource, wavFile, type WebSource } from '../support/recording-sources.ts';
+import { Readable } from 'node:stream';
+import { saveRecording } from '../../control-plane/recordings/save.ts';
 
 const SHOTS = new URL('../../test-artifacts/console/', import.meta.url).pathname;
 
@@ -499,6 +501,307 @@ t('an owner runs a recording import and watches its status change, then listens 
   await context.close();
 });
 
+/** A playable WAV of `seconds` (8 kHz, 16-bit mono, a 440 Hz tone). */
+function toneWav(seconds: number): Buffer {
+  const rate = 8000;
+  const data = Buffer.alloc(seconds * rate * 2);
+  for (let i = 0; i < seconds * rate; i++) data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'ascii');
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVEfmt ', 8, 'ascii');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * 2, 28);
+  h.writeUInt16LE(2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36, 'ascii');
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
+
+/** The page's visibility as a browser tab switch sets it (headless pages are always visible). */
+function setHidden(page: Page, hidden: boolean): Promise<unknown> {
+  return page.evaluate(`(() => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '${hidden ? 'hidden' : 'visible'}' });
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => ${hidden} });
+    document.dispatchEvent(new Event('visibilitychange'));
+  })()`);
+}
+
+/**
+ * Every visible interactive element of the page has an accessible name (its label, aria-label or
+ * text) and is reached by Tab. Polling is stopped first (the page set hidden), so nothing is
+ * swapped while the keyboard walks the page. Answers the elements without a name or never reached.
+ */
+async function keyboardCheck(page: Page): Promise<{ count: number; unnamed: string[]; unreached: string[] }> {
+  await setHidden(page, true);
+  const listed = await page.evaluate<Array<{ i: number; what: string; name: string }>>(`(() => {
+    const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary, audio[controls], [tabindex]:not([tabindex="-1"])';
+    const els = [...document.querySelectorAll(sel)].filter((e) => e.checkVisibility() && !e.disabled);
+    const text = (e) => (e ? e.textContent.replace(/\\s+/g, ' ').trim() : '');
+    window.__seen = new Set();
+    document.addEventListener('focusin', (e) => { const i = e.target.getAttribute && e.target.getAttribute('data-a11y'); if (i !== null) window.__seen.add(Number(i)); });
+    return els.map((e, i) => {
+      e.setAttribute('data-a11y', String(i));
+      const labelled = e.getAttribute('aria-labelledby');
+      const name = e.getAttribute('aria-label') || (labelled ? labelled.split(' ').map((id) => text(document.getElementById(id))).join(' ') : '') ||
+        (e.labels && e.labels.length ? [...e.labels].map(text).join(' ') : '') || (/^(A|BUTTON|SUMMARY)$/.test(e.tagName) ? text(e) : '') || e.getAttribute('title') || '';
+      return { i, what: e.outerHTML.slice(0, 120), name: name.trim() };
+    });
+  })()`);
+  await page.evaluate('document.activeElement && document.activeElement.blur && document.activeElement.blur()');
+  // An element with inner stops (an audio player's controls) takes several presses: on in tens until all are seen.
+  let seenCount = 0;
+  for (let n = 0; seenCount < listed.length && n < listed.length * 5 + 20; n += 10) {
+    for (let k = 0; k < 10; k++) await page.keyboard.press('Tab');
+    seenCount = await page.evaluate<number>('window.__seen.size');
+  }
+  const seen = new Set(await page.evaluate<number[]>('[...window.__seen]'));
+  await setHidden(page, false);
+  return { count: listed.length, unnamed: listed.filter((e) => !e.name).map((e) => e.what), unreached: listed.filter((e) => !seen.has(e.i)).map((e) => e.what) };
+}
+
+t("an operator builds a company tree; the parent's owner suspends a sub-account (its people signed out) and resumes it", async () => {
+  const parentTemp = await createCompany(owner, 'Theta Group', 'theta-group', 'owner@theta.test');
+  await owner.goto(`${cp.url}/console/companies?q=theta-group`);
+  await owner.getByRole('link', { name: 'Theta Group' }).click();
+  await owner.waitForURL(/\/console\/companies\/ten_/);
+  const parentId = new URL(owner.url()).pathname.split('/').at(-1)!;
+  await owner.goto(`${cp.url}/console/companies`);
+  const form = owner.locator('#new-company');
+  await form.getByLabel('Company name').fill('Theta North');
+  await form.getByLabel('Short name (slug)').fill('theta-north');
+  await form.getByLabel("First owner's name").fill('North Owner');
+  await form.getByLabel("First owner's e-mail").fill('owner@theta-north.test');
+  await form.getByLabel('Parent company id (for a sub-account)').fill(parentId);
+  await form.getByRole('button', { name: 'Create company' }).click();
+  await owner.getByText('Theta North is created').waitFor();
+  const childTemp = (await owner.locator('#temporary-password').textContent())!.trim();
+  await owner.getByRole('link', { name: 'Back to the list' }).click();
+  await owner.getByRole('link', { name: /The company tree/ }).click();
+  await owner.waitForURL(/\/console\/companies\/tree$/);
+  const subs = owner.getByRole('list', { name: 'Sub-accounts of Theta Group' });
+  assert.is(await subs.getByRole('link', { name: 'Theta North' }).count(), 1, 'nested under its parent');
+  await shot(owner, 'company-tree');
+
+  const { context: childContext, page: child } = await companyOwner('owner@theta-north.test', childTemp);
+  assert.is(await child.getByRole('link', { name: 'Sub-accounts' }).count(), 1, 'an owner sees the entry even without sub-accounts');
+  const { context, page } = await companyOwner('owner@theta.test', parentTemp);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Sub-accounts' }).click();
+  await page.waitForURL(/\/console\/sub-accounts$/);
+  const reason = page.getByLabel('Reason to suspend Theta North');
+  await reason.fill('short');
+  await page.getByRole('button', { name: 'Suspend Theta North' }).click();
+  await page.locator('.error', { hasText: /8|reason/i }).first().waitFor();
+  assert.is(await page.getByLabel('Reason to suspend Theta North').inputValue(), 'short', 'what was typed is kept');
+  await page.getByLabel('Reason to suspend Theta North').fill('the north office is on hold');
+  await page.getByRole('button', { name: 'Suspend Theta North' }).click();
+  await page.getByRole('button', { name: 'Resume Theta North' }).waitFor();
+  assert.ok(await page.getByText('the north office is on hold').isVisible());
+  await shot(page, 'sub-accounts');
+  // The sub-account's own people are signed out by the same chain as an operator's suspend.
+  await child.reload();
+  await child.waitForURL(/\/console\/sign-in$/);
+  await page.getByRole('button', { name: 'Resume Theta North' }).click();
+  await page.getByRole('button', { name: 'Suspend Theta North' }).waitFor();
+  assert.is(await page.locator('tr', { hasText: 'Theta North' }).locator('.badge').textContent(), 'on');
+  await childContext.close();
+  await context.close();
+});
+
+t("a campaign's page shows its calls and results appear while it is open, and its counters refresh, only while visible", async () => {
+  const temporary = await createCompany(owner, 'Iota Dialing', 'iota-dialing', 'owner@iota.test');
+  const { context, page } = await companyOwner('owner@iota.test', temporary);
+  await page.goto(`${cp.url}/console/lists`);
+  await page.getByLabel('New list name').fill('Iota leads');
+  await page.getByRole('button', { name: 'Create list' }).click();
+  await page.waitForURL(/\/console\/lists\/lst_/);
+  const listId = new URL(page.url()).pathname.split('/').at(-1)!;
+  await page.getByLabel(/One person a line/).fill('+14155550111, Ada, Lovelace\n+14155550112, Grace, Hopper');
+  await page.getByRole('button', { name: 'Add' }).click();
+  await page.getByText('2 added').waitFor();
+  await page.goto(`${cp.url}/console/campaigns`);
+  const form = page.locator('#new-campaign');
+  await form.getByLabel('Name').fill('Iota spring');
+  await form.getByLabel('Iota leads').check();
+  await form.getByLabel('Caller id').fill('+14155550100');
+  await form.getByRole('button', { name: 'Create campaign' }).click();
+  await page.waitForURL(/\/console\/campaigns\/cmp_/);
+  const campId = new URL(page.url()).pathname.split('/').at(-1)!;
+  await page.locator('#calls').getByText('No call yet.').waitFor();
+  await page.locator('#results').getByText('No result yet.').waitFor();
+
+  await page.clock.install();
+  let polls = 0;
+  let answered = 0;
+  page.on('request', (r) => {
+    if (/\/campaigns\/cmp_[^/]+\/(calls|results|counters)$/.test(r.url())) polls++;
+  });
+  page.on('requestfinished', (r) => {
+    if (/\/campaigns\/cmp_[^/]+\/(calls|results|counters)$/.test(r.url())) answered++;
+  });
+  await page.reload();
+  // While the page is open: two calls are placed (one answered), a person gets a result.
+  const db = cp.services.store.db;
+  const people = await db.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', listId).orderBy('phone_number').execute();
+  const tenantId = (await db.selectFrom('campaigns').select('tenant_id').where('id', '=', campId).executeTakeFirstOrThrow()).tenant_id;
+  await db.insertInto('calls').values([
+    { id: `call_iotaa${campId.slice(4)}`, tenant_id: tenantId, campaign_id: campId, person_id: people[0].id, to_number: people[0].phone_number, from_number: '+14155550100', state: 'ended', answered_at: new Date(), ended_at: new Date(), end_reason: 'completed', sip_status: 200, talk_seconds: 42 },
+    { id: `call_iotab${campId.slice(4)}`, tenant_id: tenantId, campaign_id: campId, person_id: people[1].id, to_number: people[1].phone_number, from_number: '+14155550100', state: 'ringing' },
+  ]).execute();
+  await db.updateTable('campaign_counts').set({ placed: 2, answered: 1, ended: 1 }).where('campaign_id', '=', campId).execute();
+  await db.updateTable('people').set({ disposition: 'appointment_set', note: 'Tuesday at ten', result_at: new Date() }).where('id', '=', people[0].id).execute();
+  const settle = async (n: number) => {
+    const until = Date.now() + 10_000;
+    while (answered < n && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await page.clock.runFor(100);
+  };
+  await page.clock.runFor(9_000);
+  assert.is(polls, 0, 'nothing before 10 s');
+  await page.clock.runFor(1_100);
+  await settle(3);
+  assert.is(polls, 3, 'counters, calls and results polled together');
+  await page.locator('#calls').getByText(people[1].phone_number).waitFor();
+  assert.is(await page.locator('#calls tbody tr').count(), 2);
+  assert.match((await page.locator('#calls tbody tr', { hasText: people[0].phone_number }).textContent())!, /completed.*200.*42/s);
+  await page.locator('#results').getByText('Tuesday at ten').waitFor();
+  assert.match((await page.locator('#results tbody tr').first().textContent())!, /appointment_set/);
+  assert.match((await page.locator('#counters').textContent())!, /Placed\s*2\s*Answered\s*1\s*Ended\s*1\s*Live/);
+  await shot(page, 'campaign');
+  await setHidden(page, true);
+  await page.clock.runFor(60_000);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.is(polls, 3, 'no poll while hidden');
+  await setHidden(page, false);
+  await settle(6);
+  assert.is(polls, 6, 'visible again: at once');
+  await context.close();
+});
+
+t('QA: a stored recording plays in the page (its metadata loaded, its length the recording\'s), is scored by the built-in scorer, and a re-score supersedes the review', async () => {
+  const temporary = await createCompany(owner, 'Kappa Quality', 'kappa-quality', 'owner@kappa.test');
+  const { context, page } = await companyOwner('owner@kappa.test', temporary);
+  await page.goto(`${cp.url}/console/connections`);
+  await page.locator('#new-legacy').getByLabel('Name').fill('Old recorder');
+  await page.locator('#new-legacy').getByRole('button', { name: 'Create' }).click();
+  await page.waitForURL(/\/console\/connections\/con_/);
+  const connectorId = new URL(page.url()).pathname.split('/').at(-1)!;
+  const tenantId = (await cp.services.store.db.selectFrom('connectors').select('tenant_id').where('id', '=', connectorId).executeTakeFirstOrThrow()).tenant_id;
+  const file = toneWav(25);
+  const rec = await saveRecording(
+    { store: cp.services.store, recordings: cp.services.recordings, recordingStored: cp.services.recordingStored },
+    { tenantId, source: 'import', connectorId, sourceName: 'old/kappa-1.wav', format: 'wav', body: Readable.from([file]), length: file.length, maxBytes: 10_000_000 },
+  );
+  assert.is(rec.status, 'stored');
+  await page.goto(`${cp.url}/console/recordings`);
+  await page.getByRole('link', { name: rec.id }).click();
+  await page.waitForURL(new RegExp(`/console/recordings/${rec.id}$`));
+  // The player loads the audio: metadata read (readyState HAVE_METADATA or more), its length the recording's.
+  const player = page.locator('#player');
+  await player.evaluate((a) => new Promise<void>((resolve) => ((a as unknown as { readyState: number }).readyState >= 1 ? resolve() : a.addEventListener('loadedmetadata', () => resolve(), { once: true }))));
+  const audio = await player.evaluate((a) => ({ readyState: (a as unknown as { readyState: number }).readyState, duration: (a as unknown as { duration: number }).duration, error: (a as unknown as { error: unknown }).error }));
+  assert.ok(audio.readyState >= 1 && audio.error === null, JSON.stringify(audio));
+  assert.ok(Number.isFinite(audio.duration) && Math.abs(audio.duration - 25) < 0.05, `duration ${audio.duration}`);
+  assert.is(Number(await page.locator('#recording-seconds').textContent()), 25, 'the page says the same length');
+  // The built-in scorer's review shows as it ends (the card polls while it is queued or scoring).
+  await page.locator('#reviews').getByText('vd-builtin-1').waitFor({ timeout: 20_000 });
+  const first = (await page.locator('#reviews tbody tr[id^="review-"]').first().getAttribute('id'))!.slice('review-'.length);
+  assert.match((await page.locator(`#review-${first}`).textContent())!, /scored.*50(\.00)? %/s);
+  await shot(page, 'recording-qa');
+  await page.getByRole('button', { name: `Re-score recording ${rec.id}` }).click();
+  await page.locator('#reviews').getByText(`re-score of ${first}`).waitFor();
+  await page.locator('#reviews').getByText(`superseded by`).waitFor();
+  const rows = page.locator('#reviews tbody tr[id^="review-"]');
+  // Until both reviews are scored (the card polls every 5 s while one is queued or scoring).
+  await page.locator('#reviews:not([data-poll])').waitFor({ timeout: 20_000 });
+  assert.is(await rows.count(), 2);
+  const second = (await rows.nth(1).getAttribute('id'))!.slice('review-'.length);
+  assert.match((await page.locator(`#review-${first}`).textContent())!, new RegExp(`superseded by ${second}`));
+  const stored = await cp.services.store.db.selectFrom('qa_reviews').select(['id', 'supersedes', 'status']).where('recording_id', '=', rec.id).orderBy('id').execute();
+  assert.equal(stored.map((r) => [r.id, r.supersedes, r.status]), [[first, null, 'scored'], [second, first, 'scored']]);
+  await page.getByRole('button', { name: `Re-score recording ${rec.id}` }).waitFor();
+  assert.is(await page.getByRole('button', { name: /^Re-score/ }).count(), 1, 'only the latest review can be re-scored');
+  await shot(page, 'recording-rescored');
+  await page.goto(`${cp.url}/console/qa`);
+  assert.is(await page.locator('tbody tr[id^="review-"]').count(), 2);
+  await shot(page, 'qa');
+  await context.close();
+});
+
+t('with the keyboard only: sign in, reach a form, submit it, read the refusal by its field; every interactive element of the main pages is reached by Tab and named', async () => {
+  const { context, page } = await newPerson();
+  await page.goto(`${cp.url}/console/sign-in`);
+  await page.keyboard.press('Tab');
+  assert.is(await page.evaluate('document.activeElement.id'), (await page.getByLabel('E-mail').getAttribute('id'))!);
+  await page.keyboard.type(OPERATOR_EMAIL);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(OPERATOR_PASSWORD);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/console\/companies$/);
+  // The skip link first, then on to the new-company form by Tab alone.
+  await page.keyboard.press('Tab');
+  assert.is(await page.evaluate('document.activeElement.textContent'), 'Skip to the page');
+  await page.keyboard.press('Enter');
+  let presses = 0;
+  while ((await page.evaluate('document.activeElement.id')) !== 'new-company-name' && presses++ < 200) await page.keyboard.press('Tab');
+  assert.ok(presses < 200, 'the form is reached by Tab');
+  await page.keyboard.type('Lambda Keys');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('Lambda Keys!');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('Lena');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('lena@lambda.test');
+  await page.keyboard.press('Tab');
+  assert.is(await page.evaluate('document.activeElement.id'), 'new-company-notes');
+  // Tab on to the button and press it with Space.
+  while ((await page.evaluate('document.activeElement.textContent')) !== 'Create company' && presses++ < 210) await page.keyboard.press('Tab');
+  await page.keyboard.press('Space');
+  const error = page.locator('#new-company-slug-error');
+  await error.waitFor();
+  assert.match((await error.textContent())!, /slug/);
+  assert.is(await page.getByLabel('Short name (slug)').getAttribute('aria-describedby'), 'new-company-slug-error', 'the message is tied to its field');
+  assert.is(await page.getByLabel('Company name').inputValue(), 'Lambda Keys');
+  // Fixed by the keyboard: back to the slug field, Enter in it submits the form.
+  while ((await page.evaluate('document.activeElement.id')) !== 'new-company-slug' && presses++ < 420) await page.keyboard.press('Tab');
+  await page.keyboard.press('ControlOrMeta+a');
+  await page.keyboard.type('lambda-keys');
+  await page.keyboard.press('Enter');
+  await page.getByText('Lambda Keys is created').waitFor();
+  const temporary = (await page.locator('#temporary-password').textContent())!.trim();
+  await shot(page, 'keyboard-company-created');
+
+  const problemsOn: string[] = [];
+  let checked = 0;
+  const check = async (p: Page, path: string) => {
+    await p.goto(`${cp.url}${path}`);
+    const r = await keyboardCheck(p);
+    checked += r.count;
+    for (const u of r.unnamed) problemsOn.push(`${path}: no accessible name: ${u}`);
+    for (const u of r.unreached) problemsOn.push(`${path}: not reached by Tab: ${u}`);
+  };
+  for (const path of ['/console/companies', '/console/companies/tree', '/console/dialing', '/console/billing', '/console/operators', '/console/ai']) await check(page, path);
+  await page.goto(`${cp.url}/console/companies?q=lambda-keys`);
+  await page.getByRole('link', { name: 'Lambda Keys' }).click();
+  await page.waitForURL(/\/console\/companies\/ten_/);
+  await check(page, new URL(page.url()).pathname);
+  const { context: lena, page: lp } = await companyOwner('lena@lambda.test', temporary);
+  await lp.goto(`${cp.url}/console/lists`);
+  await lp.getByLabel('New list name').fill('Lambda list');
+  await lp.getByRole('button', { name: 'Create list' }).click();
+  await lp.waitForURL(/\/console\/lists\/lst_/);
+  await check(lp, new URL(lp.url()).pathname);
+  for (const path of ['/console/campaigns', '/console/lists', '/console/recordings', '/console/qa', '/console/connections', '/console/keys', '/console/users', '/console/sub-accounts']) await check(lp, path);
+  assert.ok(checked > 100, `elements checked: ${checked}`);
+  assert.equal(problemsOn, []);
+  await lena.close();
+  await context.close();
+});
+
 t('an operator reads the services, the AI upstream (the key never shown) and the recording reconciliation', async () => {
   await owner.goto(`${cp.url}/console/services`);
   const store = owner.locator('tr', { hasText: 'store' }).first();
@@ -527,6 +830,11 @@ t('pages read at a phone width, and every page visited had the CSP and no script
   const width = await owner.evaluate<number>('document.documentElement.scrollWidth');
   assert.ok(width <= 390, `no sideways scroll at a phone's width (${width})`);
   await shot(owner, 'companies-phone');
+  for (const path of ['/console/companies/tree', '/console/dialing', '/console/billing', '/console/nodes']) {
+    await owner.goto(`${cp.url}${path}`);
+    const w = await owner.evaluate<number>('document.documentElement.scrollWidth');
+    assert.ok(w <= 390, `${path}: no sideways scroll at a phone's width (${w})`);
+  }
   await owner.setViewportSize({ width: 1280, height: 900 });
   assert.ok(documents >= 20, `documents checked: ${documents}`);
   assert.equal(problems, []);

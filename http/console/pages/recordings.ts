@@ -191,13 +191,13 @@ export function recordingPages(app: Hono<AppEnv>): void {
     const r = await findRecording(store, tenant(c), c.req.param('id'));
     return page(c, `Recording ${r.id}`, {
       nav: 'recordings',
-      body: html`<p><a href="/console/recordings">← Recordings</a></p><div class="grid"><section class="card"><h2>Listen</h2>${
+      body: html`<p><a href="/console/recordings">← Recordings</a></p><div><section class="card"><h2>Listen</h2>${
         r.status === 'stored'
           ? html`<audio id="player" controls preload="metadata" src="/api/core/v1/recordings/${r.id}/audio" aria-label="Recording ${r.id}"></audio>`
           : html`<p class="muted">Not stored (${r.status}): nothing to play.</p>`
       }<dl class="facts"><dt>Status</dt><dd>${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</dd><dt>Seconds</dt><dd id="recording-seconds">${r.duration_s ?? '—'}</dd><dt>Source</dt><dd>${r.source}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}</dd>
-<dt>Call</dt><dd>${r.call_id ?? '—'}</dd><dt>Stored</dt><dd>${when(r.stored_at)}</dd></dl></section>
-${await recordingReviews(c, r.id)}</div>`,
+<dt>Call</dt><dd>${r.call_id ?? '—'}</dd><dt>Stored</dt><dd>${when(r.stored_at)}</dd></dl></section></div>
+${await recordingReviews(c, r.id)}`,
     });
   });
   app.get('/recordings/:id/reviews', companyMembers, async (c) => c.html(await recordingReviews(c, c.req.param('id'))));
