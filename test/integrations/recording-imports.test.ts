@@ -387,6 +387,39 @@ t('one bad file never fails the run: a refused address fails for good, a refused
   ]);
 });
 
+t('a crash after a file was stored but before its end was written: the run taken over marks it imported, fetching nothing and spending no attempt', async () => {
+  web.file('/crashed/a.wav', wavFile(2_000));
+  web.file('/crashed/b.wav', wavFile(2_000));
+  web.json('/crashed.json', { items: [{ url: '/crashed/a.wav', id: 'crashed-a' }, { url: '/crashed/b.wav', id: 'crashed-b' }] });
+  const con = await newImport({ index_url: `${web.url}/crashed.json` });
+  const first = await runToEnd(con);
+  assert.equal([first.status, first.imported], ['done', 2]);
+  const recs = (await sql.query(`select id, source_name from recordings where connector_id = $1 order by source_name`, [con])).rows;
+  // The state a crash leaves between saveRecording's commit (recording stored, event, review
+  // queued) and the file's end: both files still importing under a run whose instance died,
+  // one on its last attempt.
+  const runId = `imp_crashed_${Date.now()}`;
+  await sql.query(
+    `insert into recording_import_runs (id, tenant_id, connector_id, trigger, status, started_at, taken, listed, lease_owner, lease_until)
+     values ($1, $2, $3, 'manual', 'processing', now(), 2, 2, 'a-dead-instance', now() - interval '1 second')`,
+    [runId, tenantId, con],
+  );
+  await sql.query(
+    `update recording_import_files set status = 'importing', recording_id = null, run_id = $2, attempts = case name when 'crashed-a' then 3 else 1 end where connector_id = $1`,
+    [con, runId],
+  );
+  const run = await eventually('the run to be taken over and end', async () => (await runs(con)).find((r) => r.id === runId && r.status !== 'processing'), 20_000);
+  assert.equal([run.status, run.imported, run.failed], ['done', 2, 0], JSON.stringify(run));
+  const files = await sql.query(`select name, status, attempts, recording_id, error from recording_import_files where connector_id = $1 order by name`, [con]);
+  assert.equal(files.rows, [
+    { name: 'crashed-a', status: 'imported', attempts: 3, recording_id: recs[0].id, error: null },
+    { name: 'crashed-b', status: 'imported', attempts: 1, recording_id: recs[1].id, error: null },
+  ]);
+  assert.is(web.hits('/crashed/a.wav'), 1, 'not fetched again');
+  assert.is(web.hits('/crashed/b.wav'), 1, 'not fetched again');
+  assert.is((await sql.query(`select count(*)::int as n from recordings where connector_id = $1`, [con])).rows[0].n, 2);
+});
+
 t('the web index at its limit: 8 MB is read, one byte more is refused (declared, or counted as it streams)', async () => {
   web.file('/big/a.wav', wavFile(2_000));
   const indexOf = (bytes: number) => {

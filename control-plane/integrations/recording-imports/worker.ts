@@ -221,11 +221,24 @@ export class RecordingImports {
 
   /**
    * Before a run (new or taken over) lists: the counts of the listing start afresh (it is listed
-   * again), and a file left `importing` by a run that died goes back to waiting, or to failed if
-   * it has had its attempts (only one run of a connection goes at a time, so none is under way).
+   * again). A file left `importing` by a run that died is first looked up among the recordings:
+   * stored (the crash came after `saveRecording` committed, before the file's end was written)
+   * makes it `imported`, counting for its run, with no attempt spent; otherwise it goes back to
+   * waiting, or to failed if it has had its attempts (only one run of a connection goes at a
+   * time, so none is under way).
    */
   async #resume(run: Run): Promise<void> {
     await this.#deps.store.transaction(async (tx) => {
+      const found = await sql<{ mine: number }>`
+        with done as (
+          update recording_import_files f set status = 'imported', recording_id = r.id, error = null, updated_at = now()
+          from recordings r
+          where f.connector_id = ${run.connector_id} and f.status = 'importing'
+            and r.source = 'import' and r.connector_id = f.connector_id and r.source_name = f.name and r.status = 'stored'
+          returning f.run_id
+        )
+        select count(*) filter (where run_id = ${run.id})::int as mine from done`.execute(tx);
+      if (found.rows[0].mine > 0) await sql`update recording_import_runs set imported = imported + ${found.rows[0].mine} where id = ${run.id}`.execute(tx);
       // This run's own interrupted files are taken again by it: they no longer count in its per_run.
       const mine = await sql<{ n: number }>`
         select count(*)::int as n from recording_import_files
