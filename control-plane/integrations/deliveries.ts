@@ -192,7 +192,10 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
  * instance has room for in its lane (two rounds of its pace: `perConnection` halved per failure in
  * a row): a connection with a backlog, or a slow or failing one, cannot take every slot.
  *
- * The candidates (`ranked`) are read from the statement's snapshot. A row another claimer leased
+ * The candidates (`ranked`) are each active connection's first due deliveries, as many as its
+ * lane has room for, read from the index of due deliveries by connection (one short range per
+ * connection; numbering every waiting delivery to find them cost a claim 68 of its 81 ms with
+ * 19,000 waiting). They are read from the statement's snapshot. A row another claimer leased
  * and committed after that snapshot was taken is not locked any more when `due` reaches it, so
  * SKIP LOCKED does not skip it: Postgres locks its newest version and re-tests only the conditions
  * of the locking query on it (read committed). So status, due time and lease are tested again in
@@ -234,20 +237,23 @@ export async function claimDue(
     give_up_at: Date | null;
     event_at: Date;
   }>`
-    with ranked as (
-      select d.id, d.next_at,
-        row_number() over (partition by d.connector_id order by d.next_at) as rn,
-        coalesce(l.room, 2 * greatest(1, ${opts.perConnection}::int >> least(c.consecutive_failures, 30))) as cap
-      from webhook_deliveries d join connectors c on c.id = d.connector_id
-        left join jsonb_to_recordset(${JSON.stringify(opts.lanes)}::jsonb) as l(id text, room int) on l.id = d.connector_id
-      where d.status in ('pending', 'retrying') and d.next_at <= ${now}
-        and (d.lease_until is null or d.lease_until < clock_timestamp()) and c.state = 'active'),
+    with lanes as (
+      select c.id, coalesce(l.room, 2 * greatest(1, ${opts.perConnection}::int >> least(c.consecutive_failures, 30))) as cap
+      from connectors c left join jsonb_to_recordset(${JSON.stringify(opts.lanes)}::jsonb) as l(id text, room int) on l.id = c.id
+      where c.kind = 'webhook' and c.state = 'active'),
+    ranked as (
+      select x.id from lanes cross join lateral (
+        select d.id, d.next_at from webhook_deliveries d
+        where d.connector_id = lanes.id and d.status in ('pending', 'retrying') and d.next_at <= ${now}
+          and (d.lease_until is null or d.lease_until < clock_timestamp())
+        order by d.next_at
+        limit greatest(lanes.cap, 0)) x),
     due as (
-      select d.id from webhook_deliveries d join ranked r on r.id = d.id
-      where r.rn <= r.cap
+      select d.id from webhook_deliveries d
+      where d.id = any(array(select id from ranked))
         and d.status in ('pending', 'retrying') and d.next_at <= ${now}
         and (d.lease_until is null or d.lease_until < clock_timestamp())
-      order by r.next_at
+      order by d.next_at
       limit ${opts.limit}
       for update of d skip locked)
     update webhook_deliveries d

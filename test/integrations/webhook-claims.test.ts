@@ -190,4 +190,46 @@ t('a send held up past its start deadline (event loop stalled before the request
   }
 });
 
+t('a claim takes each active connection\'s oldest due deliveries up to its lane\'s room, the oldest first overall, none of a connection in Needs attention', async () => {
+  // Due one second apart: the backlog's oldest, then the others (all before now).
+  const rows = async (connectorId: string, n: number, firstAgoS: number) => {
+    const ids = Array.from({ length: n }, (_, i) => `dlv_${connectorId}_${String(i).padStart(3, '0')}`);
+    await sql`insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at)
+      select x, ${connectorId}, 'ten_claims', 'evt_' || x, 'vd.test.claim', '{}', 'pending', now(), now(), now() - make_interval(secs => ${firstAgoS} - i)
+      from unnest(${ids}::text[]) with ordinality as u(x, i)`.execute(store.db);
+    return ids;
+  };
+  await connection('con_fair_a', 'http://127.0.0.1:9/a');
+  await connection('con_fair_b', 'http://127.0.0.1:9/b');
+  await connection('con_fair_c', 'http://127.0.0.1:9/c');
+  await sql`update connectors set state = 'needs_attention' where id = 'con_fair_c'`.execute(store.db);
+  const a = await rows('con_fair_a', 40, 5000);
+  const b = await rows('con_fair_b', 5, 100);
+  await rows('con_fair_c', 5, 9000);
+  const take = (limit: number, lanes: Array<{ id: string; room: number }>) =>
+    claimDue(store, { now: Date.now(), limit, instance: 'fair', leaseMs: 30_000, perConnection: 4, lanes });
+  const byConnection = (got: Array<{ id: string; connector_id: string }>, id: string) => got.filter((g) => g.connector_id === id).map((g) => g.id).sort();
+  const free = () => sql`update webhook_deliveries set lease_owner = null, lease_token = null, lease_until = null where connector_id like 'con_fair_%'`.execute(store.db);
+  // No lane here for a: two rounds of its pace (2 × 4); b's lane has room for 3; c none at all.
+  let got = await take(100, [{ id: 'con_fair_b', room: 3 }]);
+  assert.equal(byConnection(got, 'con_fair_a'), a.slice(0, 8));
+  assert.equal(byConnection(got, 'con_fair_b'), b.slice(0, 3));
+  assert.is(got.length, 11);
+  await free();
+  // A lane with no room takes none; room for one takes exactly one.
+  got = await take(100, [{ id: 'con_fair_a', room: 0 }, { id: 'con_fair_b', room: 1 }]);
+  assert.equal(byConnection(got, 'con_fair_a'), []);
+  assert.equal(byConnection(got, 'con_fair_b'), b.slice(0, 1));
+  await free();
+  // At the limit: the oldest due first across connections (a's backlog is older than b's).
+  got = await take(8, []);
+  assert.equal(byConnection(got, 'con_fair_a'), a.slice(0, 8));
+  assert.is(got.length, 8);
+  await free();
+  got = await take(9, []);
+  assert.equal(byConnection(got, 'con_fair_a'), a.slice(0, 8));
+  assert.equal(byConnection(got, 'con_fair_b'), b.slice(0, 1));
+  await sql`delete from webhook_deliveries where connector_id like 'con_fair_%'`.execute(store.db);
+});
+
 t.run();

@@ -20,6 +20,7 @@ import * as recordings from './20261126_0017_recordings.ts';
 import * as recordingImports from './20261126_0018_recording_imports.ts';
 import * as qa from './20261126_0019_qa.ts';
 import * as aiOps from './20261126_0020_ai_ops.ts';
+import * as webhookIndexes from './20261126_0021_webhook_indexes.ts';
 import * as aiSamplesReplyTimes from './20261126_0022_ai_samples_reply_times.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -43,5 +44,6 @@ export const migrations: Record<string, Migration> = {
   '20261126_0018_recording_imports': recordingImports,
   '20261126_0019_qa': qa,
   '20261126_0020_ai_ops': aiOps,
+  '20261126_0021_webhook_indexes': webhookIndexes,
   '20261126_0022_ai_samples_reply_times': aiSamplesReplyTimes,
 };
