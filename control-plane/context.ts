@@ -140,10 +140,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     { store, log, instanceId, client: outbound, recordings: () => ({ store, recordings: services.recordings, recordingStored: services.recordingStored }) },
     overrides.recordingImports,
   );
-  const qa = new QaWorker({ store, log, instanceId, client: outbound, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
+  // The AI upstream is an address a platform_owner gave, like the platform's own bucket: private
+  // addresses are allowed for it (a model server in the same network), still no redirects.
+  const aiClient = new OutboundClient({ allowPrivate: true, lookup, connectionsPerOrigin: 16 });
+  const qa = new QaWorker({ store, log, instanceId, client: aiClient, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
   const instances = new Instances({ store, log, instanceId });
   const aiSamples = new AiSampleBuffer({ store, log, instanceId });
-  const aiProbeClient = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: PROBE_LIMIT_MS, connectionsPerOrigin: 4 });
+  const aiProbeClient = new OutboundClient({ allowPrivate: true, lookup, timeoutMs: PROBE_LIMIT_MS, connectionsPerOrigin: 4 });
   const closeOwned = async () => {
     if (!overrides.coordinator) await coordinator.close().catch(() => {});
     if (!overrides.store) await store.close().catch(() => {});
@@ -184,6 +187,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       await checks.stop();
       await recordingImports.stop();
       await qa.stop();
+      await aiClient.close();
       await meter.stop();
       await nodes.stop();
       await outbox.stop();

@@ -111,6 +111,26 @@ export async function setAiProvider(store: Store, by: Who, change: AiProviderCha
   });
 }
 
+/**
+ * Removes the upstream of one purpose (the QA Bot goes back to its built-in scorer when `qa` or
+ * `transcription` has none); the same event as a change names who did it, with `removed: true`.
+ * 404 when none is set.
+ */
+export async function removeAiProvider(store: Store, by: Who, purpose: AiPurpose): Promise<void> {
+  await store.transaction(async (tx) => {
+    const gone = await tx.deleteFrom('ai_providers').where('purpose', '=', purpose).returning(['base_url', 'model', 'api_key']).executeTakeFirst();
+    if (!gone) throw new ApiError('not_found', `no AI provider is set for ${purpose}`);
+    await emit(tx, [
+      {
+        subject: 'vd.platform.ai_settings_changed',
+        tenant_id: null,
+        about: purpose,
+        data: { actor: by, purpose, removed: true, base_url: null, model: null, removed_base_url: gone.base_url, removed_model: gone.model, key_changed: gone.api_key !== null, key_present: false },
+      },
+    ]);
+  });
+}
+
 /** One thing an instance saw of the upstream. */
 export type AiSample = {
   purpose: AiPurpose;

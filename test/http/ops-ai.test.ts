@@ -196,6 +196,31 @@ t('settings: base_url shape at its edges, model and key limits; the key is kept 
   assert.not.match(JSON.stringify(events), KEY);
 });
 
+t('DELETE /api/platform/ai/settings/{purpose}: a platform_owner with CSRF removes a provider, 404 when none is set, an audit line without the key', async () => {
+  const put = await call(a.url, 'PUT', '/api/platform/ai/settings', { session: owner, body: { purpose: 'transcription', base_url: upstreamUrl, model: 'w-1', api_key: KEY } });
+  assert.is(put.status, 200, put.text);
+  const co = await makeCompany(a);
+  for (const s of [ops.support, ops.billing, ops.viewer, co.owner]) assert.is((await call(a.url, 'DELETE', '/api/platform/ai/settings/transcription', { session: s })).status, 403);
+  assert.is((await call(a.url, 'DELETE', '/api/platform/ai/settings/transcription')).status, 401);
+  assert.is((await call(a.url, 'DELETE', '/api/platform/ai/settings/transcription', { session: owner, noCsrf: true })).status, 403, 'no CSRF header');
+  assert.is((await call(a.url, 'DELETE', '/api/platform/ai/settings/voice', { session: owner })).status, 422);
+  const del = await call(a.url, 'DELETE', '/api/platform/ai/settings/transcription', { session: owner });
+  assert.is(del.status, 204, del.text);
+  const list = await call(b.url, 'GET', '/api/platform/ai/settings', { session: owner });
+  assert.equal(list.body.providers.find((p: { purpose: string }) => p.purpose === 'transcription'), { purpose: 'transcription', base_url: null, model: null, key_present: false, updated_at: null });
+  assert.is((await a.services.store.db.selectFrom('ai_providers').select('purpose').where('purpose', '=', 'transcription').execute()).length, 0, 'the key went with it');
+  const again = await call(a.url, 'DELETE', '/api/platform/ai/settings/transcription', { session: owner });
+  assert.equal([again.status, again.body.error.code], [404, 'not_found']);
+  const events = await a.services.store.db.selectFrom('outbox').select('data').where('subject', '=', 'vd.platform.ai_settings_changed').where('about', '=', 'transcription').orderBy('id', 'desc').execute();
+  const removed = events[0].data as Record<string, unknown>;
+  assert.equal([removed.removed, removed.purpose, removed.key_present, removed.key_changed, (removed.actor as { kind: string }).kind], [true, 'transcription', false, true, 'operator']);
+  assert.not.match(JSON.stringify(events), KEY);
+  await eventually('the removal in the audit trail', async () => {
+    const rows = await a.services.store.db.selectFrom('audit_log').select(['scope', 'detail']).where('action', 'like', '%ai_settings%').execute();
+    return rows.some((r) => JSON.stringify(r.detail).includes('"removed":true')) && !JSON.stringify(rows).includes(KEY);
+  });
+});
+
 t('/ops/services: both instances, the store, the coordinator, the recording store, an agent on each instance, the AI upstreams', async () => {
   await agent(a, 'node-on-a');
   await agent(b, 'node-on-b');
@@ -274,6 +299,10 @@ t('/ops/services with the AI upstream hanging: answers in about 1.5 s, that item
 t('a third instance is listed once it starts and no longer once it stops; one that hangs is fail with nulls', async () => {
   const c = await startTestServer({ databaseUrl: dbUrl, redisPrefix: testRedisPrefix(), env: { VD_METRICS_PORT: 'off' } });
   await eventually('the third instance listed', async () => itemsOf((await services(a)).body, 'control_plane').filter((i) => i.status === 'pass').length === 3);
+  // Without VD_ALLOW_PRIVATE_TARGETS, the AI upstream on 127.0.0.1 is still probed: an operator's
+  // address, allowed private like the platform's bucket.
+  const onC = await services(c, await signIn(c.url, OPERATOR_EMAIL, OPERATOR_PASSWORD));
+  assert.equal(itemsOf(onC.body, 'ai_upstream').find((i) => i.instance === 'bot')?.status, 'pass', JSON.stringify(itemsOf(onC.body, 'ai_upstream')));
   // An instance whose process hangs (its row renewed, its HTTP server taking connections and never answering).
   await a.services.store.db.insertInto('cp_instances').values({ instance_id: 'hung-instance', url: hangingUrl, version: '0.0.1', started_at: new Date() }).execute();
   await a.services.instances.refresh();

@@ -21,7 +21,7 @@ import { queueReview } from '../../control-plane/qa/reviews.ts';
 import { DEFAULT_SCORECARD } from '../../control-plane/qa/scorecard.ts';
 import { createTestDatabase, TEST_REDIS_URL, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
-import { call, type Answer } from '../support/http.ts';
+import { call, signIn, type Answer } from '../support/http.ts';
 import { makeCompany, makeKey, makeUser } from '../support/fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
 
@@ -234,7 +234,8 @@ t.before(async () => {
     VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
     VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
     VD_EMBEDDED_AGENT: '0',
-    VD_ALLOW_PRIVATE_TARGETS: '1',
+    // Not set: the AI upstream (on 127.0.0.1 here) is an operator's address, allowed private like
+    // the platform's own bucket.
     VD_METRICS_PORT: '0',
     VD_AGENT_TOKEN: AGENT_TOKEN,
   });
@@ -362,6 +363,19 @@ t('AI scorer: the recording is transcribed from the store, then scored from the 
   const samples = await cp.services.store.db.selectFrom('ai_samples').select(['purpose', 'kind', 'ok', 'reply_ms']).where('call_id', '=', callId).orderBy('id').execute();
   assert.equal(samples.map((s) => [s.purpose, s.kind, s.ok]), [['transcription', 'reply', true], ['qa', 'reply', true]]);
   assert.ok(samples.every((s) => typeof s.reply_ms === 'number'));
+  await useAi(false);
+});
+
+t('the qa provider removed over the API (DELETE /api/platform/ai/settings/qa): the next review is the built-in scorer\'s', async () => {
+  await useAi(true);
+  const ops = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+  const before = await storeCallRecording(co.tenantId, await insertCall(co.tenantId, { talk: 40 }));
+  assert.is((await firstReviewEnded(before.id)).scorer, 'ai');
+  const del = await api('DELETE', '/api/platform/ai/settings/qa', { session: ops });
+  assert.is(del.status, 204, del.text);
+  const after = await storeCallRecording(co.tenantId, await insertCall(co.tenantId, { talk: 40 }));
+  const r = await firstReviewEnded(after.id);
+  assert.equal([r.status, r.scorer, r.model], ['scored', 'builtin', 'vd-builtin-1']);
   await useAi(false);
 });
 

@@ -5,10 +5,10 @@
  */
 import { z } from '@hono/zod-openapi';
 import { aiHealth } from '../../../control-plane/ai/health.ts';
-import { AI_PURPOSES, listAiProviders, MAX_API_KEY, MAX_BASE_URL, MAX_MODEL, setAiProvider } from '../../../control-plane/ai/providers.ts';
+import { AI_PURPOSES, listAiProviders, MAX_API_KEY, MAX_BASE_URL, MAX_MODEL, removeAiProvider, setAiProvider } from '../../../control-plane/ai/providers.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
-import { json, record } from '../../openapi/schemas.ts';
+import { json, noContent, pathOf, record } from '../../openapi/schemas.ts';
 
 const Purpose = z.enum(AI_PURPOSES).openapi({ description: 'bot (the voice bot of the calls), qa (the QA Bot), transcription.' });
 const Provider = record('AiProvider', {
@@ -51,6 +51,22 @@ export const aiRoutes = new ApiRoutes('AI upstream')
       answers: { 200: json('The provider as now set.', Provider) },
     },
     async (c, { body }) => c.json(await setAiProvider(c.get('services').store, actorOf(c.get('principal')), body)),
+  )
+  .add(
+    {
+      method: 'delete',
+      path: '/settings/{purpose}',
+      guard: operators('platform_owner'),
+      summary: "Remove one purpose's AI provider",
+      description: 'Its address, model and key are deleted; without a qa or transcription provider the QA Bot scores with its built-in scorer again. An audit line names who removed it.',
+      params: pathOf({ purpose: Purpose }),
+      answers: { 204: noContent('Removed.') },
+      errors: { 404: 'No provider is set for this purpose.' },
+    },
+    async (c, { params }) => {
+      await removeAiProvider(c.get('services').store, actorOf(c.get('principal')), params.purpose);
+      return c.body(null, 204);
+    },
   )
   .add({ method: 'get', path: '/health', guard: operators(), summary: 'The AI upstream health', description: 'Configured, reachable (a probe now, 1.5 s limit), reply time p50 and p95 and bot sessions live and failed over the last 15 minutes, from the samples of every instance; null without samples.', answers: { 200: json('The health.', Health) } }, async (c) => {
     const { store, aiProbeClient } = c.get('services');
