@@ -12,7 +12,7 @@ import type { RecordingsTable } from '../db/schema/recordings.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { emit } from '../runtime/outbox.ts';
 import { AudioInfo } from './audio-info.ts';
-import { contentTypeOf, RecordingTooLarge, type PutBody, type RecordingStore } from './store.ts';
+import { contentTypeOf, RecordingIncomplete, RecordingTooLarge, type PutBody, type RecordingStore } from './store.ts';
 
 export type RecordingRow = Selectable<RecordingsTable>;
 
@@ -45,6 +45,16 @@ export class RecordingAlreadyStored extends Error {
     this.name = 'RecordingAlreadyStored';
     this.recording = recording;
   }
+}
+
+/**
+ * Why a save failed, as the company may read it (a recording's `error`, an import file's): the
+ * size limit, or a body that broke off or did not match its length, say so; anything else is our
+ * own store's failure, whose details (a folder's paths, a bucket's answers) stay in the logs.
+ */
+export function saveFailureReason(err: unknown): string {
+  if (err instanceof RecordingTooLarge || err instanceof RecordingIncomplete) return err.message.slice(0, 500);
+  return 'the recording store failed: try again';
 }
 
 /** The store key of a recording. */
@@ -95,7 +105,8 @@ async function claim(store: Store, input: SaveRecordingInput): Promise<Recording
  * Streams `input.body` into the recording store and marks the recording stored (event and hooks
  * in the same transaction). A body past `maxBytes` marks the recording `failed` (it would be as
  * large next time) and throws `RecordingTooLarge`; any other failure keeps it `waiting_upload`
- * with the error noted, and throws, for the sender to try again.
+ * with the reason noted (`saveFailureReason`: never the store's own details), and throws, for
+ * the sender to try again (a recording import marks it `failed` when it gives the file up).
  */
 export async function saveRecording(deps: RecordingDeps, input: SaveRecordingInput): Promise<RecordingRow> {
   const row = await claim(deps.store, input);
@@ -108,7 +119,7 @@ export async function saveRecording(deps: RecordingDeps, input: SaveRecordingInp
     const tooLarge = err instanceof RecordingTooLarge;
     await deps.store.db
       .updateTable('recordings')
-      .set({ error: (err as Error).message.slice(0, 500), ...(tooLarge ? { status: 'failed' as const } : {}) })
+      .set({ error: saveFailureReason(err), ...(tooLarge ? { status: 'failed' as const } : {}) })
       .where('id', '=', row.id)
       .where('status', '<>', 'stored')
       .execute();

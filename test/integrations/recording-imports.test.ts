@@ -7,7 +7,7 @@
  * files never retried, a file failing twice then succeeding and one failing three times, the
  * 8 MB index and one byte more, a redirect refused, and who may start and read runs.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,23 +46,23 @@ async function newImport(body: Record<string, unknown>, session = owner): Promis
   return a.body.id;
 }
 
-async function startRun(con: string): Promise<string> {
-  const a = await call(cp.url, 'POST', `${CONNECTORS}/${con}/recording-import/run`, { session: owner });
+async function startRun(con: string, session = owner): Promise<string> {
+  const a = await call(cp.url, 'POST', `${CONNECTORS}/${con}/recording-import/run`, { session });
   assert.is(a.status, 202, a.text);
   assert.is(a.body.run.trigger, 'manual');
   return a.body.run.id;
 }
 
-async function runs(con: string, query = '') {
-  const a = await call(cp.url, 'GET', `${CONNECTORS}/${con}/recording-imports${query}`, { session: owner });
+async function runs(con: string, query = '', session = owner) {
+  const a = await call(cp.url, 'GET', `${CONNECTORS}/${con}/recording-imports${query}`, { session });
   assert.is(a.status, 200, a.text);
   return a.body.items as Array<Record<string, any>>;
 }
 
 /** Starts a run and waits for its end; answers the run as the API shows it. */
-async function runToEnd(con: string) {
-  const id = await startRun(con);
-  return eventually(`run ${id} to end`, async () => (await runs(con)).find((r) => r.id === id && (r.status === 'done' || r.status === 'failed')), 20_000);
+async function runToEnd(con: string, session = owner) {
+  const id = await startRun(con, session);
+  return eventually(`run ${id} to end`, async () => (await runs(con, '', session)).find((r) => r.id === id && (r.status === 'done' || r.status === 'failed')), 20_000);
 }
 
 async function stored(con: string): Promise<string[]> {
@@ -418,6 +418,34 @@ t('a crash after a file was stored but before its end was written: the run taken
   assert.is(web.hits('/crashed/a.wav'), 1, 'not fetched again');
   assert.is(web.hits('/crashed/b.wav'), 1, 'not fetched again');
   assert.is((await sql.query(`select count(*)::int as n from recordings where connector_id = $1`, [con])).rows[0].n, 2);
+});
+
+t('a store failure: the reason shown is short (no path of ours); the recording row is failed when the file is given up', async () => {
+  // A company whose folder in the store cannot be made: a file stands where it would go.
+  const other = await makeCompany(cp);
+  mkdirSync(join(dataDir, 'recordings'), { recursive: true });
+  writeFileSync(join(dataDir, 'recordings', other.tenantId), 'in the way');
+  try {
+    web.file('/jam/a.wav', wavFile(2_000));
+    web.json('/jam.json', { items: [{ url: '/jam/a.wav', id: 'jammed' }] });
+    const con = await newImport({ index_url: `${web.url}/jam.json` }, other.owner);
+    const reason = 'could not import: the recording store failed: try again';
+    const r1 = await runToEnd(con, other.owner);
+    assert.equal(fileOf(r1, 'jammed'), { name: 'jammed', status: 'waiting', attempts: 1, error: reason });
+    const rec1 = (await sql.query(`select status, error from recordings where connector_id = $1`, [con])).rows;
+    assert.equal(rec1, [{ status: 'waiting_upload', error: 'the recording store failed: try again' }], 'waiting while it will be tried again');
+    await runToEnd(con, other.owner);
+    const r3 = await runToEnd(con, other.owner);
+    assert.equal(fileOf(r3, 'jammed'), { name: 'jammed', status: 'failed', attempts: 3, error: reason });
+    assert.not.match(JSON.stringify(r3), dataDir, 'no path of ours');
+    const rec = (await sql.query(`select status, error from recordings where connector_id = $1`, [con])).rows;
+    assert.equal(rec, [{ status: 'failed', error: reason }], 'given up: the recording is failed, not waiting for ever');
+    const seen = await call(cp.url, 'GET', '/api/core/v1/recordings', { session: other.owner });
+    assert.is(seen.status, 200, seen.text);
+    assert.not.match(seen.text, dataDir, 'no path of ours in the company’s recordings');
+  } finally {
+    rmSync(join(dataDir, 'recordings', other.tenantId), { force: true });
+  }
 });
 
 t('the web index at its limit: 8 MB is read, one byte more is refused (declared, or counted as it streams)', async () => {

@@ -257,7 +257,8 @@ t('an upload failing (the bucket down) is tried again with backoff and stored on
     const r = await recordingOf(id);
     return r && r.attempts >= 2 && r.status === 'waiting_upload' && r.error ? r : null;
   }, 20_000, 20);
-  assert.match(failing.error!, /could not be stored/);
+  // The store's own answer stays in the logs; the recording says the store failed.
+  assert.is(failing.error, 'the recording store failed: try again');
   await s3.startServer();
   const stored = await eventually('stored after the bucket came back', async () => {
     const r = await recordingOf(id);

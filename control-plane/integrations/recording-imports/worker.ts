@@ -24,7 +24,7 @@ import { sql } from 'kysely';
 import type { Logger } from '../../../shared/logger.ts';
 import type { Store } from '../../db/store.ts';
 import { recordingImportRuns } from '../../metrics.ts';
-import { RecordingAlreadyStored, saveRecording, type RecordingDeps } from '../../recordings/save.ts';
+import { RecordingAlreadyStored, saveFailureReason, saveRecording, type RecordingDeps } from '../../recordings/save.ts';
 import { RecordingTooLarge } from '../../recordings/store.ts';
 import type { OutboundClient } from '../guarded-client.ts';
 import type { ImportSettings } from './settings.ts';
@@ -406,7 +406,9 @@ export class RecordingImports {
       if (err instanceof RecordingAlreadyStored) return this.#ended(run, file, 'imported', null, err.recording.id, false);
       if (signal.aborted) return { kind: 'lost', message: 'stopped' };
       if (err instanceof RecordingTooLarge) return this.#ended(run, file, 'failed', tooLarge, null, true);
-      return this.#ended(run, file, 'failed', `could not import: ${(err as Error).message}`.slice(0, 500), null, false);
+      // The store's own details (paths, its answers) in the logs only; the company reads the reason.
+      this.#deps.log.warn({ err, run_id: run.id, connector_id: run.connector_id, file: file.name }, 'recording import: a file could not be saved');
+      return this.#ended(run, file, 'failed', `could not import: ${saveFailureReason(err)}`, null, false);
     } finally {
       opened.body.on('error', () => {});
       opened.body.destroy();
@@ -428,6 +430,12 @@ export class RecordingImports {
       await sql`
         update recording_import_files set status = ${status}, error = ${error}, recording_id = coalesce(${recordingId}, recording_id), updated_at = now()
         where connector_id = ${run.connector_id} and name = ${file.name} and status = 'importing'`.execute(tx);
+      // Given up: a recording row its attempts made (a save that failed) is failed too, never left waiting.
+      if (status === 'failed') {
+        await sql`
+          update recordings set status = 'failed', error = ${error}
+          where source = 'import' and connector_id = ${run.connector_id} and source_name = ${file.name} and status = 'waiting_upload'`.execute(tx);
+      }
       return true;
     });
     if (!ours) return { kind: 'lost', message: 'the run is no longer this instance’s' };
