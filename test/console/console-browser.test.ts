@@ -158,6 +158,15 @@ t.before(async () => {
   await owner.waitForURL(/\/console\/companies$/);
 });
 
+// Each journey's time, so the suite's time can be read per journey.
+t.before.each((ctx) => {
+  (ctx as { started?: number }).started = performance.now();
+});
+t.after.each((ctx) => {
+  const c = ctx as { started?: number; __test__?: string };
+  console.log(`  ${((performance.now() - (c.started ?? 0)) / 1000).toFixed(1)} s  ${c.__test__}`);
+});
+
 t.after(async () => {
   try {
     await browser?.close();
@@ -696,6 +705,17 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
     { tenantId, source: 'import', connectorId, sourceName: 'old/kappa-1.wav', format: 'wav', body: Readable.from([file]), length: file.length, maxBytes: 10_000_000 },
   );
   assert.is(rec.status, 'stored');
+  // The reviews card polls every 5 s while a review is queued or scoring; the page's clock is moved on for it.
+  await page.clock.install();
+  const pollUntil = async (what: string, ready: () => Promise<boolean>) => {
+    for (let i = 0; i < 60; i++) {
+      if (await ready()) return;
+      await page.clock.runFor(5_000);
+      await new Promise((r) => setTimeout(r, 150));
+      await page.clock.runFor(100);
+    }
+    assert.unreachable(`never: ${what}`);
+  };
   await page.goto(`${cp.url}/console/recordings`);
   await page.getByRole('link', { name: rec.id }).click();
   await page.waitForURL(new RegExp(`/console/recordings/${rec.id}$`));
@@ -707,7 +727,7 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
   assert.ok(Number.isFinite(audio.duration) && Math.abs(audio.duration - 25) < 0.05, `duration ${audio.duration}`);
   assert.is(Number(await page.locator('#recording-seconds').textContent()), 25, 'the page says the same length');
   // The built-in scorer's review shows as it ends (the card polls while it is queued or scoring).
-  await page.locator('#reviews').getByText('vd-builtin-1').waitFor({ timeout: 20_000 });
+  await pollUntil('the first review scored', async () => (await page.locator('#reviews').getByText('vd-builtin-1').count()) > 0);
   const first = (await page.locator('#reviews tbody tr[id^="review-"]').first().getAttribute('id'))!.slice('review-'.length);
   assert.match((await page.locator(`#review-${first}`).textContent())!, /scored.*50(\.00)? %/s);
   await shot(page, 'recording-qa');
@@ -716,7 +736,7 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
   await page.locator('#reviews').getByText(`superseded by`).waitFor();
   const rows = page.locator('#reviews tbody tr[id^="review-"]');
   // Until both reviews are scored (the card polls every 5 s while one is queued or scoring).
-  await page.locator('#reviews:not([data-poll])').waitFor({ timeout: 20_000 });
+  await pollUntil('both reviews scored', async () => (await page.locator('#reviews:not([data-poll])').count()) > 0);
   assert.is(await rows.count(), 2);
   const second = (await rows.nth(1).getAttribute('id'))!.slice('review-'.length);
   assert.match((await page.locator(`#review-${first}`).textContent())!, new RegExp(`superseded by ${second}`));
