@@ -27,8 +27,12 @@ export type SaveRecordingInput = {
   /** The call recorded (required for source `call`). */
   callId?: string | null;
   campaignId?: string | null;
-  /** The recording import connection and the file's unique name in it (source `import`). */
+  /**
+   * The recording import connection, its source's identity (`sourceIdentity`) and the file's
+   * unique name in that source (source `import`): one recording per company, source and name.
+   */
   connectorId?: string | null;
+  sourceId?: string | null;
   sourceName?: string | null;
   format: RecordingFormat;
   body: PutBody;
@@ -62,6 +66,12 @@ export function storageKey(row: Pick<RecordingRow, 'tenant_id' | 'id' | 'format'
   return `${row.tenant_id}/${row.id}.${row.format}`;
 }
 
+/** An import's source identity; without one (a caller that knows only the connection) the connection stands for it. */
+function sourceIdOf(input: SaveRecordingInput): string | null {
+  if (input.source !== 'import') return null;
+  return input.sourceId ?? (input.connectorId ? `connection ${input.connectorId}` : null);
+}
+
 /**
  * The recording's row, made when there is none (status `waiting_upload`) and counted as one more
  * attempt; a stored one throws `RecordingAlreadyStored`.
@@ -74,6 +84,7 @@ async function claim(store: Store, input: SaveRecordingInput): Promise<Recording
     campaign_id: input.campaignId ?? null,
     source: input.source,
     connector_id: input.connectorId ?? null,
+    source_id: sourceIdOf(input),
     source_name: input.sourceName ?? null,
     status: 'waiting_upload' as const,
     format: input.format,
@@ -86,8 +97,8 @@ async function claim(store: Store, input: SaveRecordingInput): Promise<Recording
     .insertInto('recordings')
     .values(values)
     .onConflict((oc) =>
-      (byCall ? oc.column('call_id').where('call_id', 'is not', null) : oc.columns(['connector_id', 'source_name']).where('source', '=', 'import'))
-        .doUpdateSet((eb) => ({ attempts: eb('recordings.attempts', '+', 1), format: eb.ref('excluded.format') }))
+      (byCall ? oc.column('call_id').where('call_id', 'is not', null) : oc.columns(['tenant_id', 'source_id', 'source_name']).where('source', '=', 'import'))
+        .doUpdateSet((eb) => ({ attempts: eb('recordings.attempts', '+', 1), format: eb.ref('excluded.format'), connector_id: eb.ref('excluded.connector_id') }))
         .where('recordings.status', '<>', 'stored'),
     )
     .returningAll()
@@ -96,7 +107,11 @@ async function claim(store: Store, input: SaveRecordingInput): Promise<Recording
   const stored = await store.db
     .selectFrom('recordings')
     .selectAll()
-    .$call((q) => (byCall ? q.where('call_id', '=', input.callId!) : q.where('connector_id', '=', input.connectorId!).where('source_name', '=', input.sourceName!)))
+    .$call((q) =>
+      byCall
+        ? q.where('call_id', '=', input.callId!)
+        : q.where('tenant_id', '=', input.tenantId).where('source', '=', 'import').where('source_id', '=', sourceIdOf(input)!).where('source_name', '=', input.sourceName!),
+    )
     .executeTakeFirstOrThrow();
   throw new RecordingAlreadyStored(stored);
 }

@@ -342,6 +342,20 @@ t('a file failing twice then succeeding is imported on its third attempt; one fa
   assert.equal(fileOf(r3, 'broken'), { name: 'broken', status: 'failed', attempts: 3, error: 'the file answered 503' });
   const r4 = await runToEnd(con);
   assert.equal([r4.imported, r4.failed, r4.skipped], [0, 0, 2]);
+  // Each run's list keeps the files as they ended in it, and matches its counts: the failures of
+  // the first two runs are still theirs after the later runs took the files again.
+  const all = (await runs(con)).reverse();
+  assert.equal(all.map((r) => r.files.map((f: Record<string, unknown>) => `${f.name} ${f.status} ${f.attempts}`)), [
+    ['flaky waiting 1', 'broken waiting 1'],
+    ['flaky waiting 2', 'broken waiting 2'],
+    ['flaky imported 3', 'broken failed 3'],
+    [],
+  ]);
+  for (const r of all) {
+    const files = r.files as Array<{ status: string }>;
+    assert.is(files.filter((f) => f.status === 'imported').length, r.imported, `run ${r.id} imported`);
+    assert.is(files.filter((f) => f.status === 'waiting' || f.status === 'failed').length, r.failed, `run ${r.id} failed`);
+  }
   assert.is(web.hits('/retry/broken.wav'), 3, 'three attempts in all');
   assert.is(web.hits('/retry/flaky.wav'), 3);
   assert.equal(await stored(con), ['flaky']);
@@ -446,6 +460,33 @@ t('a store failure: the reason shown is short (no path of ours); the recording r
   } finally {
     rmSync(join(dataDir, 'recordings', other.tenantId), { force: true });
   }
+});
+
+t('each recording imported once per company and source: a connection deleted and made again, or a second one on the same index, imports nothing again', async () => {
+  web.file('/same/a.wav', wavFile(2_000));
+  web.file('/same/b.wav', wavFile(2_000));
+  web.json('/same.json', { items: [{ url: '/same/a.wav', id: 'same-a' }, { url: '/same/b.wav' }] });
+  const first = await newImport({ index_url: `${web.url}/same.json` });
+  const r1 = await runToEnd(first);
+  assert.equal([r1.status, r1.new, r1.imported], ['done', 2, 2]);
+  const twin = await newImport({ index_url: `${web.url}/same.json` });
+  const del = await call(cp.url, 'DELETE', `${CONNECTORS}/${first}`, { session: owner });
+  assert.is(del.status, 204, del.text);
+  const again = await newImport({ index_url: `${web.url}/same.json` });
+  for (const con of [twin, again]) {
+    const r = await runToEnd(con);
+    assert.equal([r.status, r.listed, r.new, r.imported, r.skipped, r.failed], ['done', 2, 0, 0, 2, 0], JSON.stringify(r));
+    const files = await sql.query(`select status, recording_id is not null as has from recording_import_files where connector_id = $1`, [con]);
+    assert.equal(files.rows, [{ status: 'imported', has: true }, { status: 'imported', has: true }]);
+  }
+  assert.is(web.hits('/same/a.wav'), 1, 'fetched once');
+  assert.is(web.hits('/same/b.wav'), 1, 'fetched once');
+  const recs = await sql.query(`select count(*)::int as n from recordings where tenant_id = $1 and source_id = $2`, [tenantId, `web ${web.url}/same.json`]);
+  assert.is(recs.rows[0].n, 2, 'two recordings, one each');
+  // Another company reading the same index imports its own.
+  const other = await makeCompany(cp);
+  const theirs = await runToEnd(await newImport({ index_url: `${web.url}/same.json` }, other.owner), other.owner);
+  assert.equal([theirs.new, theirs.imported], [2, 2]);
 });
 
 t('the web index at its limit: 8 MB is read, one byte more is refused (declared, or counted as it streams)', async () => {

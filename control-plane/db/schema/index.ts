@@ -32,7 +32,7 @@ import type { PriceBookTable } from './price-book.ts';
 import type { QaReviewsTable } from './qa-reviews.ts';
 import type { QaScorecardsTable } from './qa-scorecards.ts';
 import type { RecordingsTable } from './recordings.ts';
-import type { RecordingImportFilesTable, RecordingImportRunsTable } from './recording-imports.ts';
+import type { RecordingImportAttemptsTable, RecordingImportFilesTable, RecordingImportRunsTable } from './recording-imports.ts';
 import type { RegisteredEmailsTable } from './registered-emails.ts';
 import type { SessionsTable } from './sessions.ts';
 import type { UsageEventsTable } from './usage-events.ts';
@@ -90,6 +90,7 @@ export interface DB {
   recordings: RecordingsTable;
   recording_import_runs: RecordingImportRunsTable;
   recording_import_files: RecordingImportFilesTable;
+  recording_import_attempts: RecordingImportAttemptsTable;
   qa_scorecards: QaScorecardsTable;
   qa_reviews: QaReviewsTable;
   ai_providers: AiProvidersTable;

@@ -27,6 +27,18 @@ export interface RecordingImportRunsTable {
   error: string | null;
   lease_owner: string | null;
   lease_until: Date | null;
+  /** The instance that last took the run. */
+  ran_by: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** How each file a run worked on ended in that run (migration 0023). */
+export interface RecordingImportAttemptsTable {
+  run_id: string;
+  name: string;
+  seq: Generated<string>;
+  status: 'importing' | 'imported' | 'waiting' | 'failed';
+  attempt: number;
+  error: string | null;
 }
 
 export interface RecordingImportFilesTable {

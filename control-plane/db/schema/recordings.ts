@@ -15,7 +15,9 @@ export interface RecordingsTable {
   source: RecordingSource;
   /** The recording import connection (source `import`). */
   connector_id: string | null;
-  /** An import's unique name (web index id or address, bucket key); unique per connection. */
+  /** An import's source: `web <index address>` or `bucket <endpoint>/<bucket>` (`sourceIdentity`). */
+  source_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** An import's unique name (web index id or address, bucket key); unique per company and source. */
   source_name: string | null;
   status: RecordingStatus;
   format: RecordingFormat;

@@ -99,13 +99,14 @@ export async function listRuns(store: Store, tenantId: string, connectorId: stri
   if (filter.id) q = q.where('id', '=', filter.id);
   const runs = (await q.execute()) as RunRow[];
   if (runs.length === 0) return [];
-  // The first 100 files of each run, in the order they were first listed.
+  // The first 100 files each run worked on, in the order it took them, each as it ended in that
+  // run (a file failed here and imported by a later run stays failed in this one's list).
   const files = await sql<{ run_id: string; name: string; status: string; attempts: number; error: string | null }>`
-    select f.run_id, f.name, f.status, f.attempts, f.error
+    select f.run_id, f.name, f.status, f.attempt as attempts, f.error
     from unnest(${runs.map((r) => r.id)}::text[]) as r(id)
     cross join lateral (
-      select run_id, name, status, attempts, error from recording_import_files
-      where connector_id = ${connectorId} and run_id = r.id order by seq limit ${FILES_PER_RUN_VIEW}
+      select run_id, name, status, attempt, error from recording_import_attempts
+      where run_id = r.id order by seq limit ${FILES_PER_RUN_VIEW}
     ) f`.execute(store.db);
   const byRun = new Map<string, Array<{ name: string; status: string; attempts: number; error: string | null }>>();
   for (const f of files.rows) {

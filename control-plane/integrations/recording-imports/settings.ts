@@ -64,6 +64,16 @@ export type ImportSettings = {
 const WEB_ONLY = ['index_url', 'authorization'] as const;
 const BUCKET_ONLY = ['bucket', 'endpoint', 'prefix', 'region', 'access_key', 'secret_key'] as const;
 
+/**
+ * The identity of a connection's source (spec, Recording import rules 2: each recording imported
+ * once): `web <index address>` or `bucket <endpoint>/<bucket>`. A recording is unique per company,
+ * source identity and unique name, so another connection on the same source (or the same one
+ * deleted and made again) imports nothing twice. Migration 0023 computes the same in SQL.
+ */
+export function sourceIdentity(s: Pick<ImportSettings, 'source' | 'index_url' | 'endpoint' | 'region' | 'bucket'>): string {
+  return s.source === 'web_index' ? `web ${s.index_url}` : `bucket ${endpointOf(s)}/${s.bucket}`;
+}
+
 /** The bucket's endpoint: the one given, else the provider's own for the region (AWS S3, path-style). */
 export function endpointOf(s: Pick<ImportSettings, 'endpoint' | 'region'>): string {
   return (s.endpoint ?? `https://s3.${s.region}.amazonaws.com`).replace(/\/+$/, '');

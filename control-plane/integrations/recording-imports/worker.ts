@@ -27,13 +27,14 @@ import { recordingImportRuns } from '../../metrics.ts';
 import { RecordingAlreadyStored, saveFailureReason, saveRecording, type RecordingDeps } from '../../recordings/save.ts';
 import { RecordingTooLarge } from '../../recordings/store.ts';
 import type { OutboundClient } from '../guarded-client.ts';
-import type { ImportSettings } from './settings.ts';
+import { sourceIdentity, type ImportSettings } from './settings.ts';
 import { fileFormat, SourceError, UNSUPPORTED, type ListedItem } from './source-common.ts';
 import { queueScheduledRuns } from './runs.ts';
 import { ImportSource } from './sources.ts';
 
 /** Spec, Limits: file attempts, up to 3 in all. */
 export const MAX_FILE_ATTEMPTS = 3;
+const INTERRUPTED = 'interrupted (the run importing it stopped)';
 /** A unique name longer than this (in UTF-8 bytes) is left out of the listing: it could not be indexed. */
 const MAX_NAME_BYTES = 2048;
 
@@ -60,7 +61,9 @@ export type RecordingImportsDeps = {
   recordings: () => RecordingDeps;
 };
 
-type Run = { id: string; tenant_id: string; connector_id: string };
+/** A run as taken; with its source's identity (`sourceIdentity`) once its settings are read. */
+type TakenRun = { id: string; tenant_id: string; connector_id: string };
+type Run = TakenRun & { source_id: string };
 type TakenFile = { name: string; url: string | null; format: 'wav' | 'mp3' | null; listed_bytes: string | null; meta: Record<string, string | null> | null; attempts: number };
 type FileOutcome = 'imported' | 'failed' | 'lost';
 
@@ -133,7 +136,7 @@ export class RecordingImports {
       log.warn({ err }, 'recording imports: could not queue scheduled runs');
     }
     while (!this.#stopped) {
-      let run: Run | null;
+      let run: TakenRun | null;
       try {
         run = await this.#take();
       } catch (err) {
@@ -146,8 +149,8 @@ export class RecordingImports {
   }
 
   /** Leases the oldest queued run, or a processing one whose instance let its lease run out. */
-  async #take(): Promise<Run | null> {
-    const r = await sql<Run>`
+  async #take(): Promise<TakenRun | null> {
+    const r = await sql<TakenRun>`
       with pick as materialized (
         select id from recording_import_runs
         where status = 'queued' or (status = 'processing' and (lease_until is null or lease_until < now()))
@@ -155,7 +158,7 @@ export class RecordingImports {
         limit 1
         for update skip locked
       )
-      update recording_import_runs r set status = 'processing', lease_owner = ${this.#deps.instanceId},
+      update recording_import_runs r set status = 'processing', lease_owner = ${this.#deps.instanceId}, ran_by = ${this.#deps.instanceId},
         lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(r.started_at, now())
       from pick
       where r.id = pick.id
@@ -171,39 +174,42 @@ export class RecordingImports {
     if (Number(r.numAffectedRows ?? 0) === 0) throw new LeaseLost();
   }
 
-  async #runOne(run: Run): Promise<void> {
+  async #runOne(taken: TakenRun): Promise<void> {
     const { store, log } = this.#deps;
     const abort = new AbortController();
     this.#current = abort;
     const renewal = setInterval(() => {
-      this.#renew(run.id).catch((err) => {
+      this.#renew(taken.id).catch((err) => {
         if (err instanceof LeaseLost) abort.abort(err);
-        else log.warn({ err, run_id: run.id }, 'recording imports: could not renew a run lease');
+        else log.warn({ err, run_id: taken.id }, 'recording imports: could not renew a run lease');
       });
     }, Math.max(50, Math.floor(this.#leaseMs / 3)));
-    const rlog = log.child({ run_id: run.id, connector_id: run.connector_id, tenant_id: run.tenant_id });
+    const rlog = log.child({ run_id: taken.id, connector_id: taken.connector_id, tenant_id: taken.tenant_id });
+    let run: TakenRun = taken;
     try {
-      const c = await store.db.selectFrom('connectors').select(['settings', 'kind']).where('id', '=', run.connector_id).executeTakeFirst();
+      const c = await store.db.selectFrom('connectors').select(['settings', 'kind']).where('id', '=', taken.connector_id).executeTakeFirst();
       if (!c || c.kind !== 'recording_import' || !c.settings) {
-        await this.#finish(run, 'failed', 'the connection is no longer a recording import connection');
+        await this.#finish(taken, 'failed', 'the connection is no longer a recording import connection');
         return;
       }
       const settings = c.settings as unknown as ImportSettings;
+      const job: Run = { ...taken, source_id: sourceIdentity(settings) };
+      run = job;
       const source = new ImportSource(this.#deps.client, settings);
-      await this.#resume(run);
+      await this.#resume(job);
       try {
-        await source.list((items) => this.#recordPage(run, items, abort.signal), abort.signal);
+        await source.list((items) => this.#recordPage(job, items, abort.signal), abort.signal);
       } catch (err) {
         if (err instanceof SourceError) {
           rlog.info({ reason: err.message }, 'recording import run failed: the source could not be listed');
-          await this.#finish(run, 'failed', err.message);
+          await this.#finish(job, 'failed', err.message);
           return;
         }
         throw err;
       }
-      await this.#importFiles(run, settings, source, abort.signal);
+      await this.#importFiles(job, settings, source, abort.signal);
       if (abort.signal.aborted) throw abort.signal.reason;
-      await this.#finish(run, 'done', null);
+      await this.#finish(job, 'done', null);
     } catch (err) {
       if (err instanceof LeaseLost || abort.signal.aborted) {
         // Stopping: hand the run back at once. Lost: its new holder goes on with it.
@@ -234,8 +240,12 @@ export class RecordingImports {
           update recording_import_files f set status = 'imported', recording_id = r.id, error = null, updated_at = now()
           from recordings r
           where f.connector_id = ${run.connector_id} and f.status = 'importing'
-            and r.source = 'import' and r.connector_id = f.connector_id and r.source_name = f.name and r.status = 'stored'
-          returning f.run_id
+            and r.tenant_id = ${run.tenant_id} and r.source = 'import' and r.source_id = ${run.source_id} and r.source_name = f.name and r.status = 'stored'
+          returning f.run_id, f.name
+        ),
+        seen as (
+          update recording_import_attempts a set status = 'imported', error = null
+          from done where a.run_id = done.run_id and a.name = done.name
         )
         select count(*) filter (where run_id = ${run.id})::int as mine from done`.execute(tx);
       if (found.rows[0].mine > 0) await sql`update recording_import_runs set imported = imported + ${found.rows[0].mine} where id = ${run.id}`.execute(tx);
@@ -245,12 +255,29 @@ export class RecordingImports {
         where connector_id = ${run.connector_id} and status = 'importing' and run_id = ${run.id} and attempts < ${MAX_FILE_ATTEMPTS}`.execute(tx);
       await sql`update recording_import_runs set listed = 0, skipped = 0, taken = greatest(taken - ${mine.rows[0].n}, 0) where id = ${run.id}`.execute(tx);
       // A file waiting again is no run's until one takes it (a run takes no file it has tried).
+      // The run that was importing it keeps the failed attempt in its list and counts (this run's
+      // own files are taken again by it, their attempt rows with them).
       await sql`
-        update recording_import_files set
-          status = case when attempts >= ${MAX_FILE_ATTEMPTS} then 'failed' else 'waiting' end,
-          run_id = case when attempts >= ${MAX_FILE_ATTEMPTS} then run_id end,
-          error = 'interrupted (the run importing it stopped)', updated_at = now()
-        where connector_id = ${run.connector_id} and status = 'importing'`.execute(tx);
+        with old as (
+          select name, run_id from recording_import_files
+          where connector_id = ${run.connector_id} and status = 'importing' for update
+        ),
+        reset as (
+          update recording_import_files f set
+            status = case when f.attempts >= ${MAX_FILE_ATTEMPTS} then 'failed' else 'waiting' end,
+            run_id = case when f.attempts >= ${MAX_FILE_ATTEMPTS} then f.run_id end,
+            error = ${INTERRUPTED}, updated_at = now()
+          from old
+          where f.connector_id = ${run.connector_id} and f.name = old.name
+          returning f.name, old.run_id as old_run, f.status
+        ),
+        tried as (
+          update recording_import_attempts a set status = reset.status, error = ${INTERRUPTED}
+          from reset where a.run_id = reset.old_run and a.name = reset.name
+        )
+        update recording_import_runs r set failed = failed + n.n
+        from (select old_run, count(*)::int as n from reset where old_run is distinct from ${run.id} group by old_run) n
+        where r.id = n.old_run`.execute(tx);
     });
   }
 
@@ -264,35 +291,48 @@ export class RecordingImports {
       return true;
     });
     const left = page.length - items.length;
-    const r = await sql<{ new: number; unsupported: number; done_before: number }>`
+    // A file first listed by this connection whose recording the company already has from this
+    // source (an earlier connection on it, or another one) is imported already: never fetched.
+    const r = await sql<{ new: number; unsupported: number; known: number; done_before: number }>`
       with input as (
         select * from unnest(${items.map((i) => i.name)}::text[], ${items.map((i) => i.url)}::text[],
           ${items.map((i) => fileFormat(i.typeName))}::text[], ${items.map((i) => i.size)}::bigint[],
           ${items.map((i) => (i.meta ? JSON.stringify(i.meta) : null))}::text[]) as u(name, url, format, size, meta)
+      ),
+      had as (
+        select i.name, r.id as recording_id from input i
+        join recordings r on r.tenant_id = ${run.tenant_id} and r.source = 'import' and r.source_id = ${run.source_id} and r.source_name = i.name and r.status = 'stored'
       ),
       before as (
         select count(*) filter (where f.status in ('imported', 'failed') and f.run_id is distinct from ${run.id}) as done_before
         from recording_import_files f join input i on f.connector_id = ${run.connector_id} and f.name = i.name
       ),
       ins as (
-        insert into recording_import_files (connector_id, name, tenant_id, status, attempts, error, url, format, listed_bytes, meta, run_id)
-        select ${run.connector_id}, name, ${run.tenant_id},
-          case when format is null then 'failed' else 'waiting' end,
-          case when format is null then 1 else 0 end,
-          case when format is null then ${UNSUPPORTED} end,
+        insert into recording_import_files (connector_id, name, tenant_id, status, attempts, error, url, format, listed_bytes, meta, run_id, recording_id)
+        select ${run.connector_id}, i.name, ${run.tenant_id},
+          case when h.recording_id is not null then 'imported' when format is null then 'failed' else 'waiting' end,
+          case when h.recording_id is null and format is null then 1 else 0 end,
+          case when h.recording_id is null and format is null then ${UNSUPPORTED} end,
           url, format, size, meta::jsonb,
-          case when format is null then ${run.id} end
-        from input
+          case when h.recording_id is null and format is null then ${run.id} end,
+          h.recording_id
+        from input i left join had h on h.name = i.name
         on conflict (connector_id, name) do nothing
-        returning status
+        returning name, status
+      ),
+      tried as (
+        insert into recording_import_attempts (run_id, name, status, attempt, error)
+        select ${run.id}, name, 'failed', 1, ${UNSUPPORTED} from ins where status = 'failed'
+        on conflict (run_id, name) do nothing
       )
-      select (select count(*) from ins)::int as new,
+      select (select count(*) from ins where status <> 'imported')::int as new,
         (select count(*) from ins where status = 'failed')::int as unsupported,
+        (select count(*) from ins where status = 'imported')::int as known,
         (select done_before from before)::int as done_before`.execute(this.#deps.store.db);
-    const { new: added, unsupported, done_before } = r.rows[0];
+    const { new: added, unsupported, known, done_before } = r.rows[0];
     if (left) this.#deps.log.warn({ run_id: run.id, left_out: left }, 'recording import: repeated or over-long names left out of a listing page');
     await sql`
-      update recording_import_runs set listed = listed + ${items.length}, new = new + ${added}, skipped = skipped + ${done_before},
+      update recording_import_runs set listed = listed + ${items.length}, new = new + ${added}, skipped = skipped + ${done_before + known},
         failed = failed + ${unsupported}, lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
       where id = ${run.id} and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
   }
@@ -336,6 +376,9 @@ export class RecordingImports {
           returning f.name, f.url, f.format, f.listed_bytes, f.meta, f.attempts`.execute(tx);
         // None left: the count taken back with the transaction.
         if (f.rows.length === 0) throw none;
+        await sql`
+          insert into recording_import_attempts (run_id, name, status, attempt) values (${run.id}, ${f.rows[0].name}, 'importing', ${f.rows[0].attempts})
+          on conflict (run_id, name) do update set status = 'importing', attempt = excluded.attempt, error = null`.execute(tx);
         return f.rows[0];
       });
     } catch (err) {
@@ -374,6 +417,17 @@ export class RecordingImports {
     const maxBytes = settings.max_file_mb * 1024 * 1024;
     const tooLarge = `file over the size limit of ${settings.max_file_mb} MB`;
     if (file.listed_bytes !== null && Number(file.listed_bytes) > maxBytes) return this.#ended(run, file, 'failed', tooLarge, null, true);
+    // Stored meanwhile from the same source by another connection of the company: not fetched again.
+    const had = await this.#deps.store.db
+      .selectFrom('recordings')
+      .select('id')
+      .where('tenant_id', '=', run.tenant_id)
+      .where('source', '=', 'import')
+      .where('source_id', '=', run.source_id)
+      .where('source_name', '=', file.name)
+      .where('status', '=', 'stored')
+      .executeTakeFirst();
+    if (had) return this.#ended(run, file, 'imported', null, had.id, false);
     let opened;
     try {
       opened = await source.open({ name: file.name, url: file.url }, { signal, idleMs: this.#idleMs });
@@ -394,6 +448,7 @@ export class RecordingImports {
         tenantId: run.tenant_id,
         source: 'import',
         connectorId: run.connector_id,
+        sourceId: run.source_id,
         sourceName: file.name,
         campaignId,
         format: file.format!,
@@ -430,11 +485,12 @@ export class RecordingImports {
       await sql`
         update recording_import_files set status = ${status}, error = ${error}, recording_id = coalesce(${recordingId}, recording_id), updated_at = now()
         where connector_id = ${run.connector_id} and name = ${file.name} and status = 'importing'`.execute(tx);
+      await sql`update recording_import_attempts set status = ${status}, error = ${error} where run_id = ${run.id} and name = ${file.name}`.execute(tx);
       // Given up: a recording row its attempts made (a save that failed) is failed too, never left waiting.
       if (status === 'failed') {
         await sql`
           update recordings set status = 'failed', error = ${error}
-          where source = 'import' and connector_id = ${run.connector_id} and source_name = ${file.name} and status = 'waiting_upload'`.execute(tx);
+          where tenant_id = ${run.tenant_id} and source = 'import' and source_id = ${run.source_id} and source_name = ${file.name} and status = 'waiting_upload'`.execute(tx);
       }
       return true;
     });
@@ -442,7 +498,7 @@ export class RecordingImports {
     return { kind: how, message: error ?? '' };
   }
 
-  async #finish(run: Run, status: 'done' | 'failed', error: string | null): Promise<void> {
+  async #finish(run: TakenRun, status: 'done' | 'failed', error: string | null): Promise<void> {
     const r = await sql`
       update recording_import_runs set status = ${status}, error = ${error}, finished_at = now(), lease_owner = null, lease_until = null
       where id = ${run.id} and status = 'processing' and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
@@ -452,7 +508,7 @@ export class RecordingImports {
   }
 
   /** A run cut off by a stop: its lease cleared so that any instance goes on with it now. */
-  async #handBack(run: Run): Promise<void> {
+  async #handBack(run: TakenRun): Promise<void> {
     await sql`
       update recording_import_runs set lease_owner = null, lease_until = null
       where id = ${run.id} and status = 'processing' and lease_owner = ${this.#deps.instanceId}`.execute(this.#deps.store.db);
