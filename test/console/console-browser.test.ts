@@ -531,6 +531,14 @@ function toneWav(seconds: number): Buffer {
   return Buffer.concat([h, data]);
 }
 
+/** `page` at a phone's width has no sideways scroll (then back to a laptop's). */
+async function phoneWidth(page: Page): Promise<void> {
+  await page.setViewportSize({ width: 390, height: 844 });
+  const width = await page.evaluate<number>('document.documentElement.scrollWidth');
+  await page.setViewportSize({ width: 1280, height: 900 });
+  assert.ok(width <= 390, `${page.url()}: no sideways scroll at a phone's width (${width})`);
+}
+
 /** The page's visibility as a browser tab switch sets it (headless pages are always visible). */
 function setHidden(page: Page, hidden: boolean): Promise<unknown> {
   return page.evaluate(`(() => {
@@ -611,6 +619,7 @@ t("an operator builds a company tree; the parent's owner suspends a sub-account 
   await page.getByRole('button', { name: 'Resume Theta North' }).waitFor();
   assert.ok(await page.getByText('the north office is on hold').isVisible());
   await shot(page, 'sub-accounts');
+  await phoneWidth(page);
   // The sub-account's own people are signed out by the same chain as an operator's suspend.
   await child.reload();
   await child.waitForURL(/\/console\/sign-in$/);
@@ -680,6 +689,7 @@ t("a campaign's page shows its calls and results appear while it is open, and it
   assert.match((await page.locator('#results tbody tr').first().textContent())!, /appointment_set/);
   assert.match((await page.locator('#counters').textContent())!, /Placed\s*2\s*Answered\s*1\s*Ended\s*1\s*Live/);
   await shot(page, 'campaign');
+  await phoneWidth(page);
   await setHidden(page, true);
   await page.clock.runFor(60_000);
   await new Promise((r) => setTimeout(r, 300));
@@ -745,9 +755,11 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
   await page.getByRole('button', { name: `Re-score recording ${rec.id}` }).waitFor();
   assert.is(await page.getByRole('button', { name: /^Re-score/ }).count(), 1, 'only the latest review can be re-scored');
   await shot(page, 'recording-rescored');
+  await phoneWidth(page);
   await page.goto(`${cp.url}/console/qa`);
   assert.is(await page.locator('tbody tr[id^="review-"]').count(), 2);
   await shot(page, 'qa');
+  await phoneWidth(page);
   await context.close();
 });
 

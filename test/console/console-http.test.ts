@@ -18,6 +18,8 @@ import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { spawnAgentProcess } from '../support/agent-process.ts';
+import { Readable } from 'node:stream';
+import { saveRecording } from '../../control-plane/recordings/save.ts';
 import { eventually } from '../support/eventually.ts';
 
 const t = suite('web console over HTTP');
@@ -574,6 +576,60 @@ t("a campaign's calls and results: 100 a page at the edge, the next page by its 
   assert.is((await get(`/console/campaigns/${campId}/calls`, other.owner)).status, 404);
   assert.is((await get(`/console/campaigns/${campId}/results`, other.owner)).status, 404);
   assert.is((await get(`/console/campaigns/${campId}`, other.owner)).status, 404);
+});
+
+t("a recording's page: the player for a stored one, 404 for another company's; a re-score while the review is queued is refused, one after it is scored supersedes it", async () => {
+  const co = await makeCompany(cp, 'Recording Page Co');
+  const other = await makeCompany(cp, 'Recording Other Co');
+  const con = await post('/console/connections/legacy', co.owner, { name: 'Old recorder' });
+  const connectorId = /\/console\/connections\/(con_[^"?]+)/.exec(con.headers.get('hx-redirect') ?? '')![1];
+  // A WAV of 3 s (8 kHz, 16-bit mono).
+  const data = Buffer.alloc(3 * 16000);
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'ascii'); h.writeUInt32LE(36 + data.length, 4); h.write('WAVEfmt ', 8, 'ascii'); h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(8000, 24); h.writeUInt32LE(16000, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34); h.write('data', 36, 'ascii'); h.writeUInt32LE(data.length, 40);
+  const file = Buffer.concat([h, data]);
+  // The QA worker held, so the first review stays queued while the re-score is asked for.
+  await cp.services.qa.stop();
+  let rec;
+  try {
+    rec = await saveRecording(
+      { store: cp.services.store, recordings: cp.services.recordings, recordingStored: cp.services.recordingStored },
+      { tenantId: co.tenantId, source: 'import', connectorId, sourceName: 'a/one.wav', format: 'wav', body: Readable.from([file]), length: file.length, maxBytes: 10_000_000 },
+    );
+    const page = await get(`/console/recordings/${rec.id}`, co.owner);
+    assert.is(page.status, 200);
+    assert.ok(page.text.includes(`<audio id="player" controls preload="metadata" src="/api/core/v1/recordings/${rec.id}/audio"`), 'the player, its metadata loaded at once');
+    assert.ok(page.text.includes('data-poll="5"'), 'the reviews card polls while the review is queued');
+    assert.not.ok(page.text.includes('>Re-score<'), 'no re-score while queued');
+    const early = await post('/console/qa/rescore', co.owner, { recording_id: rec.id, back: 'recording' });
+    assert.is(early.status, 409);
+    assert.ok(early.text.includes('role="alert"') && early.text.includes('still queued'), early.text);
+    assert.is((await get(`/console/recordings/${rec.id}`, other.owner)).status, 404, "another company's recording");
+    assert.is((await post('/console/qa/rescore', other.owner, { recording_id: rec.id })).status, 404);
+    const agent = await makeUser(cp, co.tenantId, ['agent']);
+    assert.is((await post('/console/qa/rescore', agent.session, { recording_id: rec.id })).status, 403, 'an agent may not re-score');
+  } finally {
+    cp.services.qa.start();
+  }
+  const scored = async () => eventually('the review scored', async () => {
+    const r = await get(`/console/recordings/${rec!.id}/reviews`, co.owner);
+    return !r.text.includes('data-poll') && r.text;
+  }, 20_000);
+  const card = await scored();
+  assert.ok(card.includes('vd-builtin-1') && card.includes('>Re-score<'));
+  const again = await post('/console/qa/rescore', co.owner, { recording_id: rec!.id, back: 'recording' });
+  assert.is(again.headers.get('hx-redirect'), `/console/recordings/${rec!.id}`, 'back to the recording');
+  const after = await scored();
+  assert.is((after.match(/<tr id="review-/g) ?? []).length, 2);
+  assert.ok(/superseded by rev_/.test(after) && /re-score of rev_/.test(after));
+  assert.is((after.match(/>Re-score</g) ?? []).length, 1, 'only the latest can be re-scored');
+  // A recording not stored: no player.
+  const waiting = await cp.services.store.db.insertInto('recordings').values({ id: `rec_waiting${rec!.id.slice(4, 20)}`, tenant_id: co.tenantId, source: 'import', connector_id: connectorId, source_name: 'a/two.wav', format: 'wav', status: 'failed', error: 'the file could not be read' }).returning('id').executeTakeFirstOrThrow();
+  const failed = await get(`/console/recordings/${waiting.id}`, co.owner);
+  assert.is(failed.status, 200);
+  assert.not.ok(failed.text.includes('<audio'));
+  assert.ok(failed.text.includes('the file could not be read'));
 });
 
 t.run();
