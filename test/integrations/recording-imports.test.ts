@@ -489,6 +489,36 @@ t('each recording imported once per company and source: a connection deleted and
   assert.equal([theirs.new, theirs.imported], [2, 2]);
 });
 
+t('two companies\' runs go at once on one instance: a long run of one does not hold up the other\'s', async () => {
+  const data = wavFile(2_000);
+  const other = await makeCompany(cp);
+  const cons: string[] = [];
+  for (const [who, session] of [['one', owner], ['two', other.owner]] as const) {
+    for (let i = 0; i < 12; i++) {
+      // Slow files: each run lasts about 3 s (12 files, 4 at a time, 1 s each).
+      web.on(`/both/${who}/${i}.wav`, async (_req, res) => {
+        await new Promise((r) => setTimeout(r, 1000));
+        res.writeHead(200, { 'content-length': String(data.length) }).end(data);
+      });
+    }
+    web.json(`/both/${who}.json`, Array.from({ length: 12 }, (_, i) => ({ url: `/both/${who}/${i}.wav`, id: `${who}-${i}` })));
+    cons.push(await newImport({ index_url: `${web.url}/both/${who}.json` }, session));
+  }
+  const ids = [await startRun(cons[0]), await startRun(cons[1], other.owner)];
+  // Both processing on this one instance, each with files imported, before either has ended.
+  const both = await eventually('both runs under way at once, each having imported files', async () => {
+    const r = await sql.query(`select id, status, imported, ran_by from recording_import_runs where id = any($1) order by id`, [ids]);
+    if (r.rows.some((x) => x.status === 'done' || x.status === 'failed')) throw new Error(`a run ended before the other got going: ${JSON.stringify(r.rows)}`);
+    return r.rows.every((x) => x.status === 'processing' && x.imported >= 1) && r.rows;
+  }, 20_000, 50);
+  assert.is(new Set(both.map((x: { ran_by: string }) => x.ran_by)).size, 1, 'one instance');
+  for (const [i, con] of cons.entries()) {
+    const session = i === 0 ? owner : other.owner;
+    const run = await eventually('the run to end', async () => (await runs(con, '', session)).find((r) => r.id === ids[i] && r.status === 'done'), 20_000);
+    assert.is(run.imported, 12);
+  }
+});
+
 t('the web index at its limit: 8 MB is read, one byte more is refused (declared, or counted as it streams)', async () => {
   web.file('/big/a.wav', wavFile(2_000));
   const indexOf = (bytes: number) => {

@@ -47,6 +47,8 @@ export type RecordingImportsOptions = {
   minuteMs?: number;
   /** Files of one run imported at once. */
   concurrency?: number;
+  /** Runs (of different connections) this instance works at once. */
+  runs?: number;
   /** Longest wait for a source's answer, and longest pause inside a file's body. */
   idleMs?: number;
 };
@@ -69,20 +71,27 @@ type FileOutcome = 'imported' | 'failed' | 'lost';
 
 class LeaseLost extends Error {}
 
-/** Runs the recording imports on this instance, one run at a time. */
+/**
+ * Runs the recording imports on this instance: up to `runs` runs at once (4 by default), each of
+ * another connection (one run per connection goes at a time anywhere), taken fairly across
+ * companies: a queued run of a company with no run going anywhere is taken before one of a
+ * company that has one, then the oldest queued first. So one company's huge run does not hold
+ * up the others' runs on the instance.
+ */
 export class RecordingImports {
   readonly #deps: RecordingImportsDeps;
   readonly #pollMs: number;
   readonly #leaseMs: number;
   readonly #minuteMs: number;
   readonly #concurrency: number;
+  readonly #maxRuns: number;
   readonly #idleMs: number;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
   #again = false;
   #stopped = true;
-  /** Ends the run under way (stop, or its lease lost). */
-  #current: AbortController | null = null;
+  /** The runs under way on this instance: each one's abort (stop, or its lease lost) and its end. */
+  readonly #current = new Map<string, { abort: AbortController; done: Promise<void> }>();
 
   constructor(deps: RecordingImportsDeps, opts: RecordingImportsOptions = {}) {
     this.#deps = deps;
@@ -90,6 +99,7 @@ export class RecordingImports {
     this.#leaseMs = opts.leaseMs ?? 60_000;
     this.#minuteMs = opts.minuteMs ?? 60_000;
     this.#concurrency = opts.concurrency ?? 4;
+    this.#maxRuns = opts.runs ?? 4;
     this.#idleMs = opts.idleMs ?? 30_000;
   }
 
@@ -98,13 +108,14 @@ export class RecordingImports {
     this.wake();
   }
 
-  /** Stops taking runs; a run under way is cut off and handed back (its lease cleared) for any instance to go on with. */
+  /** Stops taking runs; the runs under way are cut off and handed back (their leases cleared) for any instance to go on with. */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    this.#current?.abort(new Error('the instance is stopping'));
     await this.#running;
+    for (const r of this.#current.values()) r.abort.abort(new Error('the instance is stopping'));
+    await Promise.all([...this.#current.values()].map((r) => r.done));
   }
 
   /** Looks for runs now (after a run was queued on this instance). */
@@ -128,6 +139,7 @@ export class RecordingImports {
     });
   }
 
+  /** Queues the scheduled runs due, then takes runs while this instance has room; each run, once ended, wakes it again. */
   async #drain(): Promise<void> {
     const { store, log } = this.#deps;
     try {
@@ -135,7 +147,7 @@ export class RecordingImports {
     } catch (err) {
       log.warn({ err }, 'recording imports: could not queue scheduled runs');
     }
-    while (!this.#stopped) {
+    while (!this.#stopped && this.#current.size < this.#maxRuns) {
       let run: TakenRun | null;
       try {
         run = await this.#take();
@@ -144,7 +156,15 @@ export class RecordingImports {
         return;
       }
       if (!run) return;
-      await this.#runOne(run);
+      const abort = new AbortController();
+      const taken = run;
+      const done = this.#runOne(taken, abort)
+        .catch((err) => log.error({ err, run_id: taken.id }, 'recording imports: a run ended badly'))
+        .finally(() => {
+          this.#current.delete(taken.id);
+          this.wake();
+        });
+      this.#current.set(taken.id, { abort, done });
     }
   }
 
@@ -152,11 +172,14 @@ export class RecordingImports {
   async #take(): Promise<TakenRun | null> {
     const r = await sql<TakenRun>`
       with pick as materialized (
-        select id from recording_import_runs
-        where status = 'queued' or (status = 'processing' and (lease_until is null or lease_until < now()))
-        order by queued_at, id
+        select r.id from recording_import_runs r
+        where r.status = 'queued' or (r.status = 'processing' and (r.lease_until is null or r.lease_until < now()))
+        -- Fair across companies: those with fewer runs going (on any instance) first.
+        order by (select count(*) from recording_import_runs g
+                  where g.tenant_id = r.tenant_id and g.status = 'processing' and g.lease_until >= now()),
+          r.queued_at, r.id
         limit 1
-        for update skip locked
+        for update of r skip locked
       )
       update recording_import_runs r set status = 'processing', lease_owner = ${this.#deps.instanceId}, ran_by = ${this.#deps.instanceId},
         lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(r.started_at, now())
@@ -174,10 +197,8 @@ export class RecordingImports {
     if (Number(r.numAffectedRows ?? 0) === 0) throw new LeaseLost();
   }
 
-  async #runOne(taken: TakenRun): Promise<void> {
+  async #runOne(taken: TakenRun, abort: AbortController): Promise<void> {
     const { store, log } = this.#deps;
-    const abort = new AbortController();
-    this.#current = abort;
     const renewal = setInterval(() => {
       this.#renew(taken.id).catch((err) => {
         if (err instanceof LeaseLost) abort.abort(err);
@@ -221,7 +242,6 @@ export class RecordingImports {
       await this.#finish(run, 'failed', `the run stopped: ${(err as Error)?.message ?? String(err)}`.slice(0, 500)).catch(() => {});
     } finally {
       clearInterval(renewal);
-      if (this.#current === abort) this.#current = null;
     }
   }
 
