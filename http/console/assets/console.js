@@ -131,8 +131,20 @@
     xhr.send(file);
   });
 
+  // A refused form comes back with aria-invalid on the fields the server named: the first of them
+  // gets the focus (the one that had it went away with the swap), so a keyboard user is at the
+  // field to fix, its message read with it (aria-describedby).
+  function focusRefused(root) {
+    if (!root || !root.querySelector || !root.isConnected) return;
+    var active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) return;
+    var bad = root.matches && root.matches('[aria-invalid="true"]') ? root : root.querySelector('[aria-invalid="true"]');
+    if (bad) bad.focus();
+  }
+
   document.addEventListener('htmx:afterSettle', function (e) {
     localTimes(e.target);
+    focusRefused(e.target);
     start();
   });
   document.addEventListener('DOMContentLoaded', function () {
