@@ -519,6 +519,32 @@ t('two companies\' runs go at once on one instance: a long run of one does not h
   }
 });
 
+t('the Authorization value goes with the index and the files at its own origin, never to another host', async () => {
+  const elsewhere = await startWebSource();
+  try {
+    const port = new URL(web.url).port;
+    web.file('/auth/here.wav', wavFile(2_000));
+    web.file('/auth/by-name.wav', wavFile(2_000));
+    elsewhere.file('/auth/there.wav', wavFile(2_000));
+    web.json('/auth/index.json', [
+      { url: 'here.wav', id: 'auth-here' },
+      // Another port, and the same server under another host name: other origins.
+      { url: `${elsewhere.url}/auth/there.wav`, id: 'auth-there' },
+      { url: `http://localhost:${port}/auth/by-name.wav`, id: 'auth-by-name' },
+    ]);
+    const con = await newImport({ index_url: `${web.url}/auth/index.json`, authorization: AUTH });
+    const run = await runToEnd(con);
+    assert.equal([run.status, run.imported], ['done', 3], JSON.stringify(run));
+    const auth = (src: WebSource, path: string) => src.requests.filter((r) => r.path === path).map((r) => r.authorization);
+    assert.equal(auth(web, '/auth/index.json'), [AUTH]);
+    assert.equal(auth(web, '/auth/here.wav'), [AUTH]);
+    assert.equal(auth(elsewhere, '/auth/there.wav'), [null], 'not sent to another port');
+    assert.equal(auth(web, '/auth/by-name.wav'), [null], 'not sent to another host name');
+  } finally {
+    await elsewhere.close();
+  }
+});
+
 t('the web index at its limit: 8 MB is read, one byte more is refused (declared, or counted as it streams)', async () => {
   web.file('/big/a.wav', wavFile(2_000));
   const indexOf = (bytes: number) => {
