@@ -587,13 +587,14 @@ t("an operator builds a company tree; the parent's owner suspends a sub-account 
   await owner.getByRole('link', { name: 'Theta Group' }).click();
   await owner.waitForURL(/\/console\/companies\/ten_/);
   const parentId = new URL(owner.url()).pathname.split('/').at(-1)!;
-  await owner.goto(`${cp.url}/console/companies`);
+  await owner.getByRole('link', { name: 'Create a sub-account under Theta Group' }).click();
+  await owner.waitForURL(/\/console\/companies\?parent_id=/);
   const form = owner.locator('#new-company');
+  assert.is(await form.getByLabel('Parent company id (for a sub-account)').inputValue(), parentId, 'the parent filled in');
   await form.getByLabel('Company name').fill('Theta North');
   await form.getByLabel('Short name (slug)').fill('theta-north');
   await form.getByLabel("First owner's name").fill('North Owner');
   await form.getByLabel("First owner's e-mail").fill('owner@theta-north.test');
-  await form.getByLabel('Parent company id (for a sub-account)').fill(parentId);
   await form.getByRole('button', { name: 'Create company' }).click();
   await owner.getByText('Theta North is created').waitFor();
   const childTemp = (await owner.locator('#temporary-password').textContent())!.trim();

@@ -487,6 +487,11 @@ t('the company tree and sub-accounts: created under a parent, nested in the tree
   assert.match(tree.text, parentItem, 'the sub-account nested under its parent');
   assert.not.match(tree.text, new RegExp(`<ul id="company-tree"><li><a href="/console/companies/${childId}"`), 'and not at the top');
   assert.is((await get('/console/companies/tree', parent.owner)).status, 403, 'a company gets no tree');
+  // From the parent's detail, a link to the new-company form with the parent filled in; none on the sub-account's.
+  const parentDetail = await get(`/console/companies/${parent.tenantId}`, owner);
+  assert.ok(parentDetail.text.includes(`href="/console/companies?parent_id=${parent.tenantId}#new-company"`));
+  assert.match((await get(`/console/companies?parent_id=${parent.tenantId}`, owner)).text, new RegExp(`<input type="text" id="new-company-parent-id" name="parent_id"[^>]* value="${parent.tenantId}">`));
+  assert.not.ok((await get(`/console/companies/${childId}`, owner)).text.includes('Create a sub-account under'), 'one level only');
 
   // The parent's owner sees it with Suspend; an admin of the parent neither sees the page nor may act.
   const page = await get('/console/sub-accounts', parent.owner);

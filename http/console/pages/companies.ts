@@ -199,6 +199,9 @@ ${can(c, owners) ? companyPauseCard(t.id, h.kill_switch.tenant !== null, emptyFo
       : d.sub_accounts.length
         ? html`<ul>${d.sub_accounts.map((s) => html`<li><a href="/console/companies/${s.id}">${s.name}</a> ${badge(s.status)}</li>`)}</ul>`
         : html`<p class="muted">None.</p>`
+  }${
+    // One level only: a sub-account has none of its own, and a closing company gets none.
+    can(c, managers) && !t.parent_id && t.status !== 'closing' ? html`<p><a href="/console/companies?parent_id=${t.id}#new-company">Create a sub-account under ${t.name}</a></p>` : ''
   }</section>
 </div>
 <section class="card"><h2>Platform audit trail</h2>${auditTable(d.platform_audit)}</section>
@@ -229,7 +232,7 @@ ${body}</table></div>
 <p><a href="/console/companies/tree">The company tree (parents with their sub-accounts)</a></p>
 <nav class="pager" aria-label="Pages">${q.cursor ? html`<a href="/console/companies${qs({ ...q, cursor: undefined })}">First page</a>` : ''}${next ? html`<a href="/console/companies${qs({ ...q, cursor: next })}">Next page</a>` : ''}</nav>
 </section>
-${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard' })) : ''}`,
+${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard', parent_id: c.req.query('parent_id')?.slice(0, 64) ?? '' })) : ''}`,
     });
   });
   // Every company with its sub-accounts nested under it (the API's GET /api/platform/tenants/tree).
