@@ -91,7 +91,8 @@ t.before(async () => {
     databaseUrl: db.url,
     redisPrefix: prefix,
     env: { VD_ALLOW_PRIVATE_TARGETS: '1', VD_DATA_DIR: dataDir },
-    recordingImports: { pollMs: 100, leaseMs: 5000 },
+    // A wait of 2.5 s for an answer (or inside a body) is a stall (30 s in production).
+    recordingImports: { pollMs: 100, leaseMs: 5000, idleMs: 2500 },
   });
   sql = new pg.Pool({ connectionString: db.url, max: 2 });
   ({ owner, tenantId } = await makeCompany(cp));
@@ -361,18 +362,21 @@ t('a file failing twice then succeeding is imported on its third attempt; one fa
   assert.equal(await stored(con), ['flaky']);
 });
 
-t('one bad file never fails the run: a refused address fails for good, a refused connection is an attempt; the good file is imported', async () => {
+t('one bad file never fails the run: a refused address fails for good, a refused connection or a stall is an attempt; the good file is imported', async () => {
   // A port nothing listens on: connections to it are refused.
   const closed = createNetServer();
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
   const port = (closed.address() as AddressInfo).port;
   await new Promise<void>((resolve) => closed.close(() => resolve()));
   web.file('/bad/good.wav', wavFile(3_000));
+  // Never answers.
+  web.on('/bad/stall.wav', () => {});
   web.json('/bad.json', {
     items: [
       // Listed first: a run that stopped at them would never reach the good one.
       { url: `http://0.0.0.0:${port}/guarded.wav`, id: 'guarded' },
       { url: `http://127.0.0.1:${port}/down.wav`, id: 'down' },
+      { url: '/bad/stall.wav', id: 'stall' },
       { url: '/bad/good.wav', id: 'good' },
     ],
   });
@@ -380,25 +384,29 @@ t('one bad file never fails the run: a refused address fails for good, a refused
   const r1 = await runToEnd(con);
   assert.is(r1.status, 'done', JSON.stringify(r1));
   assert.is(r1.error, null);
-  assert.equal([r1.listed, r1.imported, r1.failed], [3, 1, 2]);
+  assert.equal([r1.listed, r1.imported, r1.failed], [4, 1, 3]);
   assert.equal(fileOf(r1, 'good'), { name: 'good', status: 'imported', attempts: 1, error: null });
   assert.equal(fileOf(r1, 'guarded').status, 'failed', 'an address refused by the guard is not tried again');
   assert.equal(fileOf(r1, 'guarded').attempts, 1);
   assert.match(fileOf(r1, 'guarded').error, 'address refused');
   assert.equal(fileOf(r1, 'down'), { name: 'down', status: 'waiting', attempts: 1, error: 'the file could not be reached: connection refused' });
+  assert.equal(fileOf(r1, 'stall'), { name: 'stall', status: 'waiting', attempts: 1, error: 'the file could not be reached: no answer in time' });
   assert.equal(await stored(con), ['good']);
   // The next runs try the refused connection again, up to 3 attempts in all; the guarded address never again.
   const r2 = await runToEnd(con);
-  assert.equal([r2.status, r2.imported, r2.failed, r2.skipped], ['done', 0, 1, 2]);
+  assert.equal([r2.status, r2.imported, r2.failed, r2.skipped], ['done', 0, 2, 2]);
   const r3 = await runToEnd(con);
   assert.is(r3.status, 'done');
   assert.equal(fileOf(r3, 'down'), { name: 'down', status: 'failed', attempts: 3, error: 'the file could not be reached: connection refused' });
+  assert.equal(fileOf(r3, 'stall'), { name: 'stall', status: 'failed', attempts: 3, error: 'the file could not be reached: no answer in time' });
   const files = await sql.query(`select name, status, attempts from recording_import_files where connector_id = $1 order by name`, [con]);
   assert.equal(files.rows, [
     { name: 'down', status: 'failed', attempts: 3 },
     { name: 'good', status: 'imported', attempts: 1 },
     { name: 'guarded', status: 'failed', attempts: 1 },
+    { name: 'stall', status: 'failed', attempts: 3 },
   ]);
+  assert.is(web.hits('/bad/stall.wav'), 3);
 });
 
 t('a crash after a file was stored but before its end was written: the run taken over marks it imported, fetching nothing and spending no attempt', async () => {
