@@ -219,6 +219,9 @@ export class ListChecks {
         where id = ${id} and status = 'running' and lease_owner = ${this.#instanceId} returning id`.execute(tx);
       if (held.rows.length === 0) return 'lost' as const;
       // Driven by the chunk's ids (a join on the primary key), the do-not-call look-up by number.
+      // `offset 0` keeps the inner select whole, so each person's reason (and its do-not-call
+      // look-up) is worked out once; folded into the update, it was worked out for each of the
+      // three places that name it (about 16% more buffer reads a chunk).
       const r = await sql<{ callable: boolean }>`
         update people p set "check" = case when x.reason is null then 'callable' else 'rejected' end,
           check_reason = x.reason, line_type = x.line_type
@@ -229,6 +232,7 @@ export class ListChecks {
             end as reason
           from unnest(${people.map((p) => p.id)}::text[], ${found.map((f) => f.valid)}::boolean[], ${found.map((f) => f.lineType)}::text[],
             ${people.map((p) => p.phone_number)}::text[]) as u(id, valid, line_type, phone)
+          offset 0
         ) x
         where p.id = x.id
         returning x.reason is null as callable`.execute(tx);
