@@ -16,9 +16,13 @@
  *   leaves it waiting for the next run until it has been tried 3 times in all. One bad file never
  *   ends a run: only a source that cannot be listed (the index or the bucket listing) ends it
  *   `failed`.
- * - Each recording is imported once: the recordings table is unique per connection and name,
- *   so a file taken again after a crash (stored before its row said so) is found stored and only
- *   marked imported.
+ * - Each recording is imported once: the recordings table is unique per company, source
+ *   identity (`sourceIdentity`: the index address, or endpoint and bucket) and name, so a file
+ *   the company has from the same source (another connection, or this one made again) is listed
+ *   as imported without a fetch, and a file left importing by a crash after its recording was
+ *   stored is marked imported when the run resumes.
+ * - Each file a run works on has a row in `recording_import_attempts` saying how it ended in that
+ *   run: the run's view lists those, so a run keeps its failures after a later run retries them.
  */
 import { sql } from 'kysely';
 import type { Logger } from '../../../shared/logger.ts';
