@@ -47,6 +47,15 @@ export async function aiProvider(db: Db, purpose: AiPurpose): Promise<AiProvider
   return row ?? null;
 }
 
+/** The upstream of every purpose, in the order of AI_PURPOSES (null: none set), in one statement. */
+export async function aiProviders(db: Db): Promise<Array<AiProvider | null>> {
+  const rows = await dbOf(db).selectFrom('ai_providers').select(['purpose', 'base_url', 'model', 'api_key']).execute();
+  return AI_PURPOSES.map((purpose) => {
+    const r = rows.find((x) => x.purpose === purpose);
+    return r ? { base_url: r.base_url, model: r.model, api_key: r.api_key } : null;
+  });
+}
+
 /** Every purpose, in the order of AI_PURPOSES, set or not (unset: nulls and no key). */
 export async function listAiProviders(db: Db): Promise<AiProviderView[]> {
   const rows = await dbOf(db).selectFrom('ai_providers').select(['purpose', 'base_url', 'model', 'updated_at', (eb) => eb('api_key', 'is not', null).as('key_present')]).execute();

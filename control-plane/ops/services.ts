@@ -18,11 +18,11 @@
 import { sql } from 'kysely';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { MemoryCoordinator } from '../coordination/memory.ts';
-import type { Store } from '../db/store.ts';
+import type { Store, Tx } from '../db/store.ts';
 import type { OutboundClient } from '../integrations/guarded-client.ts';
 import { PROBE_LIMIT_MS } from '../ai/probe.ts';
 import { probeEach } from '../ai/health.ts';
-import { AI_PURPOSES, aiProvider, type AiProvider, type AiPurpose } from '../ai/providers.ts';
+import { AI_PURPOSES, aiProviders, type AiProvider, type AiPurpose } from '../ai/providers.ts';
 import { SELF_PATH, type Instances, type InstanceRow, type SelfReport } from './instances.ts';
 
 export type ServiceStatus = 'pass' | 'warn' | 'fail';
@@ -41,7 +41,7 @@ export type ServiceItem = {
 };
 
 /** The recording store as far as this page needs it (its port's `check`). */
-export type RecordingCheck = { readonly kind: string; check(): Promise<{ status: 'pass' | 'fail'; answer_ms: number }> };
+export type RecordingCheck = { readonly kind: string; check(signal?: AbortSignal): Promise<{ status: 'pass' | 'fail'; answer_ms: number }> };
 
 export type OpsDeps = {
   store: Store;
@@ -68,7 +68,7 @@ export async function opsServices(deps: OpsDeps, limitMs = PROBE_LIMIT_MS): Prom
   };
   const [instances, store, coordinator, recordings, ai] = await Promise.all([
     controlPlanes(deps.instances, within),
-    storeItem(deps.store, within),
+    storeItem(deps.store, within, deadline),
     coordinatorItem(deps.coordinator, within),
     deps.recordings ? recordingItem(deps.recordings, within) : Promise.resolve([]),
     aiItems(deps, within, deadline),
@@ -161,13 +161,27 @@ function agentItems(instances: Instances, reports: Map<string, SelfReport>): Ser
   });
 }
 
-async function storeItem(store: Store, within: Within): Promise<ServiceItem> {
+/**
+ * Runs `work` in a transaction whose statements the store itself stops at `deadline`
+ * (`statement_timeout`, local to it): a store that hangs keeps no query running past the answer.
+ */
+export function bounded<T>(store: Store, deadline: number, work: (tx: Tx) => Promise<T>): Promise<T> {
+  return store.transaction(async (tx) => {
+    const left = Math.max(1, Math.floor(deadline - performance.now()));
+    await sql`select set_config('statement_timeout', ${String(left)}, true)`.execute(tx);
+    return work(tx);
+  });
+}
+
+async function storeItem(store: Store, within: Within, deadline: number): Promise<ServiceItem> {
   try {
     const { value, ms } = await within(
       timed(() =>
-        sql<{ version: string; uptime_s: number | null }>`
-          select current_setting('server_version') as version,
-            floor(extract(epoch from now() - pg_postmaster_start_time()))::float8 as uptime_s`.execute(store.db),
+        bounded(store, deadline, (tx) =>
+          sql<{ version: string; uptime_s: number | null }>`
+            select current_setting('server_version') as version,
+              floor(extract(epoch from now() - pg_postmaster_start_time()))::float8 as uptime_s`.execute(tx),
+        ),
       ),
     );
     const row = value.rows[0];
@@ -187,11 +201,14 @@ async function coordinatorItem(coordinator: Coordinator, within: Within): Promis
 }
 
 async function recordingItem(recordings: RecordingCheck, within: Within): Promise<ServiceItem[]> {
+  // Ended at the deadline: a hanging bucket keeps no request (or socket) past the answer.
+  const controller = new AbortController();
   try {
-    const { value, ms } = await within(timed(() => recordings.check()));
+    const { value, ms } = await within(timed(() => recordings.check(controller.signal)));
     if (value.status !== 'pass') return [failed('recording-store', 'recording_store', recordings.kind)];
     return [{ name: 'recording-store', kind: 'recording_store', instance: recordings.kind, status: 'pass', version: null, answer_ms: ms, uptime_s: null, server_errors_5m: null, observed_at: new Date().toISOString() }];
   } catch {
+    controller.abort();
     return [failed('recording-store', 'recording_store', recordings.kind)];
   }
 }
@@ -200,7 +217,8 @@ async function recordingItem(recordings: RecordingCheck, within: Within): Promis
 async function aiItems(deps: OpsDeps, within: Within, deadline: number): Promise<ServiceItem[]> {
   let configured: Array<{ purpose: AiPurpose; provider: AiProvider }>;
   try {
-    const providers = await within(Promise.all(AI_PURPOSES.map((p) => aiProvider(deps.store, p))));
+    // One statement: queries left queued on a transaction the store has stopped would run outside it.
+    const providers = await within(bounded(deps.store, deadline, (tx) => aiProviders(tx)));
     configured = AI_PURPOSES.flatMap((purpose, i) => (providers[i] ? [{ purpose, provider: providers[i]! }] : []));
   } catch {
     return [failed('ai-upstream', 'ai_upstream', null)];

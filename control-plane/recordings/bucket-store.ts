@@ -186,9 +186,9 @@ export class BucketStore implements RecordingStore {
   }
 
   /** HEAD of the bucket: it answers, and our keys are good for it (a wrong secret is 403). */
-  async check(): Promise<StoreCheck> {
+  async check(signal?: AbortSignal): Promise<StoreCheck> {
     const started = performance.now();
-    const answer = await this.bucket.send({ method: 'HEAD', key: '', idleMs: 5_000 });
+    const answer = await this.bucket.send({ method: 'HEAD', key: '', idleMs: 5_000, signal });
     const answer_ms = Math.round(performance.now() - started);
     const where = `bucket ${this.bucket.settings.bucket} at ${this.bucket.settings.endpoint}`;
     if (answer.kind === 'answered' && answer.status === 200) {

@@ -56,13 +56,17 @@ export class FolderStore implements RecordingStore {
     await rm(this.#path(key), { force: true });
   }
 
-  async check(): Promise<StoreCheck> {
+  async check(signal?: AbortSignal): Promise<StoreCheck> {
     const started = performance.now();
     const probe = join(this.dir, `.check-${process.pid}-${randomBytes(4).toString('hex')}`);
     try {
+      signal?.throwIfAborted();
       await mkdir(this.dir, { recursive: true });
-      await writeFile(probe, 'ok');
-      await rm(probe, { force: true });
+      try {
+        await writeFile(probe, 'ok', { signal });
+      } finally {
+        await rm(probe, { force: true });
+      }
       return { status: 'pass', message: `folder ${this.dir} takes writes`, answer_ms: Math.round(performance.now() - started) };
     } catch (err) {
       return { status: 'fail', message: `folder ${this.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, answer_ms: Math.round(performance.now() - started) };

@@ -39,8 +39,11 @@ export interface RecordingStore {
   get(key: string, range?: ByteRange): Promise<StoredFile | null>;
   /** Removes the file `key`; removing a missing file is not an error. */
   delete(key: string): Promise<void>;
-  /** A probe for /ops/services: the store answers and takes writes. */
-  check(): Promise<StoreCheck>;
+  /**
+   * A probe for /ops/services: the store answers and takes writes. `signal` ends it (its request
+   * and socket too) when the asker's time is up.
+   */
+  check(signal?: AbortSignal): Promise<StoreCheck>;
 }
 
 /** A body past its size limit. Not worth retrying: the same file is as large next time. */

@@ -10,6 +10,8 @@ import { openPglite, openPostgres, type Store } from '../../control-plane/db/sto
 import { createTestDatabase } from '../support/db.ts';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
+import { migrations } from '../../control-plane/db/migrations/index.ts';
+import * as migration0022 from '../../control-plane/db/migrations/20261126_0022_ai_samples_reply_times.ts';
 import { createLogger } from '../../shared/logger.ts';
 
 const t = suite('AI settings and samples in the store');
@@ -100,23 +102,24 @@ for (const kind of ['postgres', 'pglite']) {
 }
 
 t('migration 0022 gives reply_times back to a database that ran 0020 before the column was added to it', async () => {
+  assert.is(migrations['20261126_0022_ai_samples_reply_times'], migration0022, 'registered');
   for (const [kind, store] of Object.entries(stores)) {
     const columnType = async () =>
       (await sql<{ t: string | null }>`select (select format_type(atttypid, atttypmod) from pg_attribute where attrelid = 'ai_samples'::regclass and attname = 'reply_times' and not attisdropped) as t`.execute(store.db)).rows[0].t;
     assert.is(await columnType(), 'double precision[]', kind);
-    // As such a database was: 0020 without the column, 0022 not run.
+    // As such a database was: 0020 without the column (later migrations have run since: 0022 is
+    // run here on its own, as the migrator runs a pending one).
     await sql`alter table ai_samples drop column reply_times`.execute(store.db);
-    await sql`delete from kysely_migration where name = '20261126_0022_ai_samples_reply_times'`.execute(store.db);
     assert.is(await columnType(), null, kind);
-    await store.migrate();
+    await migration0022.up(store.db);
     assert.is(await columnType(), 'double precision[]', kind);
     await recordAiSample(store, { purpose: 'bot', kind: 'session_ended', ok: true, reply_times: [1.5, 2], instance: `mig-${kind}`, call_id: 'c-mig' });
     const row = await store.db.selectFrom('ai_samples').select('reply_times').where('instance', '=', `mig-${kind}`).executeTakeFirstOrThrow();
     assert.equal(row.reply_times, [1.5, 2], kind);
     // On a database that has the column (0020 as it is now), 0022 changes nothing.
-    await sql`delete from kysely_migration where name = '20261126_0022_ai_samples_reply_times'`.execute(store.db);
-    await store.migrate();
+    await migration0022.up(store.db);
     assert.is(await columnType(), 'double precision[]', kind);
+    assert.equal((await store.db.selectFrom('ai_samples').select('reply_times').where('instance', '=', `mig-${kind}`).executeTakeFirstOrThrow()).reply_times, [1.5, 2]);
   }
 });
 

@@ -11,6 +11,13 @@ import { aiFigures } from '../../control-plane/ai/health.ts';
 import { ServerErrorWindow } from '../../control-plane/ops/server-errors.ts';
 import { Instances, localOnly } from '../../control-plane/ops/instances.ts';
 import { Writable } from 'node:stream';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { opsServices } from '../../control-plane/ops/services.ts';
+import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
+import { BucketStore } from '../../control-plane/recordings/bucket-store.ts';
+import { MemoryCoordinator } from '../../control-plane/coordination/memory.ts';
+import { eventually } from '../support/eventually.ts';
 import { createLogger } from '../../shared/logger.ts';
 
 const t = suite('operations parts');
@@ -152,6 +159,43 @@ t('an instance registering a loopback or unspecified address beside other instan
   assert.match(await register('any', 'http://0.0.0.0:1'), 'VD_INSTANCE_URL');
   assert.not.match(await register('routable', 'http://10.0.0.8:1'), 'VD_INSTANCE_URL');
   await store.db.deleteFrom('cp_instances').execute();
+});
+
+t('/ops/services with a hanging bucket: the recording store fails at the limit and its request, socket and all, ends there', async () => {
+  const sockets: Socket[] = [];
+  const closed: number[] = [];
+  const hanging = createServer(() => {});
+  hanging.on('connection', (sk) => {
+    sockets.push(sk);
+    sk.on('close', () => closed.push(performance.now()));
+  });
+  await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+  const client = new OutboundClient({ allowPrivate: true });
+  const bucket = new BucketStore({ endpoint: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`, bucket: 'b', region: 'us-east-1', accessKey: 'k', secretKey: 's' }, client, '/tmp');
+  const coordinator = new MemoryCoordinator();
+  try {
+    const started = performance.now();
+    const { items } = await opsServices({ store, coordinator, instances: new Instances({ store, log: createLogger('silent'), instanceId: 'i-ops' }), aiClient: client, recordings: bucket }, 400);
+    const answered = performance.now();
+    const rec = items.find((i) => i.kind === 'recording_store')!;
+    assert.equal([rec.status, rec.instance, rec.answer_ms], ['fail', 'bucket', null]);
+    assert.ok(answered - started < 2_500, `answered in ${Math.round(answered - started)} ms`);
+    assert.ok(sockets.length >= 1, 'the bucket was asked');
+    // The check's own wait is 5 s; ended at the limit, its socket closes at once.
+    // (Well before the check's own 5 s wait, with room for a loaded machine.)
+    await eventually('the sockets to the hanging bucket closed', async () => closed.length === sockets.length, 2_500);
+    assert.ok(closed[0] - answered < 2_500, `closed ${Math.round(closed[0] - answered)} ms after the answer`);
+    // Its check() on its own: ended by its signal, not its 5 s wait.
+    const ask = performance.now();
+    const c = await bucket.check(AbortSignal.timeout(200));
+    assert.is(c.status, 'fail');
+    assert.ok(performance.now() - ask < 2_500, `check ended in ${Math.round(performance.now() - ask)} ms`);
+  } finally {
+    for (const sk of sockets) sk.destroy();
+    hanging.close();
+    await client.close();
+    await coordinator.close();
+  }
 });
 
 t.run();

@@ -296,6 +296,26 @@ t('/ops/services with the AI upstream hanging: answers in about 1.5 s, that item
   assert.equal([ok.body.configured, ok.body.reachable], [true, true]);
 });
 
+t('/ops/services with the AI settings unreadable (a lock): that item fails at the limit and the store stops the query there, not when the lock goes', async () => {
+  const waiting = () =>
+    sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%ai_providers%' and pid <> pg_backend_pid()`.execute(a.services.store.db);
+  await a.services.store.db.connection().execute(async (conn) => {
+    await sql`begin`.execute(conn);
+    await sql`lock table ai_providers in access exclusive mode`.execute(conn);
+    try {
+      const r = await services(a);
+      assert.is(r.status, 200);
+      assert.ok(r.ms < 2500, `answered in ${Math.round(r.ms)} ms`);
+      assert.equal(itemsOf(r.body, 'ai_upstream').map((i) => [i.instance, i.status, i.answer_ms]), [[null, 'fail', null]]);
+      assert.is(itemsOf(r.body, 'store')[0].status, 'pass');
+      // The lock is still held: the settings read was stopped by its statement_timeout.
+      await eventually('no query of this instance still waiting on ai_providers', async () => (await waiting()).rows[0].n === 0, 1_000);
+    } finally {
+      await sql`rollback`.execute(conn);
+    }
+  });
+});
+
 t('a third instance is listed once it starts and no longer once it stops; one that hangs is fail with nulls', async () => {
   const c = await startTestServer({ databaseUrl: dbUrl, redisPrefix: testRedisPrefix(), env: { VD_METRICS_PORT: 'off' } });
   await eventually('the third instance listed', async () => itemsOf((await services(a)).body, 'control_plane').filter((i) => i.status === 'pass').length === 3);
