@@ -728,6 +728,10 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
     assert.unreachable(`never: ${what}`);
   };
   await page.goto(`${cp.url}/console/recordings`);
+  // A page with a player: its controls are reached by Tab and it is named like everything else.
+  const keys = await keyboardCheck(page);
+  assert.equal([keys.unnamed, keys.unreached], [[], []], `${keys.count} elements`);
+  assert.ok(keys.count >= 3);
   await page.getByRole('link', { name: rec.id }).click();
   await page.waitForURL(new RegExp(`/console/recordings/${rec.id}$`));
   // The player loads the audio: metadata read (readyState HAVE_METADATA or more), its length the recording's.
