@@ -298,7 +298,9 @@ t('outbox lag per consumer: read from the store at scrape time, cached briefly, 
     const started = performance.now();
     const slow = await scrape();
     const ms = performance.now() - started;
-    assert.ok(ms >= 900 && ms < 2000, `answered in ${ms.toFixed(0)} ms`);
+    // At least the 1 s limit (the server's wait); at most that and the scrape's own time, with room
+    // for a loaded machine.
+    assert.ok(ms >= 900 && ms < 2500, `answered in ${ms.toFixed(0)} ms`);
     assert.is(audit(slow.families), undefined);
     assert.is(series(slow.families, 'vd_outbox_pending_events').length, 0);
     assert.is(series(slow.families, 'vd_outbox_oldest_pending_age_seconds').length, 0);

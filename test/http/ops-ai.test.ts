@@ -17,7 +17,7 @@ import { WebSocket } from 'ws';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
-import { CONTROL_PLANE_VERSION } from '../../control-plane/ops/instances.ts';
+import { AGENT_PING_LIMIT_MS, CONTROL_PLANE_VERSION } from '../../control-plane/ops/instances.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { call, signIn, type Session } from '../support/http.ts';
@@ -37,6 +37,9 @@ let logText = '';
 const upstreamSeen: Array<{ path: string; authorization: string | undefined }> = [];
 let upstream: Server;
 let hanging: Server;
+/** Answers every request after 1.2 s (inside the 1.5 s limit). */
+let slowServer: Server;
+let slowUrl = '';
 let upstreamUrl = '';
 let hangingUrl = '';
 const hangingSockets = new Set<import('node:net').Socket>();
@@ -81,6 +84,10 @@ t.before(async () => {
   // Takes the connection and never answers.
   hanging = createServer(() => {});
   hanging.on('connection', (s) => hangingSockets.add(s));
+  slowServer = createServer((_req, res) => {
+    setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[]}'), 1200);
+  });
+  slowUrl = await listen(slowServer);
   upstreamUrl = await listen(upstream);
   hangingUrl = await listen(hanging);
   const prefix = testRedisPrefix();
@@ -122,6 +129,7 @@ t.after(async () => {
     await b?.close();
     upstream?.close();
     hanging?.close();
+    slowServer?.close();
   } finally {
     await drop();
   }
@@ -241,7 +249,8 @@ t('/ops/services: both instances, the store, the coordinator, the recording stor
   }
   for (const n of itemsOf(body, 'media_agent')) {
     assert.equal([n.status, n.version], ['pass', '7.7.7'], JSON.stringify(n));
-    assert.ok(n.answer_ms! > 0 && n.answer_ms! < 1000);
+    // A pong within the holding instance's ping limit (no pong in time would be fail).
+    assert.ok(n.answer_ms! > 0 && n.answer_ms! < AGENT_PING_LIMIT_MS);
     assert.ok(n.uptime_s! >= 59 && n.uptime_s! < 600, `uptime from the hello's started_at: ${n.uptime_s}`);
   }
   const [store] = itemsOf(body, 'store');
@@ -269,9 +278,11 @@ t('/ops/services: both instances, the store, the coordinator, the recording stor
   assert.not.match(JSON.stringify(fromB), KEY);
 });
 
-t('/ops/services with the AI upstream hanging: answers in about 1.5 s, that item fail with nulls; /health and /ready untouched', async () => {
+t('/ops/services with the AI upstream hanging: answers in about 1.5 s, that item fail with nulls, one answering after 1.2 s still pass; /health and /ready untouched', async () => {
   const set = await call(a.url, 'PUT', '/api/platform/ai/settings', { session: owner, body: { purpose: 'transcription', base_url: hangingUrl, model: 'whisper' } });
   assert.is(set.status, 200);
+  // The limit is the server's, about 1.5 s: an upstream answering after 1.2 s is within it.
+  assert.is((await call(a.url, 'PUT', '/api/platform/ai/settings', { session: owner, body: { purpose: 'qa', base_url: slowUrl, model: 'm-1' } })).status, 200);
   const during = services(a);
   // While it waits on the hanging upstream, the instance's health and readiness answer at once.
   const health = await call(a.url, 'GET', '/health');
@@ -279,8 +290,12 @@ t('/ops/services with the AI upstream hanging: answers in about 1.5 s, that item
   assert.equal([health.status, ready.status], [200, 200]);
   const r = await during;
   assert.is(r.status, 200);
-  // At most the 1.5 s limit and the answer's own time (what fails sooner, such as a probe already under way, answers sooner).
-  assert.ok(r.ms < 1900, `answered in ${Math.round(r.ms)} ms`);
+  // The 1.5 s limit and the request's own time, with room for a loaded machine (the limit itself
+  // is shown by the server's items: 1.2 s is pass, hanging is fail).
+  assert.ok(r.ms < 2500, `answered in ${Math.round(r.ms)} ms`);
+  const slow = itemsOf(r.body, 'ai_upstream').find((i) => i.instance === 'qa')!;
+  assert.is(slow.status, 'pass', JSON.stringify(slow));
+  assert.ok(slow.answer_ms! >= 1200 && slow.answer_ms! < 1500, `the slow upstream answered in ${slow.answer_ms} ms`);
   const hung = itemsOf(r.body, 'ai_upstream').find((i) => i.instance === 'transcription')!;
   assert.equal({ ...hung, observed_at: undefined }, { name: 'ai-upstream', kind: 'ai_upstream', instance: 'transcription', status: 'fail', version: null, answer_ms: null, uptime_s: null, server_errors_5m: null, observed_at: undefined });
   assert.is(itemsOf(r.body, 'ai_upstream').find((i) => i.instance === 'bot')!.status, 'pass');
@@ -288,7 +303,7 @@ t('/ops/services with the AI upstream hanging: answers in about 1.5 s, that item
   // /ai/health sees it unreachable, within the same limit.
   const started = performance.now();
   const h = await call(b.url, 'GET', '/api/platform/ai/health', { session: owner });
-  assert.ok(performance.now() - started < 1900);
+  assert.ok(performance.now() - started < 2500);
   assert.equal([h.body.configured, h.body.reachable], [true, false]);
   await call(a.url, 'PUT', '/api/platform/ai/settings', { session: owner, body: { purpose: 'transcription', base_url: upstreamUrl, model: 'whisper', api_key: KEY } });
   await call(a.url, 'PUT', '/api/platform/ai/settings', { session: owner, body: { purpose: 'qa', base_url: upstreamUrl, model: 'm-1', api_key: KEY } });
@@ -327,8 +342,8 @@ t('a third instance is listed once it starts and no longer once it stops; one th
   await a.services.store.db.insertInto('cp_instances').values({ instance_id: 'hung-instance', url: hangingUrl, version: '0.0.1', started_at: new Date() }).execute();
   await a.services.instances.refresh();
   const r = await services(a);
-  // At most the 1.5 s limit and the answer's own time (what fails sooner, such as a probe already under way, answers sooner).
-  assert.ok(r.ms < 1900, `answered in ${Math.round(r.ms)} ms`);
+  // The 1.5 s limit and the request's own time, with room for a loaded machine.
+  assert.ok(r.ms < 2500, `answered in ${Math.round(r.ms)} ms`);
   const hung = itemsOf(r.body, 'control_plane').find((i) => i.instance === 'hung-instance')!;
   assert.equal([hung.status, hung.version, hung.answer_ms, hung.uptime_s, hung.server_errors_5m], ['fail', null, null, null, null]);
   assert.equal(itemsOf(r.body, 'control_plane').filter((i) => i.status === 'pass').length, 3);
