@@ -131,17 +131,21 @@ export class QaWorker {
       where status in ('queued', 'scoring') and attempts >= ${this.#maxAttempts} and (lease_until is null or lease_until < now())
       returning id`.execute(this.#store.db);
     if (given.rows.length > 0) qaReviews.inc({ status: 'failed' }, given.rows.length);
+    // The pick is a materialized CTE: as a subquery joined in FROM, the planner may run it once per
+    // row scanned, each time skipping the rows it locked before, and lease more than `n` (as the
+    // recording imports' worker found).
     const r = await sql<{ id: string }>`
-      update qa_reviews q set status = 'scoring', lease_owner = ${this.#instanceId}, attempts = q.attempts + 1,
-        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
-      from (
+      with pick as materialized (
         select o.id from qa_reviews o
         where o.status in ('queued', 'scoring') and (o.lease_until is null or o.lease_until < now())
           and (o.not_before is null or o.not_before <= now()) and o.attempts < ${this.#maxAttempts}
         order by o.created_at, o.id
         limit ${n}
         for update skip locked
-      ) pick
+      )
+      update qa_reviews q set status = 'scoring', lease_owner = ${this.#instanceId}, attempts = q.attempts + 1,
+        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
+      from pick
       where q.id = pick.id
       returning q.id`.execute(this.#store.db);
     return r.rows.map((x) => x.id);

@@ -348,7 +348,8 @@ t('reconciliation: each gap at 14 and 16 minutes, five examples at most, the win
   assert.is((await get('?hours=3')).body.items.find((x: { tenant_id: string }) => x.tenant_id === C.tenantId).gaps.no_recording, 5);
   // hours at its edges.
   for (const ok of ['1', '720']) assert.is((await get(`?hours=${ok}`)).status, 200, ok);
-  for (const bad of ['0', '721', '1.5', '-1', 'abc', '99999']) {
+  assert.is((await get('')).body.hours, 48, 'absent: the default');
+  for (const bad of ['0', '721', '1.5', '-1', 'abc', '99999', '']) {
     const a = await get(`?hours=${bad}`);
     assert.is(a.status, 422, bad);
     assert.is(a.body.error.code, 'unprocessable');

@@ -3,7 +3,7 @@ import { z } from '@hono/zod-openapi';
 import { reconcileRecordings } from '../../../control-plane/recordings/reconciliation.ts';
 import { operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
-import { json, optionalQueryParam, record } from '../../openapi/schemas.ts';
+import { json, queryParam, record } from '../../openapi/schemas.ts';
 
 const Entry = record('RecordingReconciliationEntry', {
   tenant_id: z.string(),
@@ -13,12 +13,14 @@ const Entry = record('RecordingReconciliationEntry', {
 });
 
 const Query = z.object({
-  hours: optionalQueryParam(
+  // Absent: the default; given empty (`?hours=`), refused like any other value that is no number.
+  hours: queryParam(
     z
       .string()
       .regex(/^\d{1,4}$/, 'must be a whole number of hours from 1 to 720')
       .transform(Number)
-      .pipe(z.number().int().min(1, 'must be from 1 to 720').max(720, 'must be from 1 to 720')),
+      .pipe(z.number().int().min(1, 'must be from 1 to 720').max(720, 'must be from 1 to 720'))
+      .optional(),
   ).openapi({ description: 'The window: answered calls started in the last `hours` (1 to 720; default 48, as the screen uses).' }),
 });
 
