@@ -527,7 +527,7 @@ t('two companies\' runs go at once on one instance: a long run of one does not h
   }
 });
 
-t('the Authorization value goes with the index and the files at its own origin, never to another host', async () => {
+t('the Authorization value goes with the index and with every file it lists, at any origin (spec: also sent when fetching files)', async () => {
   const elsewhere = await startWebSource();
   try {
     const port = new URL(web.url).port;
@@ -546,8 +546,8 @@ t('the Authorization value goes with the index and the files at its own origin, 
     const auth = (src: WebSource, path: string) => src.requests.filter((r) => r.path === path).map((r) => r.authorization);
     assert.equal(auth(web, '/auth/index.json'), [AUTH]);
     assert.equal(auth(web, '/auth/here.wav'), [AUTH]);
-    assert.equal(auth(elsewhere, '/auth/there.wav'), [null], 'not sent to another port');
-    assert.equal(auth(web, '/auth/by-name.wav'), [null], 'not sent to another host name');
+    assert.equal(auth(elsewhere, '/auth/there.wav'), [AUTH], 'sent to a file at another port');
+    assert.equal(auth(web, '/auth/by-name.wav'), [AUTH], 'sent to a file under another host name');
   } finally {
     await elsewhere.close();
   }

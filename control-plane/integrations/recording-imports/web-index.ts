@@ -1,7 +1,7 @@
 /**
  * A web index source (spec: Web index document): a GET of the customer's address, with their
  * Authorization header value when one is set, answering JSON: an object with an `items` array or
- * a bare array (the header goes with files at the index's own origin only). At most 8 MB is read: the body is counted as it streams and the request is cut at
+ * a bare array; the same header goes with every file of the index (spec). At most 8 MB is read: the body is counted as it streams and the request is cut at
  * the first byte past the limit. An item's relative `url` is resolved against the index address;
  * its unique name is its `id`, else the full address. Items without a usable `url` are left out
  * and counted.
@@ -75,20 +75,10 @@ export async function listWebIndex(client: OutboundClient, s: WebIndexSettings, 
   return { items, invalid };
 }
 
-/** Whether two addresses share an origin (scheme, host name and port). */
-function sameOrigin(a: string, b: string): boolean {
-  try {
-    return new URL(a).origin === new URL(b).origin;
-  } catch {
-    return false;
-  }
-}
-
 /**
- * Opens one file of the index. The index's Authorization header goes with it only when the file
- * is at the index's own origin (scheme, host and port): an item naming another host (a CDN, a
- * third party, a mistaken or tampered index) never receives the customer's secret.
+ * Opens one file of the index, with the index's Authorization header (spec: "also sent when
+ * fetching files", wherever the file is: the customer lists its own files, on any host).
  */
 export function openWebFile(client: OutboundClient, s: WebIndexSettings, url: string, opts: { signal?: AbortSignal; idleMs?: number }) {
-  return client.open(url, { headers: sameOrigin(url, s.index_url) ? headersOf(s) : {}, signal: opts.signal, idleMs: opts.idleMs });
+  return client.open(url, { headers: headersOf(s), signal: opts.signal, idleMs: opts.idleMs });
 }

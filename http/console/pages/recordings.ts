@@ -26,7 +26,7 @@ export function recordingImportForm(form: FormState): H {
   const f = (name: string, label: string, opts: Parameters<typeof field>[3] = {}) => field(form, name, label, { in: 'new-recording-import', ...opts });
   return html`<form id="new-recording-import" class="card" hx-post="/console/connections/recording-import" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
 <h2>New recording import</h2>${topError(form)}<div class="grid"><div>${f('name', 'Name', { required: true })}${f('source', 'Source', { options: [['web_index', 'Web index'], ['bucket', 'Object-storage bucket']] })}
-${f('index_url', 'Index address (web index)', { type: 'url' })}${f('authorization', 'Authorization header value (web index, optional)', { type: 'password', autocomplete: 'off' })}
+${f('index_url', 'Index address (web index)', { type: 'url' })}${f('authorization', 'Authorization header value (web index, optional)', { type: 'password', autocomplete: 'off', hint: 'Sent with the index and with every file it lists, whatever its host.' })}
 ${f('campaign_label', 'Campaign label')}</div>
 <div>${f('bucket', 'Bucket')}${f('endpoint', 'Endpoint (optional)', { type: 'url' })}${f('prefix', 'Folder prefix (optional)')}${f('region', 'Region (optional)')}
 ${f('access_key', 'Access key')}${f('secret_key', 'Secret key', { type: 'password', autocomplete: 'off' })}</div>
@@ -84,8 +84,8 @@ function importEditForm(id: string, source: string, form: FormState): H {
   return html`<form id="edit-import" hx-post="/console/connections/${id}/settings" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
 <h2>Change</h2>${topError(form)}<div class="grid"><div>${f('name', 'Name', { required: true })}${
     source === 'web_index'
-      ? html`${f('index_url', 'Index address', { type: 'url', required: true })}${f('authorization', 'Authorization header value', { type: 'password', autocomplete: 'off', hint: 'Empty: it stays as it is.' })}`
-      : html`${f('bucket', 'Bucket', { required: true })}${f('endpoint', 'Endpoint')}${f('prefix', 'Folder prefix')}${f('region', 'Region')}${f('access_key', 'Access key', { hint: 'Empty: it stays as it is.' })}${f('secret_key', 'Secret key', { type: 'password', autocomplete: 'off', hint: 'Empty: it stays as it is.' })}`
+      ? html`${f('index_url', 'Index address', { type: 'url', required: true })}${f('authorization', 'Authorization header value', { type: 'password', autocomplete: 'off', hint: 'Empty: it stays as it is. Sent with the index and with every file it lists, whatever its host.' })}`
+      : html`${f('bucket', 'Bucket', { required: true })}${f('endpoint', 'Endpoint')}${f('prefix', 'Folder prefix')}${f('region', 'Region')}${f('access_key', 'Access key', { hint: 'Empty: it stays as it is. Sent with the index and with every file it lists, whatever its host.' })}${f('secret_key', 'Secret key', { type: 'password', autocomplete: 'off', hint: 'Empty: it stays as it is. Sent with the index and with every file it lists, whatever its host.' })}`
   }${f('campaign_label', 'Campaign label')}</div>
 <div>${f('check_every_minutes', 'Check every (minutes; 0: by hand only)', { type: 'number', required: true })}${f('per_run', 'Recordings per run', { type: 'number', required: true })}${f('max_file_mb', 'Largest file (MB)', { type: 'number', required: true })}</div></div>
 <button type="submit">Save</button></form>`;
