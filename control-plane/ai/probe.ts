@@ -23,7 +23,9 @@ export async function probeUpstream(client: OutboundClient, provider: AiProvider
   if (provider.api_key) headers.authorization = `Bearer ${provider.api_key}`;
   const started = performance.now();
   try {
-    const res = await client.open(`${provider.base_url}/models`, { method: 'GET', headers, signal, idleMs: limit });
+    // The limit is the signal's: the client's own wait (undici's headers timeout, on a coarse timer
+    // that can fire hundreds of ms early) is set past it, so an answer inside the limit is taken.
+    const res = await client.open(`${provider.base_url}/models`, { method: 'GET', headers, signal, idleMs: limit + 1_000 });
     if (res.kind !== 'answered') return { kind: 'failed', answer_ms: null, why: signal.aborted ? `no answer within ${limit} ms` : res.kind };
     const answer_ms = Math.round((performance.now() - started) * 10) / 10;
     res.body.on('error', () => {});
