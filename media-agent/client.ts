@@ -23,7 +23,8 @@ import {
 import { RecordingUploader, type UploadOptions } from './recordings.ts';
 import type { Trunk, TrunkEvent } from './trunk.ts';
 
-export type AgentLog = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+import type { AgentLog } from './log.ts';
+export type { AgentLog };
 
 export type AgentClientOptions = {
   url: string;

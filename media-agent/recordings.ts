@@ -13,7 +13,7 @@ import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request } from 'undici';
 import type { RecordingFormat, RecordingMessage } from '../shared/agent-protocol.ts';
-import type { AgentLog } from './client.ts';
+import type { AgentLog } from './log.ts';
 
 /** A recording the trunk wrote: its file on disk. */
 export type RecordedFile = { path: string; format: RecordingFormat; bytes: number; written_at: string };

@@ -13,28 +13,11 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { DB, Tx } from '../db/store.ts';
+import type { Criterion } from '../db/schema/qa-scorecards.ts';
+import type { Answer } from '../db/schema/qa-reviews.ts';
+export type { Answer, Criterion };
 
-export type Criterion = {
-  /** Stable name of the criterion, as answers name it. */
-  key: string;
-  title: string;
-  /** What is judged, as the AI scorer is told. */
-  description: string;
-  /** The most points (whole, 1–100). */
-  weight: number;
-  critical: boolean;
-  /** Whether "not applicable" is an acceptable answer from the AI scorer. */
-  allow_na: boolean;
-};
 
-/** One criterion's answer in a review. */
-export type Answer = {
-  criterion: string;
-  points: number;
-  max_points: number;
-  not_applicable: boolean;
-  justification: string;
-};
 
 /** The platform's default scorecard: version 1 of every company's. */
 export const DEFAULT_SCORECARD: readonly Criterion[] = [

@@ -1,6 +1,5 @@
 /** QA reviews: one per stored recording, and one per re-score (superseding the review before it). */
 import type { ColumnType } from 'kysely';
-import type { Answer } from '../../qa/scorecard.ts';
 
 export type ReviewStatus = 'queued' | 'scoring' | 'scored' | 'failed';
 export type ReviewScorer = 'ai' | 'builtin';
@@ -32,3 +31,12 @@ export interface QaReviewsTable {
   lease_until: Maybe<Date>;
   not_before: Maybe<Date>;
 }
+
+/** One criterion's answer in a review. */
+export type Answer = {
+  criterion: string;
+  points: number;
+  max_points: number;
+  not_applicable: boolean;
+  justification: string;
+};
