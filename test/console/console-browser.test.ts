@@ -804,6 +804,8 @@ t('with the keyboard only: sign in, reach a form, submit it, read the refusal by
   assert.is(await page.getByLabel('Short name (slug)').getAttribute('aria-describedby'), 'new-company-slug-error', 'the message is tied to its field');
   assert.is(await page.getByLabel('Company name').inputValue(), 'Lambda Keys');
   // The focus is on the field to fix (the button it was on went away with the swap); Enter in it submits the form.
+  // Given after htmx settles the swap (a few ms after the message shows).
+  await page.waitForFunction("document.activeElement && document.activeElement.id === 'new-company-slug'", undefined, { timeout: 5000 }).catch(() => {});
   assert.is(await page.evaluate('document.activeElement.id'), 'new-company-slug', 'the refused field has the focus');
   await page.keyboard.press('ControlOrMeta+a');
   await page.keyboard.type('lambda-keys');
