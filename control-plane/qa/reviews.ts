@@ -15,26 +15,6 @@ import { currentScorecard, type Answer } from './scorecard.ts';
 /** Reviews a page. */
 export const REVIEWS_PAGE = 50;
 
-/** A review as the API shows it; figures are decimal strings with 2 places, null until scored. */
-export type ReviewView = {
-  id: string;
-  call_id: string | null;
-  recording_id: string;
-  scorecard_version: number;
-  scorer: ReviewScorer | null;
-  model: string | null;
-  status: ReviewStatus;
-  score: string | null;
-  potential_score: string | null;
-  percentage: string | null;
-  critical_failed: boolean | null;
-  answers: Answer[] | null;
-  supersedes: string | null;
-  created_at: string;
-  scored_at: string | null;
-  attempts: number;
-  error: string | null;
-};
 
 /**
  * Queues a review of the recording in the caller's transaction, against the company's current
@@ -102,6 +82,9 @@ type Row = {
   attempts: number;
   error: string | null;
 };
+
+/** A review as the API shows it (the row, its times as ISO text); figures are decimal strings with 2 places, null until scored. */
+export type ReviewView = Omit<Row, 'created_at' | 'scored_at'> & { created_at: string; scored_at: string | null };
 
 const COLUMNS = [
   'id',
