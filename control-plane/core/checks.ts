@@ -20,6 +20,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { checkNumber } from '../../shared/phone.ts';
 import type { ListCheckStatus } from '../db/schema/index.ts';
 import type { Store, Tx } from '../db/store.ts';
+import { WakeLoop } from '../runtime/wake-loop.ts';
 import { emit } from '../runtime/outbox.ts';
 import { meterUsage, listVerify } from '../usage/meter.ts';
 import { findList } from './lists.ts';
@@ -78,59 +79,35 @@ export class ListChecks {
   readonly #store: Store;
   readonly #log: Logger;
   readonly #instanceId: string;
-  readonly #pollMs: number;
   readonly #leaseMs: number;
   readonly #chunk: number;
-  #timer: NodeJS.Timeout | null = null;
-  #running: Promise<void> | null = null;
-  #again = false;
-  #stopped = true;
+  readonly #loop: WakeLoop;
 
   constructor(deps: { store: Store; log: Logger; instanceId: string }, opts: ListChecksOptions = {}) {
     this.#store = deps.store;
     this.#log = deps.log;
     this.#instanceId = deps.instanceId;
-    this.#pollMs = opts.pollMs ?? 1000;
+    this.#loop = new WakeLoop(() => this.#drain(), opts.pollMs ?? 1000);
     this.#leaseMs = opts.leaseMs ?? 30_000;
     this.#chunk = opts.chunk ?? 2000;
   }
 
   start(): void {
-    this.#stopped = false;
-    this.wake();
+    this.#loop.start();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    await this.#running;
+    await this.#loop.stop();
   }
 
   /** Looks for checks to run now (after a batch of people was committed on this instance). */
   wake(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    this.#running = this.#drain().finally(() => {
-      this.#running = null;
-      if (this.#stopped) return;
-      if (this.#again) {
-        this.#again = false;
-        return this.wake();
-      }
-      this.#timer = setTimeout(() => this.wake(), this.#pollMs);
-      this.#timer.unref();
-    });
+    this.#loop.wake();
   }
 
   /** Runs checks until none is left to take. */
   async #drain(): Promise<void> {
-    while (!this.#stopped) {
+    while (!this.#loop.stopped) {
       let id: string | null;
       try {
         id = await this.#take();
@@ -184,7 +161,7 @@ export class ListChecks {
   /** Runs the leased check `id` to its end, chunk by chunk. Exposed for tests. */
   async run(id: string): Promise<void> {
     for (;;) {
-      if (this.#stopped) return;
+      if (this.#loop.stopped) return;
       const step = await this.#chunkOf(id);
       // Lost: another instance took the check over (this one stalled past its lease); it ends it.
       if (step === 'lost') return;

@@ -12,6 +12,7 @@
 import { sql } from 'kysely';
 import type { Logger } from '../../shared/logger.ts';
 import type { Store } from '../db/store.ts';
+import { WakeLoop } from '../runtime/wake-loop.ts';
 import { qaReviews } from '../metrics.ts';
 import { emit } from '../runtime/outbox.ts';
 import { meterUsage, qaReview } from '../usage/meter.ts';
@@ -37,16 +38,12 @@ export class QaWorker {
   readonly #log: Logger;
   readonly #instanceId: string;
   readonly #deps: ScoringDeps;
-  readonly #pollMs: number;
   readonly #leaseMs: number;
   readonly #maxAttempts: number;
   readonly #retryDelayMs: number;
   readonly #concurrency: number;
   readonly #running = new Set<Promise<void>>();
-  #timer: NodeJS.Timeout | null = null;
-  #looking: Promise<void> | null = null;
-  #again = false;
-  #stopped = true;
+  readonly #loop: WakeLoop;
   /** Ends the upstream calls under way when the instance stops. */
   #abort = new AbortController();
 
@@ -55,7 +52,7 @@ export class QaWorker {
     this.#log = deps.log;
     this.#instanceId = deps.instanceId;
     this.#deps = deps;
-    this.#pollMs = opts.pollMs ?? 1000;
+    this.#loop = new WakeLoop(() => this.#fill(), opts.pollMs ?? 1000);
     this.#leaseMs = opts.leaseMs ?? 300_000;
     this.#maxAttempts = opts.maxAttempts ?? 3;
     this.#retryDelayMs = opts.retryDelayMs ?? 30_000;
@@ -63,39 +60,20 @@ export class QaWorker {
   }
 
   start(): void {
-    this.#stopped = false;
     this.#abort = new AbortController();
-    this.wake();
+    this.#loop.start();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
+    const looking = this.#loop.stop();
     this.#abort.abort(new Error('the instance is stopping'));
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    await this.#looking;
+    await looking;
     await Promise.allSettled([...this.#running]);
   }
 
   /** Looks for reviews to score now (a recording was stored, a re-score asked). */
   wake(): void {
-    if (this.#stopped) return;
-    if (this.#looking) {
-      this.#again = true;
-      return;
-    }
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    this.#looking = this.#fill().finally(() => {
-      this.#looking = null;
-      if (this.#stopped) return;
-      if (this.#again) {
-        this.#again = false;
-        return this.wake();
-      }
-      this.#timer = setTimeout(() => this.wake(), this.#pollMs);
-      this.#timer.unref();
-    });
+    this.#loop.wake();
   }
 
   /** Takes reviews up to the free slots and starts scoring each. */
@@ -160,7 +138,7 @@ export class QaWorker {
     try {
       scored = await scoreReview({ ...this.#deps, signal: this.#abort.signal }, { id: review.id, tenant_id: review.tenant_id, call_id: review.call_id, recording_id: review.recording_id }, criteria);
     } catch (err) {
-      if (this.#stopped) return this.#release(id);
+      if (this.#loop.stopped) return this.#release(id);
       // The scorers' own failures say what went wrong and nothing secret; anything else (a store
       // error, a bug) is kept in the logs only, where its details are scrubbed.
       const message = err instanceof AiScoringError ? err.message.slice(0, 500) : 'internal error while scoring (the logs name it)';

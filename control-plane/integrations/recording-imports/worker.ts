@@ -27,6 +27,7 @@
 import { sql } from 'kysely';
 import type { Logger } from '../../../shared/logger.ts';
 import type { Store } from '../../db/store.ts';
+import { WakeLoop } from '../../runtime/wake-loop.ts';
 import { recordingImportRuns } from '../../metrics.ts';
 import { RecordingAlreadyStored, saveFailureReason, saveRecording, type RecordingDeps } from '../../recordings/save.ts';
 import { RecordingTooLarge } from '../../recordings/store.ts';
@@ -84,22 +85,18 @@ class LeaseLost extends Error {}
  */
 export class RecordingImports {
   readonly #deps: RecordingImportsDeps;
-  readonly #pollMs: number;
   readonly #leaseMs: number;
   readonly #minuteMs: number;
   readonly #concurrency: number;
   readonly #maxRuns: number;
   readonly #idleMs: number;
-  #timer: NodeJS.Timeout | null = null;
-  #running: Promise<void> | null = null;
-  #again = false;
-  #stopped = true;
+  readonly #loop: WakeLoop;
   /** The runs under way on this instance: each one's abort (stop, or its lease lost) and its end. */
   readonly #current = new Map<string, { abort: AbortController; done: Promise<void> }>();
 
   constructor(deps: RecordingImportsDeps, opts: RecordingImportsOptions = {}) {
     this.#deps = deps;
-    this.#pollMs = opts.pollMs ?? 5000;
+    this.#loop = new WakeLoop(() => this.#drain(), opts.pollMs ?? 5000);
     this.#leaseMs = opts.leaseMs ?? 60_000;
     this.#minuteMs = opts.minuteMs ?? 60_000;
     this.#concurrency = opts.concurrency ?? 4;
@@ -108,39 +105,19 @@ export class RecordingImports {
   }
 
   start(): void {
-    this.#stopped = false;
-    this.wake();
+    this.#loop.start();
   }
 
   /** Stops taking runs; the runs under way are cut off and handed back (their leases cleared) for any instance to go on with. */
   async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    await this.#running;
+    await this.#loop.stop();
     for (const r of this.#current.values()) r.abort.abort(new Error('the instance is stopping'));
     await Promise.all([...this.#current.values()].map((r) => r.done));
   }
 
   /** Looks for runs now (after a run was queued on this instance). */
   wake(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    this.#running = this.#drain().finally(() => {
-      this.#running = null;
-      if (this.#stopped) return;
-      if (this.#again) {
-        this.#again = false;
-        return this.wake();
-      }
-      this.#timer = setTimeout(() => this.wake(), this.#pollMs);
-      this.#timer.unref();
-    });
+    this.#loop.wake();
   }
 
   /** Queues the scheduled runs due, then takes runs while this instance has room; each run, once ended, wakes it again. */
@@ -151,7 +128,7 @@ export class RecordingImports {
     } catch (err) {
       log.warn({ err }, 'recording imports: could not queue scheduled runs');
     }
-    while (!this.#stopped && this.#current.size < this.#maxRuns) {
+    while (!this.#loop.stopped && this.#current.size < this.#maxRuns) {
       let run: TakenRun | null;
       try {
         run = await this.#take();
