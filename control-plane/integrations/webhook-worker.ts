@@ -12,6 +12,10 @@
  *   that fails now and then keeps most of its pace. A send's slot is held until its outcome is
  *   written, so once a receiver is down to one send at a time the 50th failure in a row is
  *   recorded before another attempt can start.
+ * - A connection's deliveries held here (queued and under way) are at most two rounds of its pace,
+ *   or, for one that answers without failing, what it delivered here in the last quarter to half
+ *   second (up to the instance's room): a backlog for a receiver that keeps up is leased as it is
+ *   made, and one that slows down or stops is back to two rounds within half a second.
  * - Exactly one sender: each claim (the poller's, or the fast path's lease taken in the creating
  *   transaction) is stamped on the local monotonic clock before the statement that takes it, so
  *   the store's lease (its clock at that statement + `leaseMs`) ends no earlier than the stamp +
@@ -51,9 +55,17 @@ export type WebhookWorkerOptions = {
 /** The room (deliveries) the outbox consumer waits for once it had none: a batch of events' worth. */
 const CONSUMER_MIN_ROOM = 200;
 
+/**
+ * A lane that keeps up holds (queued and under way) what it finished in the last quarter to half
+ * second, when that is more than two rounds of its pace: its held deliveries wait about that long.
+ */
+const KEEP_UP_WINDOW_MS = 250;
+
 /** `claimedAt`: the monotonic stamp taken before the claim; `startBy`: the last moment a send may start. */
 type Held = Claimed & { claimedAt: number; startBy: number };
 type Lane = { queue: Held[]; inFlight: number };
+/** Attempts a connection finished here in the window numbered `window` (`n`) and in the one before (`prev`). */
+type Finished = { window: number; n: number; prev: number };
 
 export class WebhookWorker {
   readonly #store: Store;
@@ -71,6 +83,8 @@ export class WebhookWorker {
   readonly #lanes = new Map<string, Lane>();
   /** Failures in a row seen here, per connection (a success clears it). */
   readonly #streak = new Map<string, number>();
+  /** Attempts finished recently, per connection: how much a lane may hold. */
+  readonly #finished = new Map<string, Finished>();
   #held = 0;
   #inFlight = 0;
   #outcomes: Outcome[] = [];
@@ -236,10 +250,37 @@ export class WebhookWorker {
     return Math.max(1, this.#perConnection >> Math.min(Math.max(this.#streak.get(id) ?? 0, failuresInARow), 30));
   }
 
-  /** How many more of a connection's deliveries the fast path may lease here: two rounds of its pace. */
+  /**
+   * How many more of a connection's deliveries this instance may lease (fast path and claims): two
+   * rounds of its pace, or, when it is more, the attempts it finished here in the last 250 to 500
+   * ms (up to the whole instance's room). So a receiver that keeps up takes a backlog at the pace
+   * it answers, leased as the deliveries are made (not made unleased and claimed again), and its
+   * held deliveries wait a quarter second or so; a slow or failing one, or one that stopped
+   * answering (it finishes nothing), is held to two rounds of its pace and cannot take every slot.
+   */
   #laneRoom(id: string, failuresInARow: number): number {
     const lane = this.#lanes.get(id);
-    return Math.max(0, 2 * this.#limit(id, failuresInARow) - (lane ? lane.queue.length + lane.inFlight : 0));
+    const limit = this.#limit(id, failuresInARow);
+    let cap = 2 * limit;
+    if (failuresInARow === 0 && limit === this.#perConnection) {
+      const f = this.#finished.get(id);
+      const now = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
+      const recent = f === undefined ? 0 : f.window === now ? f.n + f.prev : f.window === now - 1 ? f.n : 0;
+      cap = Math.max(cap, Math.min(recent, this.#maxInFlight * 2));
+    }
+    return Math.max(0, cap - (lane ? lane.queue.length + lane.inFlight : 0));
+  }
+
+  /** Counts an attempt of connection `id` finished now (see `#laneRoom`). */
+  #countFinished(id: string, now: number): void {
+    const f = this.#finished.get(id);
+    if (f === undefined) this.#finished.set(id, { window: now, n: 1, prev: 0 });
+    else if (f.window === now) f.n++;
+    else {
+      f.prev = f.window === now - 1 ? f.n : 0;
+      f.window = now;
+      f.n = 1;
+    }
   }
 
   async #poll(): Promise<void> {
@@ -381,11 +422,14 @@ export class WebhookWorker {
     }
     const dropped: Held[] = [];
     let probeNext = false;
+    const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
     for (const o of batch) {
       this.#inFlight--;
       this.#held--;
-      if (delivered(o.result)) this.#streak.delete(o.item.connector_id);
-      else this.#streak.set(o.item.connector_id, (this.#streak.get(o.item.connector_id) ?? 0) + 1);
+      if (delivered(o.result)) {
+        this.#streak.delete(o.item.connector_id);
+        this.#countFinished(o.item.connector_id, window);
+      } else this.#streak.set(o.item.connector_id, (this.#streak.get(o.item.connector_id) ?? 0) + 1);
       const lane = this.#lanes.get(o.item.connector_id);
       if (lane) lane.inFlight--;
       // A lane takes only so many at a time: once it has nothing queued, look for its next ones.
