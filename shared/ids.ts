@@ -12,17 +12,37 @@ export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** Encodes bytes as base62 (big-endian number), padded to the length the byte count needs. */
+/**
+ * Encodes bytes as base62 (big-endian number), padded to the length the byte count needs. By long
+ * division of the number held as 32-bit limbs in plain numbers (a limb with the carried remainder
+ * stays below 62 * 2^32, far below 2^53): the same digits as a BigInt's at a fraction of the cost
+ * (every event and every webhook delivery gets an id).
+ */
 export function base62(bytes: Uint8Array, width?: number): string {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  let out = '';
-  while (n > 0n) {
-    out = B62[Number(n % 62n)] + out;
-    n /= 62n;
-  }
   const w = width ?? Math.ceil((bytes.length * 8) / Math.log2(62));
-  return out.padStart(w, '0');
+  // Limbs of 32 bits, most significant first; the leading one takes the bytes left over.
+  const head = bytes.length % 4 || 4;
+  const limbs: number[] = [];
+  for (let i = 0, take = head; i < bytes.length; take = 4) {
+    let limb = 0;
+    for (const end = i + take; i < end; i++) limb = limb * 256 + bytes[i];
+    limbs.push(limb);
+  }
+  let first = 0;
+  while (first < limbs.length && limbs[first] === 0) first++;
+  let out = '';
+  while (first < limbs.length) {
+    let rem = 0;
+    for (let j = first; j < limbs.length; j++) {
+      const cur = rem * 4294967296 + limbs[j];
+      const q = Math.floor(cur / 62);
+      rem = cur - q * 62;
+      limbs[j] = q;
+    }
+    out = B62[rem] + out;
+    while (first < limbs.length && limbs[first] === 0) first++;
+  }
+  return out.length < w ? out.padStart(w, '0') : out;
 }
 
 /** A new id `<prefix>_<time><random>`: sortable by creation time to the millisecond. */
