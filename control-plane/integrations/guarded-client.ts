@@ -201,9 +201,6 @@ function errorCodes(err: unknown): string[] {
   return [...own, ...inner.flatMap(errorCodes)];
 }
 
-/** Start deadlines of requests under way, keyed by their body Buffer (as `peerByBody`). */
-const startByBody = new WeakMap<Buffer, number>();
-
 /** Why a request was not written: its start deadline had passed. */
 class StartDeadlinePassed extends Error {
   readonly code = 'VD_START_DEADLINE_PASSED';
@@ -213,41 +210,122 @@ class StartDeadlinePassed extends Error {
   }
 }
 
+/** Ends an answer read to `maxResponseBytes`: ours, expected; the connection is dropped, not read to its end. */
+class ReadEnough extends Error {}
+
+const RETRY_AFTER = 'retry-after';
+
 /**
- * Wraps a request's handler so that its start deadline is checked at the last moment JavaScript
- * sees before the request goes out: undici calls `onRequestStart` synchronously right before it
- * writes the request line, headers and body to the socket, whether the socket is new or reused,
- * and aborting there writes nothing (and drops that socket).
+ * One `post`, as undici's own dispatch handler (no response stream, no header object, no abort
+ * signal): undici calls it back as the request goes out and its answer comes in, and it settles
+ * the attempt's promise once. Through `request()` the stream, its promises and the parsed headers
+ * of each answer were a visible share of a webhook attempt's cost.
+ *
+ * The start deadline is checked in `onConnect`, which undici calls synchronously right before it
+ * writes the request line, headers and body to the socket, whether the socket is new or reused;
+ * aborting there writes nothing (and drops that socket).
  */
-class StartGate implements Dispatcher.DispatchHandler {
-  readonly #inner: Dispatcher.DispatchHandler;
-  readonly #startBy: number;
-  constructor(inner: Dispatcher.DispatchHandler, startBy: number) {
-    this.#inner = inner;
-    this.#startBy = startBy;
+class PostHandler {
+  readonly #started: number;
+  readonly #startBy: number | undefined;
+  readonly #keepBytes: number;
+  readonly #maxResponseBytes: number;
+  readonly #timeoutMessage: string;
+  readonly #peer: { address: string | null };
+  readonly #resolve: (r: OutboundResult) => void;
+  #abort: ((err: Error) => void) | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #timedOut = false;
+  #settled = false;
+  #status = 0;
+  #retryAfter: string | null = null;
+  #kept: Buffer[] = [];
+  #keptBytes = 0;
+  #readBytes = 0;
+
+  constructor(
+    o: { started: number; startBy: number | undefined; keepBytes: number; maxResponseBytes: number; timeoutMs: number; peer: { address: string | null } },
+    resolve: (r: OutboundResult) => void,
+  ) {
+    this.#started = o.started;
+    this.#startBy = o.startBy;
+    this.#keepBytes = o.keepBytes;
+    this.#maxResponseBytes = o.maxResponseBytes;
+    this.#timeoutMessage = `no complete answer within ${o.timeoutMs} ms`;
+    this.#peer = o.peer;
+    this.#resolve = resolve;
+    // The whole attempt (waiting for a socket, connecting, the answer) is bounded.
+    this.#timer = setTimeout(() => {
+      this.#timedOut = true;
+      this.#abort?.(new Error('time limit reached'));
+    }, o.timeoutMs);
   }
-  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
-    const late = performance.now() - this.#startBy;
-    if (late > 0) {
-      controller.abort(new StartDeadlinePassed(late));
-      return;
+
+  #ms(): number {
+    return Math.round(performance.now() - this.#started);
+  }
+
+  #settle(r: OutboundResult): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#resolve(r);
+  }
+
+  #answered(): void {
+    const kept = this.#kept.length === 1 ? this.#kept[0] : Buffer.concat(this.#kept);
+    this.#settle({ kind: 'answered', status: this.#status, durationMs: this.#ms(), bodyStart: decoder.decode(kept), retryAfter: this.#retryAfter, remoteAddress: this.#peer.address });
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
+    if (this.#timedOut) return abort(new Error('time limit reached'));
+    if (this.#startBy !== undefined) {
+      const late = performance.now() - this.#startBy;
+      if (late > 0) abort(new StartDeadlinePassed(late));
     }
-    this.#inner.onRequestStart?.(controller, context);
   }
-  onRequestUpgrade(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>): void {
-    this.#inner.onRequestUpgrade?.(...args);
+
+  onHeaders(statusCode: number, rawHeaders: Array<Buffer | string>): boolean {
+    if (statusCode < 200) return true; // informational: the answer is still to come
+    this.#status = statusCode;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i];
+      if (name.length === RETRY_AFTER.length && name.toString('latin1').toLowerCase() === RETRY_AFTER) {
+        this.#retryAfter = rawHeaders[i + 1].toString('latin1');
+        break;
+      }
+    }
+    return true;
   }
-  onResponseStart(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>): void {
-    this.#inner.onResponseStart?.(...args);
+
+  onData(chunk: Buffer): boolean {
+    if (this.#keptBytes < this.#keepBytes) {
+      const part = chunk.subarray(0, this.#keepBytes - this.#keptBytes);
+      this.#kept.push(part);
+      this.#keptBytes += part.length;
+    }
+    this.#readBytes += chunk.length;
+    if (this.#readBytes >= this.#maxResponseBytes) {
+      // Enough read: the answer is what came so far, and the connection is dropped rather than read to its end.
+      this.#answered();
+      this.#abort?.(new ReadEnough());
+      return false;
+    }
+    return true;
   }
-  onResponseData(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseData']>>): void {
-    this.#inner.onResponseData?.(...args);
+
+  onComplete(): void {
+    this.#answered();
   }
-  onResponseEnd(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>): void {
-    this.#inner.onResponseEnd?.(...args);
+
+  onError(err: Error): void {
+    if (this.#settled) return;
+    this.#settle(failureOf(err, this.#ms(), this.#timedOut, this.#timeoutMessage));
   }
-  onResponseError(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseError']>>): void {
-    this.#inner.onResponseError?.(...args);
+
+  onUpgrade(): void {
+    this.onError(new Error('unexpected upgrade'));
   }
 }
 
@@ -260,8 +338,6 @@ export class OutboundClient {
   readonly #maxResponseBytes: number;
   readonly #keepBytes: number;
   readonly #agent: Agent;
-  /** The agent with the start gate in front of it. */
-  readonly #dispatcher: Dispatcher;
   readonly #checked = new Map<string, { ok: true; origin: string; path: string } | { ok: false; reason: string }>();
 
   constructor(opts: OutboundOptions) {
@@ -314,10 +390,6 @@ export class OutboundClient {
       });
     };
     this.#agent = new Agent({ connect, pipelining: 1, connections: opts.connectionsPerOrigin ?? 64 });
-    this.#dispatcher = this.#agent.compose((dispatch) => (options, handler) => {
-      const by = Buffer.isBuffer(options.body) ? startByBody.get(options.body) : undefined;
-      return dispatch(options, by === undefined ? handler : new StartGate(handler, by));
-    });
   }
 
   /** POSTs the body. Never throws for network or HTTP outcomes; never follows a redirect. */
@@ -330,40 +402,23 @@ export class OutboundClient {
     const checked = this.#check(url);
     if (!checked.ok) return { kind: 'refused_address', durationMs: ms(), message: checked.reason };
 
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new Error('time limit reached')), this.#timeoutMs);
     const payload = Buffer.from(body);
     const peer = { address: null as string | null };
     peerByBody.set(payload, peer);
-    if (opts.startBy !== undefined) startByBody.set(payload, opts.startBy);
-    try {
-      const res = await this.#dispatcher.request({
-        origin: checked.origin,
-        path: checked.path,
-        method: 'POST',
-        headers,
-        body: payload,
-        signal: abort.signal,
-        headersTimeout: this.#timeoutMs,
-        bodyTimeout: this.#timeoutMs,
-      });
-      // Read up to maxResponseBytes (so a short answer frees the connection for reuse), keep the
-      // first keepBytes, and drop the connection rather than read a larger answer to its end.
-      const kept = await this.#firstBytes(res.body);
-      const retryAfter = res.headers['retry-after'];
-      return {
-        kind: 'answered',
-        status: res.statusCode,
-        durationMs: ms(),
-        bodyStart: decoder.decode(kept),
-        retryAfter: (Array.isArray(retryAfter) ? retryAfter[0] : retryAfter) ?? null,
-        remoteAddress: peer.address,
-      };
-    } catch (err) {
-      return failureOf(err, ms(), abort.signal.aborted, `no complete answer within ${this.#timeoutMs} ms`);
-    } finally {
-      clearTimeout(timer);
-    }
+    return new Promise<OutboundResult>((resolve) => {
+      const handler = new PostHandler(
+        { started, startBy: opts.startBy, keepBytes: this.#keepBytes, maxResponseBytes: this.#maxResponseBytes, timeoutMs: this.#timeoutMs, peer },
+        resolve,
+      );
+      try {
+        this.#agent.dispatch(
+          { origin: checked.origin, path: checked.path, method: 'POST', headers, body: payload, headersTimeout: this.#timeoutMs, bodyTimeout: this.#timeoutMs },
+          handler as unknown as Dispatcher.DispatchHandler,
+        );
+      } catch (err) {
+        handler.onError(err as Error);
+      }
+    });
   }
 
   /**
@@ -380,7 +435,7 @@ export class OutboundClient {
     if (!checked.ok) return { kind: 'refused_address', durationMs: ms(), message: checked.reason };
     const idleMs = opts.idleMs ?? this.#timeoutMs;
     try {
-      const res = await this.#dispatcher.request({
+      const res = await this.#agent.request({
         origin: checked.origin,
         path: checked.path,
         method: opts.method ?? 'GET',
@@ -394,39 +449,6 @@ export class OutboundClient {
     } catch (err) {
       return failureOf(err, ms(), false, `no answer within ${idleMs} ms`);
     }
-  }
-
-  /**
-   * Reads up to maxResponseBytes of an answer (so a short answer frees the connection for reuse),
-   * keeps the first keepBytes, and drops the connection rather than read a larger answer to its
-   * end. With listeners rather than an async iterator: an iterator and its promises per answer
-   * were a visible share of a webhook attempt's cost.
-   */
-  #firstBytes(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      const kept: Buffer[] = [];
-      let keptBytes = 0;
-      let readBytes = 0;
-      const done = (err?: Error) => {
-        body.off('data', onData).off('end', onEnd).off('error', done);
-        // Destroying an answer not read to its end reports an abort: ours, expected, dropped.
-        body.on('error', () => {});
-        body.destroy();
-        if (err) reject(err);
-        else resolve(kept.length === 1 ? kept[0] : Buffer.concat(kept));
-      };
-      const onEnd = () => done();
-      const onData = (chunk: Buffer) => {
-        if (keptBytes < this.#keepBytes) {
-          const part = chunk.subarray(0, this.#keepBytes - keptBytes);
-          kept.push(part);
-          keptBytes += part.length;
-        }
-        readBytes += chunk.length;
-        if (readBytes >= this.#maxResponseBytes) done();
-      };
-      body.on('data', onData).once('end', onEnd).once('error', done);
-    });
   }
 
   /**
