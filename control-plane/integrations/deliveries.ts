@@ -18,7 +18,7 @@ import { sql } from 'kysely';
 import { compilePatterns } from '../../shared/event-patterns.ts';
 import { newIds } from '../../shared/ids.ts';
 import { maskPhoneNumbers } from '../../shared/masking.ts';
-import type { Store, Tx } from '../db/store.ts';
+import { PREPARED, type Store, type Tx } from '../db/store.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
 import { webhookDeliveries, type WebhookOutcome } from '../metrics.ts';
 import type { OutboundResult } from './guarded-client.ts';
@@ -175,7 +175,7 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   // list of 14 columns a row (or escaping every quote of every body into an array literal) cost
   // the consumer more than the rows' writing. The lease starts at this statement
   // (`clock_timestamp()`), after the stamp.
-  const inserted = await sql<{ id: string }>`
+  const inserted = await sql<{ id: string }>`${PREPARED('webhook_deliveries_insert')}
     insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
     select x.id, x.connector_id, x.tenant_id, x.event_id, x.subject, x.body, 'pending', x.event_at, ${created}::timestamptz, ${created}::timestamptz,
       case when x.leased then ${opts.instance} end, case when x.leased then ${token} end, case when x.leased then ${leaseUntil(opts.leaseMs)} end
@@ -363,7 +363,7 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
       message: r.kind === 'answered' ? null : r.message.slice(0, 500),
     };
   });
-  const flagged = await sql<{ id: string; state: string }>`
+  const flagged = await sql<{ id: string; state: string }>`${PREPARED('webhook_outcomes')}
     with v as (
       -- Times travel as epoch milliseconds (a Date's ISO text for each cost more than the row).
       select v.id, v.token, v.connector_id, v.ord, v.ok, v.status, v.attempts, v.backoff_step, to_timestamp(v.next_at / 1000) as next_at,

@@ -11,7 +11,7 @@ import { newIds } from '../../shared/ids.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
-import type { Store, Tx } from '../db/store.ts';
+import { PREPARED, type Store, type Tx } from '../db/store.ts';
 import type { EventName } from '../../shared/events.ts';
 import { CHANNELS } from '../coordination/channels.ts';
 
@@ -149,7 +149,7 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
   });
   // Its own statement, so that the one below takes its snapshot after the lock is held.
   if (consumers.includes('webhooks')) await sql`select pg_advisory_xact_lock_shared(${WEBHOOK_FANOUT_LOCK})`.execute(tx);
-  await sql`
+  await sql`${PREPARED('outbox_emit')}
     with written as (
       insert into outbox (id, tenant_id, at, source, subject, about, campaign_id, data)
       select x.id, x.tenant_id, ${at}::timestamptz, x.source, x.subject, x.about, x.campaign_id, x.data::jsonb
@@ -191,7 +191,7 @@ export async function consumeBatch(store: Store, consumer: string, limit: number
     afterCommit = undefined;
     // Claimed and removed from the queue in one statement: the removal commits with the handler's
     // effect or not at all, and the batch costs one round trip fewer.
-    const { rows: claimed } = await sql<{ seq: string; id: string; tenant_id: string | null; at: Date; source: string; subject: string; data: Record<string, unknown>; campaign_id: string | null }>`
+    const { rows: claimed } = await sql<{ seq: string; id: string; tenant_id: string | null; at: Date; source: string; subject: string; data: Record<string, unknown>; campaign_id: string | null }>`${PREPARED('outbox_claim')}
       with taken as (
         delete from outbox_pending p
         where p.consumer = ${consumer} and p.seq in (
@@ -226,7 +226,7 @@ export async function consumeBatch(store: Store, consumer: string, limit: number
  * empty claim still costs three round trips (begin, claim, commit).
  */
 async function consumersWithWork(store: Store, names: string[]): Promise<Set<string>> {
-  const { rows } = await sql<{ consumer: string }>`
+  const { rows } = await sql<{ consumer: string }>`${PREPARED('outbox_waiting')}
     select c.consumer from unnest(${names}::text[]) as c(consumer)
     where exists (select 1 from outbox_pending p where p.consumer = c.consumer)`.execute(store.db);
   return new Set(rows.map((r) => r.consumer));
