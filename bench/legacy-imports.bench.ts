@@ -69,7 +69,7 @@ async function importOnce(url: string, session: Session, waitDone: (id: string) 
   const answered = performance.now();
   if (r.status !== 200 || r.body.core.created !== rows) throw new Error(`import: ${r.status} ${r.text.slice(0, 300)}`);
   await waitDone(r.body.core.check_id);
-  return { request: answered - started, checked: performance.now() - started };
+  return { request: answered - started, checked: performance.now() - started, check_id: r.body.core.check_id as string };
 }
 
 const db = await createTestDatabase();
@@ -82,7 +82,7 @@ try {
   const setupCp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
   const co = await makeCompany(setupCp, 'Bench Legacy');
   await setupCp.close();
-  child = await startControlPlaneProcess({ DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, VD_REDIS_KEY_PREFIX: prefix, VD_RATE_LIMIT_PER_SECOND: '1000000', VD_RATE_LIMIT_BURST: '1000000' });
+  child = await startControlPlaneProcess({ DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, VD_REDIS_KEY_PREFIX: prefix, VD_RATE_LIMIT_PER_SECOND: '1000000', VD_RATE_LIMIT_BURST: '1000000', ...(process.env.BENCH_CHILD_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_CHILD_NODE_OPTIONS } : {}) });
   const url = child.url;
   const owner = co.owner;
   const pid = child.proc.pid!;
@@ -127,6 +127,8 @@ try {
       const file = leadDownload(ROWS, run * ROWS);
       bytes = file.length;
       const r = await importOnce(url, owner, (id) => waitCheck(sql, id), file, ROWS);
+      const c = (await sql.query(`select extract(epoch from started_at - created_at) * 1000 as queued_ms, extract(epoch from finished_at - started_at) * 1000 as running_ms from list_checks where id = $1`, [r.check_id])).rows[0];
+      console.error(JSON.stringify({ bench: 'legacy_import.leads.run', run, answer_ms: Math.round(r.request), checked_ms: Math.round(r.checked), check_queued_ms: Math.round(c.queued_ms), check_running_ms: Math.round(c.running_ms) }));
       if (run > 0) leadRuns.push(r);
     }
     await sql.query('create table people_floor (like people including all)');

@@ -176,10 +176,13 @@ export class ListChecks {
     const check = await this.#store.db.selectFrom('list_checks').select(['tenant_id', 'list_id', 'scope', 'upto', 'done_upto', 'lease_owner', 'status']).where('id', '=', id).executeTakeFirst();
     if (!check || check.status !== 'running' || check.lease_owner !== this.#instanceId) return 'lost';
     if (check.upto === null) return 'done';
-    let q = this.#store.db.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', check.list_id).where('id', '<=', check.upto).orderBy('id').limit(this.#chunk);
-    if (check.scope === 'unchecked') q = q.where('check', '=', 'unchecked');
-    if (check.done_upto) q = q.where('id', '>', check.done_upto);
-    const people = await q.execute();
+    const people = await this.#store.transaction(async (tx) => {
+      await byIndex(tx);
+      let q = tx.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', check.list_id).where('id', '<=', check.upto).orderBy('id').limit(this.#chunk);
+      if (check.scope === 'unchecked') q = q.where('check', '=', 'unchecked');
+      if (check.done_upto) q = q.where('id', '>', check.done_upto);
+      return q.execute();
+    });
     if (people.length === 0) return 'done';
     // The numbers, in slices so one chunk does not hold the event loop for long.
     const found: Array<{ valid: boolean; lineType: string | null }> = [];
@@ -195,20 +198,20 @@ export class ListChecks {
         update list_checks set lease_until = now() + ${lease}::interval
         where id = ${id} and status = 'running' and lease_owner = ${this.#instanceId} returning id`.execute(tx);
       if (held.rows.length === 0) return 'lost' as const;
-      // Driven by the chunk's ids (a join on the primary key), the do-not-call look-up by number.
-      // `offset 0` keeps the inner select whole, so each person's reason (and its do-not-call
-      // look-up) is worked out once; folded into the update, it was worked out for each of the
-      // three places that name it (about 16% more buffer reads a chunk).
+      // Driven by the chunk's ids (a join on the primary key), the do-not-call look-up one probe
+      // of its primary key per number (a lateral `limit 1`: never a scan of the company's whole
+      // list, which a stale estimate made the planner hash once per chunk). `offset 0` keeps the
+      // inner select whole, so each person's reason is worked out once.
+      await byIndex(tx);
       const r = await sql<{ callable: boolean }>`
         update people p set "check" = case when x.reason is null then 'callable' else 'rejected' end,
           check_reason = x.reason, line_type = x.line_type
         from (
           select u.id, u.line_type,
-            case when not u.valid then 'invalid_number'
-                 when exists (select 1 from dnc_numbers d where d.tenant_id = ${check.tenant_id} and d.number = u.phone) then 'dnc'
-            end as reason
+            case when not u.valid then 'invalid_number' when d.listed then 'dnc' end as reason
           from unnest(${people.map((p) => p.id)}::text[], ${found.map((f) => f.valid)}::boolean[], ${found.map((f) => f.lineType)}::text[],
             ${people.map((p) => p.phone_number)}::text[]) as u(id, valid, line_type, phone)
+          left join lateral (select true as listed from dnc_numbers d where d.tenant_id = ${check.tenant_id} and d.number = u.phone limit 1) d on true
           offset 0
         ) x
         where p.id = x.id
@@ -274,4 +277,16 @@ export class ListChecks {
       finished_at: row.finished_at?.toISOString() ?? null,
     };
   }
+}
+
+/**
+ * Pins the rest of the transaction's plans to index paths. A chunk's statements have one right
+ * plan whatever the table's size (2,000 people found by primary key, their numbers probed one by
+ * one), but right after a large import the statistics still describe the table before it, and the
+ * planner then chose to scan all of people (and hash the company's whole do-not-call list) once
+ * per chunk: 200,000 people checked in 7.7 s instead of 2.5 s, 48 s with a 1,000,000-number
+ * do-not-call list. `set local` ends with the transaction.
+ */
+async function byIndex(tx: Tx): Promise<void> {
+  await sql`select set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`.execute(tx);
 }

@@ -97,9 +97,15 @@ function birthDate(v: string | null | undefined): string | null | false {
   const s = v?.trim() ?? '';
   if (s === '' || s.startsWith('0000')) return null;
   if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
-  const d = new Date(`${s}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s ? s : false;
+  // A real day of the (proleptic Gregorian) calendar, worked out without a Date a row.
+  const year = Number(s.slice(0, 4));
+  const month = Number(s.slice(5, 7));
+  const day = Number(s.slice(8, 10));
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return day <= (month === 2 ? (leap ? 29 : 28) : DAYS_IN_MONTH[month - 1]) ? s : false;
 }
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 function blankToNull(v: string | null | undefined): string | null {
   const s = v?.trim() ?? '';

@@ -307,12 +307,12 @@ t('an instance SIGKILLed mid-import leaves nobody behind', async () => {
     const file = phoneCsv(50_000);
     // The upload is held open, never finished: the instance dies with the import under way.
     const upload = cutOffUpload(child.url, leadsPath(con, list), owner, 'text/csv', file, file.length - 10, true, 120_000);
-    // Killed once its rows are streaming into the store.
-    await eventually('the COPY to be under way', async () => (await sql.query(`select 1 from pg_stat_activity where query ilike 'copy lead_import_stage%' and state <> 'idle'`)).rows.length > 0, 20_000, 10);
+    // Killed once its rows are streaming into the store (a piece of people written, uncommitted).
+    await eventually('a piece of people to be written', async () => (await sql.query(`select 1 from pg_stat_activity where application_name like 'vd-import %' and query ilike '%insert into people%' and state <> 'idle'`)).rows.length > 0, 20_000, 10);
     child.proc.kill('SIGKILL');
     await upload;
     await stopProcess(child.proc);
-    await eventually('the killed session to be gone', async () => (await sql.query(`select 1 from pg_stat_activity where query ilike 'copy lead_import_stage%'`)).rows.length === 0, 20_000);
+    await eventually('the killed session to be gone', async () => (await sql.query(`select 1 from pg_stat_activity where application_name like 'vd-import %'`)).rows.length === 0, 20_000);
     assert.is(await peopleCount(list), 0);
     assert.is(Number((await sql.query('select count(*) from imports where list_id = $1', [list])).rows[0].count), 0);
   } finally {
@@ -321,7 +321,7 @@ t('an instance SIGKILLed mid-import leaves nobody behind', async () => {
 });
 
 t('4 imports run at once in an instance, 2 of them for one company; one more is 429 with Retry-After until one ends', async () => {
-  const active = async () => Number((await sql.query(`select count(*) from pg_stat_activity where query ilike 'copy %_import_stage%' and state <> 'idle'`)).rows[0].count);
+  const active = async () => Number((await sql.query(`select count(*) from pg_stat_activity where application_name like 'vd-import %' and state <> 'idle'`)).rows[0].count);
   const held = [];
   // Two for this company: its third waits, while another company still gets a slot.
   for (let i = 0; i < 2; i++) held.push(heldUpload(cp.url, i % 2 ? dncPath(con) : leadsPath(con, await newList(owner)), owner, 'text/plain', phoneCsv(1000)));

@@ -2,12 +2,12 @@
  * The legacy imports (INTERFACE.md, Legacy imports): a lead file into one of the company's lists
  * and a do-not-call file into its do-not-call list, each posted to a legacy connection.
  *
- * A file is read as it streams in (never whole in memory), each row checked as it comes, the good
- * ones streamed into a temporary staging table inside one transaction (`stage.ts`: COPY on
- * Postgres), and moved into their real table by one statement at the end, with the import's
- * record, the check it queues or the event it emits. So the whole file is stored or none of it:
- * a limit passed, a file with nothing valid, a client that goes away mid-upload or an instance
- * killed mid-import leaves nobody and no number behind.
+ * A file is read as it streams in (never whole in memory), each row checked as it comes, and the
+ * good ones stored in pieces (`pieces.ts`) while the rest of the file is still being read, all
+ * inside one transaction that also writes the import's record and the check it queues or the
+ * event it emits. So the whole file is stored or none of it: a limit passed, a file with nothing
+ * valid, a client that goes away mid-upload or an instance killed mid-import leaves nobody and no
+ * number behind.
  *
  * Each import holds a store connection while its file streams in; at most `MAX_RUNNING` run at
  * once in a process, and one more is refused with 429 rather than left to take the pool.
@@ -19,12 +19,12 @@ import type { Logger } from '../../../shared/logger.ts';
 import type { Store, Tx } from '../../db/store.ts';
 import { queueListCheck } from '../../core/checks.ts';
 import { findList } from '../../core/lists.ts';
-import { REJECTED_ROWS_LISTED } from '../../core/people.ts';
+import { REJECTED_ROWS_LISTED, type Lead } from '../../core/people.ts';
 import { emit } from '../../runtime/outbox.ts';
 import { checkCursor, pageOf } from '../../db/page.ts';
 import { readDncFile } from './dnc-file.ts';
 import { readLeadFile } from './lead-file.ts';
-import { openStage, type StageColumn } from './stage.ts';
+import { DistinctNumbers, Pieces } from './pieces.ts';
 import { importRows } from '../../metrics.ts';
 
 /** Lead import file limits (spec, Limits). */
@@ -115,11 +115,14 @@ async function* counted(body: AsyncIterable<Uint8Array> | null, max: number, too
   }
 }
 
-const LEAD_STAGE: readonly StageColumn[] = [
-  ['id', 'text'], ['row_no', 'integer'], ['phone_number', 'text'], ['lead_id', 'text'], ['first_name', 'text'], ['last_name', 'text'],
-  ['state', 'text'], ['postal_code', 'text'], ['email', 'text'], ['date_of_birth', 'date'],
-];
+/** People stored a piece (one statement): 10 pieces for the largest file. */
+const LEAD_PIECE = 20_000;
+/** Do-not-call numbers stored a piece. */
+const DNC_PIECE = 100_000;
 const IDS_AT_ONCE = 1000;
+
+/** A lead as the file gave it, ready to store. */
+type StagedLead = { id: string; row: number; lead: Lead };
 
 /** `POST …/legacy/import-leads?list_id=`: the spec's Lead import rules; answers the lead import result. */
 export async function importLeads(deps: ImportDeps, req: ImportRequest & { listId: string }): Promise<LeadImportResult> {
@@ -132,8 +135,13 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
   const tally = { bytes: 0 };
   return recorded(deps, req, { id, kind: 'leads', listId: req.listId, started, tally }, () =>
     inSlot(req.tenantId, () =>
-      deps.store.transactionWithClient(async (tx, afterCommit, client) => {
-        const stage = await openStage(tx, client, 'lead_import_stage', LEAD_STAGE);
+      deps.store.transaction(async (tx, afterCommit) => {
+        await nameSession(tx, id);
+        let created = 0;
+        const pieces = new Pieces<StagedLead>(LEAD_PIECE, async (leads) => {
+          created += await storePeople(tx, req.tenantId, req.listId, leads);
+        });
+        const numbers = new DistinctNumbers();
         let rows = 0;
         let forwarded = 0;
         let rejected = 0;
@@ -148,20 +156,20 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
               continue;
             }
             forwarded++;
-            if (ids.length === 0) ids = newIds('per', IDS_AT_ONCE);
-            const l = r.lead;
-            await stage.write([ids.pop()!, r.row, l.phone_number, l.lead_id, l.first_name, l.last_name, l.state, l.postal_code, l.email, l.date_of_birth]);
+            if (ids.length === 0) ids = newIds('per', IDS_AT_ONCE).reverse();
+            numbers.add(r.lead.phone_number);
+            await pieces.add({ id: ids.pop()!, row: r.row, lead: r.lead });
           }
-          await stage.finish();
+          await pieces.finish();
         } catch (err) {
-          await stage.abort(err as Error);
+          await pieces.abort();
           throw err;
         }
         if (forwarded === 0) {
           if (rows === 0) throw new ApiError('unprocessable', 'the file holds no data row');
           throw new ApiError('unprocessable', `no row has a valid phone number (row ${rejected_rows[0].row}: ${rejected_rows[0].reason})`);
         }
-        const moved = await movePeople(tx, req.tenantId, req.listId);
+        const distinct = numbers.distinct();
         const check_id = await queueListCheck(tx, req.tenantId, req.listId);
         const result: LeadImportResult = {
           import_id: id,
@@ -169,7 +177,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
           forwarded,
           rejected,
           rejected_rows,
-          core: { created: moved.created, duplicates: forwarded - moved.distinct, unchanged: moved.distinct - moved.created, check_id },
+          core: { created, duplicates: forwarded - distinct, unchanged: distinct - created, check_id },
         };
         await saveRecord(tx, req, { id, kind: 'leads', listId: req.listId, started, bytes: tally.bytes, result, error: null });
         afterCommit(() => {
@@ -183,20 +191,51 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
 }
 
 /**
- * The staged leads into the list: the first row of each number (repeats in the file skipped),
- * numbers already in the list left as they are. One statement.
+ * A piece of the file's leads into the list; answers how many people it created. The first row
+ * of each number wins: within the piece by row, and across pieces because an earlier piece is
+ * stored first (a later repeat then finds its number taken). Numbers already in the list are left
+ * as they are.
  */
-async function movePeople(tx: Tx, tenantId: string, listId: string): Promise<{ distinct: number; created: number }> {
-  const r = await sql<{ distinct: number; created: number }>`
-    with s as materialized (select distinct on (phone_number) * from lead_import_stage order by phone_number, row_no),
-    ins as (
+async function storePeople(tx: Tx, tenantId: string, listId: string, leads: StagedLead[]): Promise<number> {
+  const col = <K extends keyof Lead>(k: K) => leads.map((l) => l.lead[k] ?? null);
+  const r = await sql<{ created: number }>`
+    with ins as (
       insert into people (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth)
-      select id, ${tenantId}, ${listId}, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth from s
+      select id, ${tenantId}, ${listId}, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth
+      from (
+        select distinct on (phone_number) *
+        from unnest(${leads.map((l) => l.id)}::text[], ${leads.map((l) => l.row)}::int[], ${col('phone_number')}::text[], ${col('lead_id')}::text[],
+          ${col('first_name')}::text[], ${col('last_name')}::text[], ${col('state')}::text[], ${col('postal_code')}::text[], ${col('email')}::text[],
+          ${col('date_of_birth')}::date[]) as u(id, row_no, phone_number, lead_id, first_name, last_name, state, postal_code, email, date_of_birth)
+        order by phone_number, row_no
+      ) s
       on conflict (list_id, phone_number) do nothing
       returning 1
     )
-    select (select count(*) from s)::int as distinct, (select count(*) from ins)::int as created`.execute(tx);
-  return r.rows[0];
+    select count(*)::int as created from ins`.execute(tx);
+  return r.rows[0].created;
+}
+
+/**
+ * Names the import's store session after it until its transaction ends (`application_name` in
+ * pg_stat_activity: `vd-import imp_…`), so an operator looking at the database sees which
+ * import holds which connection, and how long it has been open.
+ */
+async function nameSession(tx: Tx, importId: string): Promise<void> {
+  await sql`select set_config('application_name', ${`vd-import ${importId}`}, true)`.execute(tx);
+}
+
+/** A piece of do-not-call numbers onto the company's list; answers how many were not on it yet. */
+async function storeDncNumbers(tx: Tx, tenantId: string, numbers: string[]): Promise<number> {
+  const r = await sql<{ added: number }>`
+    with ins as (
+      insert into dnc_numbers (tenant_id, number, source)
+      select ${tenantId}, number, 'legacy_import' from (select distinct number from unnest(${numbers}::text[]) as u(number)) s order by number
+      on conflict (tenant_id, number) do nothing
+      returning 1
+    )
+    select count(*)::int as added from ins`.execute(tx);
+  return r.rows[0].added;
 }
 
 /** `POST …/legacy/import-dnc`: the spec's Do-not-call import rules; answers the do-not-call import result. */
@@ -210,33 +249,32 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
   const tally = { bytes: 0 };
   return recorded(deps, req, { id, kind: 'dnc', listId: null, started, tally }, () =>
     inSlot(req.tenantId, () =>
-      deps.store.transactionWithClient(async (tx, afterCommit, client) => {
-        const stage = await openStage(tx, client, 'dnc_import_stage', [['number', 'text']]);
+      deps.store.transaction(async (tx, afterCommit) => {
+        await nameSession(tx, id);
+        let added = 0;
+        const pieces = new Pieces<string>(DNC_PIECE, async (numbers) => {
+          added += await storeDncNumbers(tx, req.tenantId, numbers);
+        });
+        const numbers = new DistinctNumbers();
         const lines = { lines: 0 };
         let rejected = 0;
         const rejected_rows: DncImportResult['rejected_rows'] = [];
         try {
           for await (const l of readDncFile(counted(req.body, DNC_FILE_MAX_BYTES, tooLarge, tally), DNC_FILE_MAX_LINES, lines)) {
-            if (l.ok) await stage.write([l.number]);
-            else {
+            if (l.ok) {
+              numbers.add(l.number);
+              await pieces.add(l.number);
+            } else {
               rejected++;
               if (rejected_rows.length < REJECTED_ROWS_LISTED) rejected_rows.push({ row: l.line, number: l.text, reason: 'invalid phone number' });
             }
           }
-          await stage.finish();
+          await pieces.finish();
         } catch (err) {
-          await stage.abort(err as Error);
+          await pieces.abort();
           throw err;
         }
-        const r = await sql<{ accepted: number; added: number }>`
-          with s as materialized (select distinct number from dnc_import_stage),
-          ins as (
-            insert into dnc_numbers (tenant_id, number, source) select ${req.tenantId}, number, 'legacy_import' from s order by number
-            on conflict (tenant_id, number) do nothing
-            returning 1
-          )
-          select (select count(*) from s)::int as accepted, (select count(*) from ins)::int as added`.execute(tx);
-        const { accepted, added } = r.rows[0];
+        const accepted = numbers.distinct();
         const result: DncImportResult = { import_id: id, lines: lines.lines, accepted, added, rejected, rejected_rows };
         await emit(tx, [{ subject: 'vd.compliance.dnc_imported', tenant_id: req.tenantId, about: req.connectorId, data: { import_id: id, connector_id: req.connectorId, accepted } }]);
         await saveRecord(tx, req, { id, kind: 'dnc', listId: null, started, bytes: tally.bytes, result, error: null });
