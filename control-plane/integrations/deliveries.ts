@@ -341,6 +341,8 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
   const values = outcomes.map((o, ord) => {
     const s = nextState(o.item, o.at, o.result, random, o.endedAt ?? o.at);
     const r = o.result;
+    // A field without a value is left out of the JSON (undefined), which the statement reads as
+    // null: most of a delivered outcome's fields are null, and the text is built and parsed per row.
     return {
       id: o.item.id,
       token: o.item.token,
@@ -350,17 +352,17 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
       status: s.status,
       attempts: s.attempts,
       backoff_step: s.backoff_step,
-      next_at: s.next_at,
+      next_at: s.next_at ?? undefined,
       first_attempt_at: s.first_attempt_at,
       give_up_at: s.give_up_at,
-      delivered_at: s.delivered_at,
-      given_up_at: s.given_up_at,
-      last_status: s.last_status,
+      delivered_at: s.delivered_at ?? undefined,
+      given_up_at: s.given_up_at ?? undefined,
+      last_status: s.last_status ?? undefined,
       last_outcome: s.last_outcome,
       at: o.at,
       duration_ms: Math.round(r.durationMs),
-      body_start: r.kind === 'answered' ? r.bodyStart.slice(0, keepBytes) : null,
-      message: r.kind === 'answered' ? null : r.message.slice(0, 500),
+      body_start: r.kind === 'answered' ? r.bodyStart.slice(0, keepBytes) : undefined,
+      message: r.kind === 'answered' ? undefined : r.message.slice(0, 500),
     };
   });
   const flagged = await sql<{ id: string; state: string }>`${PREPARED('webhook_outcomes')}

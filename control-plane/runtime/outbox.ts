@@ -191,29 +191,20 @@ export async function consumeBatch(store: Store, consumer: string, limit: number
     afterCommit = undefined;
     // Claimed and removed from the queue in one statement: the removal commits with the handler's
     // effect or not at all, and the batch costs one round trip fewer.
-    const { rows: claimed } = await sql<{ seq: string; id: string; tenant_id: string | null; at: Date; source: string; subject: string; data: Record<string, unknown>; campaign_id: string | null }>`${PREPARED('outbox_claim')}
+    // The rows come as the handler takes them: the time as the envelope's ISO text (written from
+    // a JS Date, so to the millisecond: the same text as its toISOString), the position as text.
+    const { rows: claimed } = await sql<ConsumedEvent>`${PREPARED('outbox_claim')}
       with taken as (
         delete from outbox_pending p
         where p.consumer = ${consumer} and p.seq in (
           select q.seq from outbox_pending q where q.consumer = ${consumer} order by q.seq limit ${limit} for update skip locked)
         returning p.seq)
-      select o.seq, o.id, o.tenant_id, o.at, o.source, o.subject, o.data, o.campaign_id
+      select o.seq::text as seq, o.id, o.tenant_id, to_char(o.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at,
+        o.source, o.subject, o.data, o.campaign_id
       from taken t join outbox o on o.seq = t.seq
       order by o.seq`.execute(tx);
     if (claimed.length === 0) return 0;
-    afterCommit = await handler(
-      tx,
-      claimed.map((r) => ({
-        seq: String(r.seq),
-        id: r.id,
-        tenant_id: r.tenant_id,
-        at: r.at.toISOString(),
-        source: r.source,
-        subject: r.subject,
-        data: r.data,
-        campaign_id: r.campaign_id,
-      })),
-    );
+    afterCommit = await handler(tx, claimed);
     return claimed.length;
   });
   (afterCommit as void | (() => void))?.();
