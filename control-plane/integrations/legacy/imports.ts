@@ -3,7 +3,8 @@
  * and a do-not-call file into its do-not-call list, each posted to a legacy connection.
  *
  * A file is read as it streams in (never whole in memory), each row checked as it comes, and the
- * good ones stored in pieces (`pieces.ts`) while the rest of the file is still being read, all
+ * good ones stored in pieces (`pieces.ts`; people through a staging table, `stage.ts`) while the
+ * rest of the file is still being read, all
  * inside one transaction that also writes the import's record and the check it queues or the
  * event it emits. So the whole file is stored or none of it: a limit passed, a file with nothing
  * valid, a client that goes away mid-upload or an instance killed mid-import leaves nobody and no
@@ -19,12 +20,13 @@ import type { Logger } from '../../../shared/logger.ts';
 import type { Store, Tx } from '../../db/store.ts';
 import { queueListCheck } from '../../core/checks.ts';
 import { findList } from '../../core/lists.ts';
-import { REJECTED_ROWS_LISTED, type Lead } from '../../core/people.ts';
+import { REJECTED_ROWS_LISTED } from '../../core/people.ts';
 import { emit } from '../../runtime/outbox.ts';
 import { checkCursor, pageOf } from '../../db/page.ts';
 import { readDncFile } from './dnc-file.ts';
 import { readLeadFile } from './lead-file.ts';
 import { DistinctNumbers, Pieces } from './pieces.ts';
+import { line, openStage, type Stage, type StageColumn } from './stage.ts';
 import { importRows } from '../../metrics.ts';
 
 /** Lead import file limits (spec, Limits). */
@@ -115,14 +117,19 @@ async function* counted(body: AsyncIterable<Uint8Array> | null, max: number, too
   }
 }
 
-/** People stored a piece (one statement): 10 pieces for the largest file. */
-const LEAD_PIECE = 20_000;
+/**
+ * People stored a piece (a COPY into the stage and one insert). Smaller pieces keep less waiting
+ * in memory: the 50 MB file grew the process by 151 MB with pieces of 10,000 and 126 MB with 2,000.
+ */
+const LEAD_PIECE = 2000;
 /** Do-not-call numbers stored a piece. */
 const DNC_PIECE = 100_000;
 const IDS_AT_ONCE = 1000;
 
-/** A lead as the file gave it, ready to store. */
-type StagedLead = { id: string; row: number; lead: Lead };
+const LEAD_STAGE: readonly StageColumn[] = [
+  ['id', 'text'], ['row_no', 'integer'], ['phone_number', 'text'], ['lead_id', 'text'], ['first_name', 'text'], ['last_name', 'text'],
+  ['state', 'text'], ['postal_code', 'text'], ['email', 'text'], ['date_of_birth', 'date'],
+];
 
 /** `POST …/legacy/import-leads?list_id=`: the spec's Lead import rules; answers the lead import result. */
 export async function importLeads(deps: ImportDeps, req: ImportRequest & { listId: string }): Promise<LeadImportResult> {
@@ -135,11 +142,12 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
   const tally = { bytes: 0 };
   return recorded(deps, req, { id, kind: 'leads', listId: req.listId, started, tally }, () =>
     inSlot(req.tenantId, () =>
-      deps.store.transaction(async (tx, afterCommit) => {
+      deps.store.transactionWithClient(async (tx, afterCommit, client) => {
         await nameSession(tx, id);
+        const stage = await openStage(tx, client, 'lead_import_stage', LEAD_STAGE);
         let created = 0;
-        const pieces = new Pieces<StagedLead>(LEAD_PIECE, async (leads) => {
-          created += await storePeople(tx, req.tenantId, req.listId, leads);
+        const pieces = new Pieces<string>(LEAD_PIECE, async (lines) => {
+          created += await storePeople(tx, stage, req.tenantId, req.listId, lines);
         });
         const numbers = new DistinctNumbers();
         let rows = 0;
@@ -158,7 +166,9 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
             forwarded++;
             if (ids.length === 0) ids = newIds('per', IDS_AT_ONCE).reverse();
             numbers.add(r.lead.phone_number);
-            await pieces.add({ id: ids.pop()!, row: r.row, lead: r.lead });
+            const l = r.lead;
+            // One flat string a row while it waits for its piece (see stage.ts).
+            await pieces.add(line([ids.pop()!, r.row, l.phone_number, l.lead_id, l.first_name, l.last_name, l.state, l.postal_code, l.email, l.date_of_birth]));
           }
           await pieces.finish();
         } catch (err) {
@@ -196,23 +206,18 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
  * stored first (a later repeat then finds its number taken). Numbers already in the list are left
  * as they are.
  */
-async function storePeople(tx: Tx, tenantId: string, listId: string, leads: StagedLead[]): Promise<number> {
-  const col = <K extends keyof Lead>(k: K) => leads.map((l) => l.lead[k] ?? null);
+async function storePeople(tx: Tx, stage: Stage, tenantId: string, listId: string, lines: string[]): Promise<number> {
+  await stage.load(lines);
   const r = await sql<{ created: number }>`
     with ins as (
       insert into people (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth)
       select id, ${tenantId}, ${listId}, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth
-      from (
-        select distinct on (phone_number) *
-        from unnest(${leads.map((l) => l.id)}::text[], ${leads.map((l) => l.row)}::int[], ${col('phone_number')}::text[], ${col('lead_id')}::text[],
-          ${col('first_name')}::text[], ${col('last_name')}::text[], ${col('state')}::text[], ${col('postal_code')}::text[], ${col('email')}::text[],
-          ${col('date_of_birth')}::date[]) as u(id, row_no, phone_number, lead_id, first_name, last_name, state, postal_code, email, date_of_birth)
-        order by phone_number, row_no
-      ) s
+      from (select distinct on (phone_number) * from lead_import_stage order by phone_number, row_no) s
       on conflict (list_id, phone_number) do nothing
       returning 1
     )
     select count(*)::int as created from ins`.execute(tx);
+  await stage.clear();
   return r.rows[0].created;
 }
 
@@ -225,7 +230,12 @@ async function nameSession(tx: Tx, importId: string): Promise<void> {
   await sql`select set_config('application_name', ${`vd-import ${importId}`}, true)`.execute(tx);
 }
 
-/** A piece of do-not-call numbers onto the company's list; answers how many were not on it yet. */
+/**
+ * A piece of do-not-call numbers onto the company's list; answers how many were not on it yet.
+ * The numbers go as one array parameter: 1,000,000 lines took 7.0–7.1 s this way against 9.4–11.5 s
+ * through a COPY into a staging table (alternating runs). A waiting number is a short flat string,
+ * so a piece holds little besides them.
+ */
 async function storeDncNumbers(tx: Tx, tenantId: string, numbers: string[]): Promise<number> {
   const r = await sql<{ added: number }>`
     with ins as (
