@@ -23,6 +23,7 @@ import * as aiOps from './20261126_0020_ai_ops.ts';
 import * as webhookIndexes from './20261126_0021_webhook_indexes.ts';
 import * as aiSamplesReplyTimes from './20261126_0022_ai_samples_reply_times.ts';
 import * as recordingIdentity from './20261126_0023_recording_identity.ts';
+import * as peopleRoomForChecks from './20261126_0024_people_room_for_checks.ts';
 import * as bulkParentChecks from './20261126_0025_bulk_parent_checks.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -49,5 +50,6 @@ export const migrations: Record<string, Migration> = {
   '20261126_0021_webhook_indexes': webhookIndexes,
   '20261126_0022_ai_samples_reply_times': aiSamplesReplyTimes,
   '20261126_0023_recording_identity': recordingIdentity,
+  '20261126_0024_people_room_for_checks': peopleRoomForChecks,
   '20261126_0025_bulk_parent_checks': bulkParentChecks,
 };
