@@ -2,9 +2,9 @@
  * Rows stored in pieces while the file is still being read, inside the import's one transaction:
  * a piece is sent as soon as it is full, and the reader goes on filling the next one while the
  * store writes it, so reading the file (JavaScript) and storing it (Postgres, on the other core)
- * overlap instead of following each other. At most one piece is in flight and one filling, so
- * memory stays flat whatever the file's size; a failed piece fails the next `add` or `finish`,
- * and the import's transaction then rolls back every piece.
+ * overlap instead of following each other. At most `depth` pieces wait and one fills, so memory
+ * stays flat whatever the file's size; a failed piece fails a later `add` or `finish` (and the
+ * pieces after it are not sent), and the import's transaction then rolls back every piece.
  *
  * Also the distinct count of the numbers seen, for the import's result (repeats in the file), kept
  * as one float per number (E.164 allows at most 15 digits, exact in a double): 8 bytes a row
@@ -14,49 +14,55 @@
 
 export class Pieces<T> {
   readonly #size: number;
+  readonly #depth: number;
   readonly #send: (rows: T[]) => Promise<void>;
   #rows: T[] = [];
-  #inFlight: Promise<void> | null = null;
+  /** The pieces sent and not yet stored, oldest first; each is sent once the one before it is stored. */
+  #queue: Array<Promise<void>> = [];
+  #last: Promise<void> = Promise.resolve();
 
-  /** Pieces of `size` rows, each stored by `send` (one statement on the import's transaction). */
-  constructor(size: number, send: (rows: T[]) => Promise<void>) {
+  /**
+   * Pieces of `size` rows, each stored by `send` (statements on the import's transaction, one
+   * piece at a time); up to `depth` full pieces wait for the store before `add` waits too, so a
+   * short stall on either side does not stop the other.
+   */
+  constructor(size: number, send: (rows: T[]) => Promise<void>, depth = 4) {
     this.#size = size;
     this.#send = send;
+    this.#depth = depth;
   }
 
-  /** Adds a row; a full piece is sent once the one before it is stored (waiting for it if not). */
+  /** Adds a row; a full piece is queued for the store (waiting first if `depth` pieces already are). */
   async add(row: T): Promise<void> {
     this.#rows.push(row);
-    if (this.#rows.length >= this.#size) await this.#sendPiece();
+    if (this.#rows.length >= this.#size) await this.#queuePiece();
   }
 
   /** Sends what is left and waits until every piece is stored. */
   async finish(): Promise<void> {
-    await this.#sendPiece();
-    await this.#settle();
+    await this.#queuePiece();
+    while (this.#queue.length) await this.#queue.shift();
   }
 
-  /** Gives up: drops what is not sent and waits for the piece in flight (the transaction is then rolled back). */
+  /** Gives up: drops what is not sent and waits for the pieces under way (the transaction is then rolled back). */
   async abort(): Promise<void> {
     this.#rows = [];
-    await this.#settle().catch(() => {});
+    await this.#last.catch(() => {});
+    this.#queue = [];
   }
 
-  async #sendPiece(): Promise<void> {
-    await this.#settle();
+  async #queuePiece(): Promise<void> {
+    // A failed piece is thrown here (by the oldest one) or by finish.
+    while (this.#queue.length >= this.#depth) await this.#queue.shift();
     if (this.#rows.length === 0) return;
     const rows = this.#rows;
     this.#rows = [];
-    const sending = this.#send(rows);
-    // Its failure is thrown by the next add or finish; until then it must not count as unhandled.
+    // After the one before it, and not at all once one has failed.
+    const sending = this.#last.then(() => this.#send(rows));
+    // Its failure is thrown by a later add or finish; until then it must not count as unhandled.
     sending.catch(() => {});
-    this.#inFlight = sending;
-  }
-
-  async #settle(): Promise<void> {
-    const inFlight = this.#inFlight;
-    this.#inFlight = null;
-    await inFlight;
+    this.#last = sending;
+    this.#queue.push(sending);
   }
 }
 
