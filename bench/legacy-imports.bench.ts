@@ -8,7 +8,9 @@
  *   by a bare COPY into a table of the same shape as people (its indexes and constraints), with
  *   the import's ratio to it (goal: at most 3×).
  * - `legacy_import.leads_pglite`: the same file on the embedded store (PGlite), in this process.
- * - `legacy_import.dnc`: a 1,000,000-line do-not-call file (goal: within 3 s).
+ * - `legacy_import.dnc`: a 1,000,000-line do-not-call file (goal: within 3 s); and
+ *   `legacy_import.dnc_floors`: in the same run, the numbers' validation alone (one core) and a bare
+ *   COPY of them into a table shaped like dnc_numbers, with the import's ratio to each.
  * - `legacy_import.memory` (first, on the fresh instance after a small warm-up import): its
  *   resident memory while a 50 MB lead file streams in, sampled every 10 ms from /proc, against
  *   its idle size (goal: under 150 MB more), and until that file's list check is done.
@@ -28,6 +30,7 @@ import { call, type Session } from '../test/support/http.ts';
 import { legacyFile, legacyRow, usNumber } from '../test/support/legacy-files.ts';
 import { deleteRedisPrefix, startControlPlaneProcess, stopProcess } from '../test/support/processes.ts';
 import { newIds } from '../shared/ids.ts';
+import { toE164 } from '../shared/phone.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const ROWS = 200_000;
@@ -176,6 +179,38 @@ try {
     }
     const dnc = stats(dncRuns);
     console.log(JSON.stringify({ bench: 'legacy_import.dnc', lines: DNC_LINES, runs: RUNS, ...dnc, goal_ms: GOAL_MS, met: dnc.median_ms <= GOAL_MS }));
+    // Two floors in the same run: the numbers' validation alone (libphonenumber's full metadata,
+    // one core, in this process), and the same numbers, already E.164, by a bare COPY into a
+    // table shaped like dnc_numbers (its primary key, no trigger).
+    const raw = Array.from({ length: DNC_LINES }, (_, i) => usNumber((7 * DNC_LINES + i) % 8_000_000));
+    const validations: number[] = [];
+    for (let run = 0; run <= RUNS; run++) {
+      const started = performance.now();
+      for (const n of raw) if (!toE164(n)) throw new Error(`invalid ${n}`);
+      if (run > 0) validations.push(performance.now() - started);
+    }
+    await sql.query('create table dnc_floor (like dnc_numbers including all)');
+    const copies: number[] = [];
+    for (let run = 0; run <= RUNS; run++) {
+      const text = raw.map((n) => `${co.tenantId}\t+1${n}-${run}\tlegacy_import`).join('\n') + '\n';
+      const client = await sql.connect();
+      try {
+        const started = performance.now();
+        const stream = client.query(copyFrom('copy dnc_floor (tenant_id, number, source) from stdin'));
+        for (let at = 0; at < text.length; at += 256 * 1024) if (!stream.write(text.slice(at, at + 256 * 1024))) await once(stream, 'drain');
+        stream.end();
+        await once(stream, 'finish');
+        if (run > 0) copies.push(performance.now() - started);
+      } finally {
+        client.release();
+      }
+    }
+    const validation = stats(validations);
+    const copy = stats(copies);
+    console.log(JSON.stringify({
+      bench: 'legacy_import.dnc_floors', lines: DNC_LINES, runs: RUNS, validation_one_core: validation, copy_floor: copy,
+      ratio_to_copy: +(dnc.median_ms / copy.median_ms).toFixed(1), ratio_to_validation: +(dnc.median_ms / validation.median_ms).toFixed(1),
+    }));
   }
 
   await stopProcess(child.proc);
