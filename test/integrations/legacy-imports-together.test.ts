@@ -1,0 +1,72 @@
+/**
+ * Legacy imports that overlap in time, over real HTTP on real Postgres: two lead files with
+ * numbers in common, in opposite orders, posted at once into one list (pieces stored in file
+ * order could each wait on a number the other holds), and two do-not-call files likewise for one
+ * company. Both of each pair go through, one after the other, and the counts add up.
+ */
+import pg from 'pg';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { makeCompany } from '../support/fixtures.ts';
+import { call, type Session } from '../support/http.ts';
+import { deleteRedisPrefix } from '../support/processes.ts';
+import { startTestServer } from '../support/server.ts';
+import { usNumber } from '../support/legacy-files.ts';
+
+const CONNECTORS = '/api/integrations/v1/connectors';
+const t = suite('legacy imports at the same time');
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let cp: RunningControlPlane;
+let sql: pg.Pool;
+let prefix: string;
+let owner: Session;
+let tenantId: string;
+let con: string;
+
+t.before(async () => {
+  db = await createTestDatabase();
+  prefix = testRedisPrefix();
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
+  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  const co = await makeCompany(cp);
+  owner = co.owner;
+  tenantId = co.tenantId;
+  con = (await call(cp.url, 'POST', CONNECTORS, { session: owner, body: { kind: 'legacy', name: 'Old dialer' } })).body.id;
+});
+
+t.after(async () => {
+  await sql?.end();
+  await cp?.close();
+  await db?.drop();
+  await deleteRedisPrefix(prefix);
+});
+
+/** Numbers from..to-1, ascending or descending, one a line after `header`. */
+function file(header: string, from: number, to: number, descending: boolean): Buffer {
+  const ns = Array.from({ length: to - from }, (_, i) => usNumber(descending ? to - 1 - i : from + i));
+  return Buffer.from(`${header}${ns.join('\n')}\n`);
+}
+
+t('two lead files with 20,000 numbers in common, in opposite orders, into one list at once: both stored, counted once', async () => {
+  const list = (await call(cp.url, 'POST', '/api/core/v1/lists', { session: owner, body: { name: 'Both' } })).body.id;
+  const post = (body: Buffer) => call(cp.url, 'POST', `${CONNECTORS}/${con}/legacy/import-leads?list_id=${list}`, { session: owner, raw: body, headers: { 'content-type': 'text/csv' } });
+  const [a, b] = await Promise.all([post(file('phone_number\n', 0, 30_000, false)), post(file('phone_number\n', 10_000, 40_000, true))]);
+  assert.is(a.status, 200, a.text);
+  assert.is(b.status, 200, b.text);
+  assert.is(a.body.core.created + b.body.core.created, 40_000);
+  assert.is(a.body.core.unchanged + b.body.core.unchanged, 20_000, 'the later file found the common numbers in the list');
+  assert.is(Number((await sql.query('select count(*) from people where list_id = $1', [list])).rows[0].count), 40_000);
+});
+
+t('two do-not-call files with numbers in common, in opposite orders, at once: both stored, each number once', async () => {
+  const post = (body: Buffer) => call(cp.url, 'POST', `${CONNECTORS}/${con}/legacy/import-dnc`, { session: owner, raw: body, headers: { 'content-type': 'text/plain' } });
+  const [a, b] = await Promise.all([post(file('', 100_000, 350_000, false)), post(file('', 150_000, 400_000, true))]);
+  assert.is(a.status, 200, a.text);
+  assert.is(b.status, 200, b.text);
+  assert.is(a.body.added + b.body.added, 300_000);
+  assert.is(Number((await sql.query('select count(*) from dnc_numbers where tenant_id = $1', [tenantId])).rows[0].count), 300_000);
+});
+
+t.run();
