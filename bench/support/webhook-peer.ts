@@ -24,16 +24,20 @@ export async function startPeer(receiverUrl: string): Promise<System> {
   const url = new URL(`${receiverUrl}/hook`);
   const agent = new Agent({ connections: 64, pipelining: 1 });
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  // graphile-worker's pool, made as it makes its own (maxPoolSize 25), but ours: the database is
+  // dropped with its connections at the end, and a client still open then reports an error that,
+  // with nobody listening on its pool, ended the side's process (twice in a run of three rounds).
+  const workerPool = new pg.Pool({ connectionString: db.url, max: 25 });
+  for (const p of [pool, workerPool]) p.on('error', () => {}).on('connect', (client) => client.on('error', () => {}));
   let utils: WorkerUtils | undefined;
   let runner: Runner | undefined;
   const quiet = () => () => {};
   try {
-    utils = await makeWorkerUtils({ connectionString: db.url });
+    utils = await makeWorkerUtils({ pgPool: workerPool });
     await utils.migrate();
     runner = await run({
-      connectionString: db.url,
+      pgPool: workerPool,
       concurrency: 24,
-      maxPoolSize: 25,
       noHandleSignals: true,
       logger: new (await import('graphile-worker')).Logger(quiet),
       preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
@@ -64,6 +68,7 @@ export async function startPeer(receiverUrl: string): Promise<System> {
     await runner?.stop().catch(() => {});
     await Promise.resolve(utils?.release()).catch(() => {});
     await pool.end().catch(() => {});
+    await workerPool.end().catch(() => {});
     await db.drop();
     throw err;
   }
@@ -94,6 +99,7 @@ export async function startPeer(receiverUrl: string): Promise<System> {
         await utils?.release();
         await agent.close();
         await pool.end();
+        await workerPool.end();
       } finally {
         await db.drop();
       }
