@@ -2,7 +2,8 @@
  * Legacy imports that overlap in time, over real HTTP on real Postgres: two lead files with
  * numbers in common, in opposite orders, posted at once into one list (pieces stored in file
  * order could each wait on a number the other holds), and two do-not-call files likewise for one
- * company. Both of each pair go through, one after the other, and the counts add up.
+ * company. Both of each pair go through, one after the other, and the counts add up. And a number
+ * another way in writes while an import stores it is left as that one wrote it.
  */
 import pg from 'pg';
 import { suite } from 'uvu';
@@ -67,6 +68,40 @@ t('two do-not-call files with numbers in common, in opposite orders, at once: bo
   assert.is(b.status, 200, b.text);
   assert.is(a.body.added + b.body.added, 300_000);
   assert.is(Number((await sql.query('select count(*) from dnc_numbers where tenant_id = $1', [tenantId])).rows[0].count), 300_000);
+});
+
+t('a number written meanwhile by another way in (uncommitted when the piece is stored) is left as it is, for people and do-not-call numbers', async () => {
+  const list = (await call(cp.url, 'POST', '/api/core/v1/lists', { session: owner, body: { name: 'Meanwhile' } })).body.id;
+  const side = await sql.connect();
+  try {
+    // Another writer holds one of the file's numbers, uncommitted, in the list and on the do-not-call list.
+    await side.query('begin');
+    await side.query(`insert into people (id, tenant_id, list_id, phone_number) values ('per_side', $1, $2, $3)`, [tenantId, list, `+1${usNumber(500_005)}`]);
+    await side.query(`insert into dnc_numbers (tenant_id, number, source) values ($1, $2, 'api')`, [tenantId, `+1${usNumber(600_005)}`]);
+    const leads = call(cp.url, 'POST', `${CONNECTORS}/${con}/legacy/import-leads?list_id=${list}`, { session: owner, raw: file('phone_number\n', 500_000, 500_010, false), headers: { 'content-type': 'text/csv' } });
+    const dnc = call(cp.url, 'POST', `${CONNECTORS}/${con}/legacy/import-dnc`, { session: owner, raw: file('', 600_000, 600_010, false), headers: { 'content-type': 'text/plain' } });
+    // Both imports wait on that writer's rows...
+    for (let i = 0; ; i++) {
+      const waiting = Number((await sql.query(`select count(*) from pg_stat_activity where application_name like 'vd-import %' and wait_event_type = 'Lock'`)).rows[0].count);
+      if (waiting === 2) break;
+      if (i > 400) throw new Error('the imports never waited on the uncommitted rows');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    // ...which then commits: each import finds its number taken and leaves it as it is.
+    await side.query('commit');
+    const [l, d] = await Promise.all([leads, dnc]);
+    assert.is(l.status, 200, l.text);
+    assert.equal([l.body.core.created, l.body.core.unchanged], [9, 1]);
+    assert.is(d.status, 200, d.text);
+    assert.equal([d.body.accepted, d.body.added], [10, 9]);
+    const kept = await sql.query(`select id from people where list_id = $1 and phone_number = $2`, [list, `+1${usNumber(500_005)}`]);
+    assert.equal(kept.rows, [{ id: 'per_side' }]);
+    const source = await sql.query(`select source from dnc_numbers where tenant_id = $1 and number = $2`, [tenantId, `+1${usNumber(600_005)}`]);
+    assert.equal(source.rows, [{ source: 'api' }]);
+  } finally {
+    await side.query('rollback').catch(() => {});
+    side.release();
+  }
 });
 
 t.run();

@@ -10,28 +10,29 @@
  * characters), the rest of a long line is dropped as it arrives.
  */
 import { ApiError } from '../../../shared/errors.ts';
-import { toE164 } from '../../../shared/phone.ts';
 
 /** Bytes of a line kept for reading its number. */
 const LOOKED_AT = 1024;
 const LF = 0x0a;
 
+/** A line's number part as written (trimmed), not yet checked. */
+export type DncCandidate = { line: number; text: string };
 export type DncLine = { line: number } & ({ ok: true; number: string } | { ok: false; text: string });
 
 /** What the file held besides numbers, known once it has been read. */
 export type DncFileTally = { lines: number };
 
 /**
- * The numbered lines of the file that hold a number, valid (E.164) or not; `tally.lines` counts
- * every line read. Throws 422 past `maxLines` lines; errors of `source` pass through.
+ * The numbered lines of the file that hold a number, as written; `tally.lines` counts every line
+ * read. Throws 422 past `maxLines` lines; errors of `source` pass through.
  */
-export async function* readDncFile(source: AsyncIterable<Uint8Array>, maxLines: number, tally: DncFileTally): AsyncGenerator<DncLine> {
+export async function* readDncFile(source: AsyncIterable<Uint8Array>, maxLines: number, tally: DncFileTally): AsyncGenerator<DncCandidate> {
   let carry: Buffer = Buffer.alloc(0);
   let carryLong = false;
   let first = true;
   let sawContent = false;
   let line = 0;
-  const take = (bytes: Buffer): DncLine | null => {
+  const take = (bytes: Buffer): DncCandidate | null => {
     if (++line > maxLines) throw new ApiError('unprocessable', `the file has more than ${maxLines.toLocaleString('en-US')} lines; split it into files of at most that many`);
     tally.lines = line;
     let s = bytes.toString('utf8');
@@ -45,8 +46,7 @@ export async function* readDncFile(source: AsyncIterable<Uint8Array>, maxLines: 
       sawContent = true;
       if (number.toLowerCase() === 'phone_number') return null;
     }
-    const e164 = number.includes('\u0000') ? null : toE164(number);
-    return e164 ? { line, ok: true, number: e164 } : { line, ok: false, text: number.slice(0, 40) };
+    return { line, text: number };
   };
   for await (const chunk of source) {
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
@@ -77,4 +77,46 @@ function numberPart(s: string): string | null {
   if (trimmed === '' || trimmed.startsWith('#')) return null;
   const cut = trimmed.search(/[,|;\t]/);
   return (cut === -1 ? trimmed : trimmed.slice(0, cut)).trim();
+}
+
+/**
+ * The candidates checked (E.164, or refused with their text up to 40 characters), in order:
+ * `check` answers a batch of texts (`toE164`'s answers, on other cores by the phone pool), and
+ * up to `inFlight` batches of `batch` are being checked while the file is still read.
+ */
+export async function* checkedDncLines(
+  candidates: AsyncIterable<DncCandidate>,
+  check: (texts: string[]) => Promise<Array<string | null>>,
+  batch = 5000,
+  inFlight = 4,
+): AsyncGenerator<DncLine> {
+  const queue: Array<{ lines: DncCandidate[]; out: Promise<Array<string | null>> }> = [];
+  let filling: DncCandidate[] = [];
+  const send = () => {
+    // A NUL is no number (and no store takes it): sent as an empty text, which is refused.
+    const out = check(filling.map((c) => (c.text.includes('\u0000') ? '' : c.text)));
+    out.catch(() => {}); // thrown when its turn comes
+    queue.push({ lines: filling, out });
+    filling = [];
+  };
+  function* answers(lines: DncCandidate[], out: Array<string | null>): Generator<DncLine> {
+    for (let i = 0; i < lines.length; i++) {
+      const e164 = out[i];
+      yield e164 ? { line: lines[i].line, ok: true, number: e164 } : { line: lines[i].line, ok: false, text: lines[i].text.slice(0, 40) };
+    }
+  }
+  for await (const c of candidates) {
+    filling.push(c);
+    if (filling.length < batch) continue;
+    send();
+    while (queue.length > inFlight) {
+      const done = queue.shift()!;
+      yield* answers(done.lines, await done.out);
+    }
+  }
+  if (filling.length) send();
+  while (queue.length) {
+    const done = queue.shift()!;
+    yield* answers(done.lines, await done.out);
+  }
 }
