@@ -48,6 +48,21 @@ function leadDownload(rows: number, from: number, comment = 'no answer!Ncall bac
   return Buffer.from(legacyFile(Array.from({ length: rows }, (_, i) => legacyRow(from + i, { comments: comment, address1: '', security_phrase: '', vendor_lead_code: '' }))));
 }
 
+/** Milliseconds a bare COPY of `text` (`statement`, from stdin) takes on a connection of `pool`. */
+async function timedCopy(pool: pg.Pool, statement: string, text: string): Promise<number> {
+  const client = await pool.connect();
+  try {
+    const started = performance.now();
+    const stream = client.query(copyFrom(statement));
+    for (let at = 0; at < text.length; at += 256 * 1024) if (!stream.write(text.slice(at, at + 256 * 1024))) await once(stream, 'drain');
+    stream.end();
+    await once(stream, 'finish');
+    return performance.now() - started;
+  } finally {
+    client.release();
+  }
+}
+
 async function waitCheck(sql: pg.Pool, id: string): Promise<void> {
   for (;;) {
     const r = await sql.query('select status from list_checks where id = $1', [id]);
@@ -142,18 +157,8 @@ try {
       for (let i = 0; i < ROWS; i++) {
         lines.push([ids[i], co.tenantId, `lst_floor${run}`, String(1000 + i), `+1${usNumber(run * ROWS + i)}`, 'Ada', 'Lovelace', 'CA', '94107', 'ada@example.com', '1980-02-03'].join('\t'));
       }
-      const text = lines.join('\n') + '\n';
-      const client = await sql.connect();
-      try {
-        const started = performance.now();
-        const stream = client.query(copyFrom('copy people_floor (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth) from stdin'));
-        for (let at = 0; at < text.length; at += 256 * 1024) if (!stream.write(text.slice(at, at + 256 * 1024))) await once(stream, 'drain');
-        stream.end();
-        await once(stream, 'finish');
-        if (run > 0) floors.push(performance.now() - started);
-      } finally {
-        client.release();
-      }
+      const ms = await timedCopy(sql, 'copy people_floor (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth) from stdin', lines.join('\n') + '\n');
+      if (run > 0) floors.push(ms);
     }
     const lead = { request: stats(leadRuns.map((r) => r.request)), checked: stats(leadRuns.map((r) => r.checked)) };
     const floor = stats(floors);
@@ -192,18 +197,8 @@ try {
     await sql.query('create table dnc_floor (like dnc_numbers including all)');
     const copies: number[] = [];
     for (let run = 0; run <= RUNS; run++) {
-      const text = raw.map((n) => `${co.tenantId}\t+1${n}-${run}\tlegacy_import`).join('\n') + '\n';
-      const client = await sql.connect();
-      try {
-        const started = performance.now();
-        const stream = client.query(copyFrom('copy dnc_floor (tenant_id, number, source) from stdin'));
-        for (let at = 0; at < text.length; at += 256 * 1024) if (!stream.write(text.slice(at, at + 256 * 1024))) await once(stream, 'drain');
-        stream.end();
-        await once(stream, 'finish');
-        if (run > 0) copies.push(performance.now() - started);
-      } finally {
-        client.release();
-      }
+      const ms = await timedCopy(sql, 'copy dnc_floor (tenant_id, number, source) from stdin', raw.map((n) => `${co.tenantId}\t+1${n}-${run}\tlegacy_import`).join('\n') + '\n');
+      if (run > 0) copies.push(ms);
     }
     const validation = stats(validations);
     const copy = stats(copies);
