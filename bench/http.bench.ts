@@ -18,13 +18,13 @@
  * Usage: node bench/http.bench.ts   (BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_CONNECTIONS override;
  * BENCH_ONLY=lists runs one target, BENCH_PROFILE=dir writes the instance's CPU profile)
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { Pool } from 'undici';
+import type { RunningControlPlane } from '../control-plane/server.ts';
+import { forkInstance, serveInstance, stopInstance } from './support/instance.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -42,69 +42,41 @@ const LISTS_GOAL = 0.6;
 // ---------------------------------------------------------------------------------------------
 // Child: the instance under test.
 
-async function serveInstance(): Promise<void> {
-  const { createTestDatabase, testRedisPrefix } = await import('../test/support/db.ts');
-  const { startTestServer } = await import('../test/support/server.ts');
+/** The instance's setup: a company with a read key and a few lists (a company's usual page), and the lists query compiled. */
+async function readyInstance(cp: RunningControlPlane): Promise<Ready> {
   const { makeCompany, makeKey } = await import('../test/support/fixtures.ts');
   const { createList, listPageQuery } = await import('../control-plane/core/lists.ts');
-  const db = await createTestDatabase();
-  let cp: Awaited<ReturnType<typeof startTestServer>> | undefined;
-  let stopping: Promise<void> | null = null;
-  const stop = (code: number): Promise<void> =>
-    (stopping ??= (async () => {
-      try {
-        await cp?.close();
-      } finally {
-        await db.drop();
-      }
-    })()
-      .catch((err) => {
-        console.error('bench instance: clean-up failed', err);
-        code = 1;
-      })
-      .finally(() => process.exit(code)));
-  // The parent asks, or went away: either way close the instance and drop the database.
-  process.on('message', (m) => m === 'stop' && void stop(0));
-  // The parent asks for the lists query run straight on this instance's own pool, at the load's
-  // concurrency, for `ms`: no HTTP, the same process, the same pool the route uses.
-  process.on('message', (m: unknown) => {
-    const ask = m as { kind?: string; ms?: number; sql?: string; parameters?: unknown[] };
-    if (ask?.kind !== 'query-load' || !cp) return;
-    const store = cp.services.store;
-    const compiled = CompiledQuery.raw(ask.sql!, ask.parameters!);
-    void (async () => {
-      let n = 0;
-      const started = performance.now();
-      const end = started + ask.ms!;
-      await Promise.all(
-        Array.from({ length: CONNECTIONS }, async () => {
-          while (performance.now() < end) {
-            const r = await store.db.executeQuery(compiled);
-            if (r.rows.length === 0) throw new Error('the lists query answered no rows');
-            n++;
-          }
-        }),
-      );
-      process.send!({ kind: 'query-load', n, ms: performance.now() - started });
-    })();
-  });
-  process.on('disconnect', () => void stop(0));
-  try {
-    cp = await startTestServer({
-      databaseUrl: db.url,
-      redisPrefix: testRedisPrefix(),
-      env: { VD_RATE_LIMIT_PER_SECOND: '1000000000', VD_RATE_LIMIT_BURST: '1000000000' },
-    });
-    const co = await makeCompany(cp, 'Bench Company');
-    const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
-    // A company's usual page: a few lists.
-    for (let i = 0; i < 5; i++) await createList(cp.services.store, co.tenantId, `List ${i}`);
-    const q = listPageQuery(co.tenantId).compile(cp.services.store.db);
-    process.send!({ url: cp.url, key, databaseUrl: db.url, sql: q.sql, parameters: [...q.parameters] } satisfies Ready);
-  } catch (err) {
-    console.error('bench instance: start failed', err);
-    await stop(1);
-  }
+  const co = await makeCompany(cp, 'Bench Company');
+  const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
+  for (let i = 0; i < 5; i++) await createList(cp.services.store, co.tenantId, `List ${i}`);
+  const q = listPageQuery(co.tenantId).compile(cp.services.store.db);
+  return { url: cp.url, key, databaseUrl: cp.services.config.DATABASE_URL!, sql: q.sql, parameters: [...q.parameters] };
+}
+
+/**
+ * The parent asks for the lists query run straight on this instance's own pool, at the load's
+ * concurrency, for `ms`: no HTTP, the same process, the same pool the route uses.
+ */
+function onQueryLoad(m: unknown, cp: RunningControlPlane): void {
+  const ask = m as { kind?: string; ms?: number; sql?: string; parameters?: unknown[] };
+  if (ask?.kind !== 'query-load') return;
+  const store = cp.services.store;
+  const compiled = CompiledQuery.raw(ask.sql!, ask.parameters!);
+  void (async () => {
+    let n = 0;
+    const started = performance.now();
+    const end = started + ask.ms!;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (performance.now() < end) {
+          const r = await store.db.executeQuery(compiled);
+          if (r.rows.length === 0) throw new Error('the lists query answered no rows');
+          n++;
+        }
+      }),
+    );
+    process.send!({ kind: 'query-load', n, ms: performance.now() - started });
+  })();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -194,31 +166,10 @@ async function cpuNow(instancePid: number | undefined): Promise<Cpu> {
   return { load: (u.user + u.system) / 1e6, instance: inst?.[1] ?? null, postgres, redis };
 }
 
-async function startInstance(): Promise<{ child: ChildProcess; ready: Ready }> {
+function startInstance(): Promise<{ child: ChildProcess; ready: Ready }> {
   // BENCH_PROFILE=dir writes the instance's CPU profile there (node --cpu-prof).
   const execArgv = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = fork(fileURLToPath(import.meta.url), ['--instance'], { execPath: process.execPath, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Ready));
-    child.once('exit', (code) => reject(new Error(`the bench instance exited (code ${code}) before it was ready`)));
-  });
-  return { child, ready };
-}
-
-async function stopInstance(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.send('stop');
-  const giveUp = new AbortController();
-  const timeout = sleep(15_000, 'timeout' as const, { signal: giveUp.signal }).catch(() => 'stopped' as const);
-  const first = await Promise.race([exited, timeout]);
-  giveUp.abort();
-  if (first === 'timeout') {
-    console.error('bench instance did not stop; killing it');
-    child.kill('SIGKILL');
-    await exited;
-  }
-  if (child.exitCode !== 0) throw new Error(`the bench instance exited with ${child.exitCode ?? child.signalCode}`);
+  return forkInstance<Ready>(fileURLToPath(import.meta.url), ['--instance'], execArgv);
 }
 
 async function main(): Promise<void> {
@@ -282,7 +233,7 @@ async function main(): Promise<void> {
 }
 
 if (process.argv.includes('--instance')) {
-  await serveInstance();
+  await serveInstance({ env: { VD_RATE_LIMIT_PER_SECOND: '1000000000', VD_RATE_LIMIT_BURST: '1000000000' }, ready: readyInstance, onMessage: onQueryLoad });
 } else {
   await main();
 }

@@ -17,12 +17,12 @@
  *
  * Usage: node bench/metrics.bench.ts   (BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_CONNECTIONS, BENCH_SCRAPES override)
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import type { RunningControlPlane } from '../control-plane/server.ts';
+import { forkInstance, serveInstance, stopInstance } from './support/instance.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -33,48 +33,14 @@ const PATH = '/api/core/v1/notices';
 
 type Ready = { url: string; key: string; metricsUrl: string | null };
 
-async function serveInstance(metricsPort: string): Promise<void> {
-  const { createTestDatabase, testRedisPrefix } = await import('../test/support/db.ts');
-  const { startTestServer } = await import('../test/support/server.ts');
+/** The instance's setup: a company with a read key; the metrics address when it serves one. */
+const readyInstance = async (cp: RunningControlPlane): Promise<Ready> => {
   const { makeCompany, makeKey } = await import('../test/support/fixtures.ts');
-  const db = await createTestDatabase();
-  let cp: Awaited<ReturnType<typeof startTestServer>> | undefined;
-  let stopping: Promise<void> | null = null;
-  const stop = (code: number): Promise<void> =>
-    (stopping ??= (async () => {
-      try {
-        await cp?.close();
-      } finally {
-        await db.drop();
-      }
-    })()
-      .catch((err) => {
-        console.error('bench instance: clean-up failed', err);
-        code = 1;
-      })
-      .finally(() => process.exit(code)));
-  process.on('message', (m) => m === 'stop' && void stop(0));
-  process.on('disconnect', () => void stop(0));
-  try {
-    cp = await startTestServer({
-      databaseUrl: db.url,
-      redisPrefix: testRedisPrefix(),
-      env: { VD_RATE_LIMIT_PER_SECOND: '1000000000', VD_RATE_LIMIT_BURST: '1000000000', VD_METRICS_PORT: metricsPort },
-    });
-    const co = await makeCompany(cp, 'Bench Company');
-    const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
-    process.send!({ url: cp.url, key, metricsUrl: cp.metricsUrl } satisfies Ready);
-  } catch (err) {
-    console.error('bench instance: start failed', err);
-    await stop(1);
-  }
-}
-
-async function startInstance(metricsPort: string): Promise<{ child: ChildProcess; ready: Ready }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--instance', metricsPort], { execPath: process.execPath, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const [ready] = (await once(child, 'message')) as [Ready];
-  return { child, ready };
-}
+  const co = await makeCompany(cp, 'Bench Company');
+  const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
+  return { url: cp.url, key, metricsUrl: cp.metricsUrl };
+};
+const startInstance = (metricsPort: string) => forkInstance<Ready>(fileURLToPath(import.meta.url), ['--instance', metricsPort]);
 
 /** Keeps `CONNECTIONS` requests in flight for `ms`; returns completed requests and elapsed ms. */
 async function load(pool: Pool, key: string, ms: number): Promise<{ n: number; ms: number }> {
@@ -184,12 +150,14 @@ async function main(): Promise<void> {
     );
   } finally {
     await Promise.all([pools.on.close(), pools.off.close(), pools.on2.close()]);
-    const children = [on.child, off.child, on2.child];
-    for (const c of children) c.send('stop');
-    await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : null)));
+    await Promise.all([on.child, off.child, on2.child].map(stopInstance));
   }
   console.log(JSON.stringify({ name: 'machine.loadavg_after', value: loadavg().map((x) => round(x)) }));
 }
 
-if (process.argv[2] === '--instance') await serveInstance(process.argv[3]);
-else await main();
+if (process.argv[2] === '--instance') {
+  await serveInstance({
+    env: { VD_RATE_LIMIT_PER_SECOND: '1000000000', VD_RATE_LIMIT_BURST: '1000000000', VD_METRICS_PORT: process.argv[3] },
+    ready: readyInstance,
+  });
+} else await main();

@@ -15,12 +15,11 @@
  *
  * Usage: node bench/recordings.bench.ts   (BENCH_SECONDS, BENCH_CONCURRENCY, BENCH_STORES=folder,bucket)
  */
-import { fork } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { forkInstance, serveInstance, stopInstance } from './support/instance.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -31,48 +30,33 @@ const NODE = 'node_bench';
 
 type Ready = { url: string; callIds: string[]; pid: number };
 
-async function serveInstance(store: string): Promise<void> {
-  const { createTestDatabase, testRedisPrefix } = await import('../test/support/db.ts');
-  const { startTestServer } = await import('../test/support/server.ts');
-  const { makeCompany } = await import('../test/support/fixtures.ts');
+/** The instance, with its recordings in a folder or (`bucket`) in an S3-compatible server it runs; and CALLS ended calls. */
+async function serveRecordingsInstance(store: string): Promise<void> {
   const { startS3 } = await import('../test/support/s3.ts');
-  const { sql } = await import('kysely');
-  const db = await createTestDatabase();
-  const s3 = store === 'bucket' ? await startS3({ buckets: ['bench-recordings'] }) : null;
-  let cp: Awaited<ReturnType<typeof startTestServer>> | undefined;
-  let stopping: Promise<void> | null = null;
-  const stop = (code: number): Promise<void> =>
-    (stopping ??= (async () => {
-      try {
-        await cp?.close();
-        await s3?.close();
-      } finally {
-        await db.drop();
-      }
-    })()
-      .catch((err) => {
-        console.error('bench instance: clean-up failed', err);
-        code = 1;
-      })
-      .finally(() => process.exit(code)));
-  process.on('message', (m) => m === 'stop' && void stop(0));
-  process.on('disconnect', () => void stop(0));
-  try {
-    const bucket: Record<string, string> = s3
-      ? { VD_RECORDINGS_BUCKET: 'bench-recordings', VD_RECORDINGS_ENDPOINT: s3.endpoint, VD_RECORDINGS_REGION: s3.region, VD_RECORDINGS_ACCESS_KEY: s3.accessKey, VD_RECORDINGS_SECRET_KEY: s3.secretKey }
-      : {};
-    cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix(), env: { VD_AGENT_TOKEN: TOKEN, ...bucket } });
-    const co = await makeCompany(cp, 'Bench Recordings');
-    const rows = await sql<{ id: string }>`
-      insert into calls (id, tenant_id, node_id, to_number, from_number, state, answered_at, ended_at, talk_seconds)
-      select 'call_bench' || lpad(g::text, 6, '0'), ${co.tenantId}, ${NODE}, '+12025550100', '+12025550199', 'ended', now(), now(), 3
-      from generate_series(1, ${CALLS}::int) g
-      returning id`.execute(cp.services.store.db);
-    process.send!({ url: cp.url, callIds: rows.rows.map((r) => r.id), pid: process.pid } satisfies Ready);
-  } catch (err) {
-    console.error('bench instance: start failed', err);
-    await stop(1);
-  }
+  let s3: Awaited<ReturnType<typeof startS3>> | null = null;
+  await serveInstance({
+    env: async () => {
+      s3 = store === 'bucket' ? await startS3({ buckets: ['bench-recordings'] }) : null;
+      const bucket: Record<string, string> = s3
+        ? { VD_RECORDINGS_BUCKET: 'bench-recordings', VD_RECORDINGS_ENDPOINT: s3.endpoint, VD_RECORDINGS_REGION: s3.region, VD_RECORDINGS_ACCESS_KEY: s3.accessKey, VD_RECORDINGS_SECRET_KEY: s3.secretKey }
+        : {};
+      return { VD_AGENT_TOKEN: TOKEN, ...bucket };
+    },
+    cleanUp: async () => {
+      await s3?.close();
+    },
+    ready: async (cp): Promise<Ready> => {
+      const { makeCompany } = await import('../test/support/fixtures.ts');
+      const { sql } = await import('kysely');
+      const co = await makeCompany(cp, 'Bench Recordings');
+      const rows = await sql<{ id: string }>`
+        insert into calls (id, tenant_id, node_id, to_number, from_number, state, answered_at, ended_at, talk_seconds)
+        select 'call_bench' || lpad(g::text, 6, '0'), ${co.tenantId}, ${NODE}, '+12025550100', '+12025550199', 'ended', now(), now(), 3
+        from generate_series(1, ${CALLS}::int) g
+        returning id`.execute(cp.services.store.db);
+      return { url: cp.url, callIds: rows.rows.map((r) => r.id), pid: process.pid };
+    },
+  });
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux only, else NaN). */
@@ -106,12 +90,7 @@ async function wavFile(): Promise<Buffer> {
 }
 
 async function measure(store: string): Promise<void> {
-  const child = fork(fileURLToPath(import.meta.url), ['--instance', store], { execPath: process.execPath, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Ready));
-    child.once('exit', (code) => reject(new Error(`the bench instance exited (code ${code}) before it was ready`)));
-  });
-  const exited = once(child, 'exit');
+  const { child, ready } = await forkInstance<Ready>(fileURLToPath(import.meta.url), ['--instance', store]);
   const file = await wavFile();
   const pool = new Pool(ready.url, { connections: CONCURRENCY, pipelining: 1 });
   const upload = async (callId: string): Promise<number> => {
@@ -164,13 +143,11 @@ async function measure(store: string): Promise<void> {
     }),
   );
   await pool.close();
-  child.send('stop');
-  const [code] = await exited;
-  if (code !== 0) throw new Error(`the bench instance exited with ${code}`);
+  await stopInstance(child);
 }
 
 if (process.argv[2] === '--instance') {
-  await serveInstance(process.argv[3]);
+  await serveRecordingsInstance(process.argv[3]);
 } else {
   for (const store of (process.env.BENCH_STORES ?? 'folder,bucket').split(',')) await measure(store);
 }

@@ -10,53 +10,25 @@
  *
  * Usage: node bench/signin.bench.ts   (BENCH_PHASE_MS, BENCH_ATTACKERS override)
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import type { RunningControlPlane } from '../control-plane/server.ts';
+import { forkInstance, serveInstance, stopInstance } from './support/instance.ts';
 
 const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 5000);
 const ATTACKERS = Number(process.env.BENCH_ATTACKERS ?? 8);
 
 type Ready = { url: string; key: string; email: string };
 
-async function serveInstance(): Promise<void> {
-  const { createTestDatabase, testRedisPrefix } = await import('../test/support/db.ts');
-  const { startTestServer } = await import('../test/support/server.ts');
+/** The instance's setup: a company with a read key, for the probes, and its owner's e-mail, for the attack. */
+const readyInstance = async (cp: RunningControlPlane): Promise<Ready> => {
   const { makeCompany, makeKey } = await import('../test/support/fixtures.ts');
-  const db = await createTestDatabase();
-  let cp: Awaited<ReturnType<typeof startTestServer>> | undefined;
-  let stopping: Promise<void> | null = null;
-  const stop = (code: number): Promise<void> =>
-    (stopping ??= (async () => {
-      try {
-        await cp?.close();
-      } finally {
-        await db.drop();
-      }
-    })()
-      .catch((err) => {
-        console.error('bench instance: clean-up failed', err);
-        code = 1;
-      })
-      .finally(() => process.exit(code)));
-  process.on('message', (m) => m === 'stop' && void stop(0));
-  process.on('disconnect', () => void stop(0));
-  try {
-    cp = await startTestServer({
-      databaseUrl: db.url,
-      redisPrefix: testRedisPrefix(),
-      env: { VD_RATE_LIMIT_PER_SECOND: '1000000000', VD_RATE_LIMIT_BURST: '1000000000' },
-    });
-    const co = await makeCompany(cp, 'Bench Company');
-    const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
-    process.send!({ url: cp.url, key, email: co.ownerEmail } satisfies Ready);
-  } catch (err) {
-    console.error('bench instance: start failed', err);
-    await stop(1);
-  }
-}
+  const co = await makeCompany(cp, 'Bench Company');
+  const { key } = await makeKey(cp.url, co.owner, ['read'], 'bench read key');
+  return { url: cp.url, key, email: co.ownerEmail };
+};
+const INSTANCE_ENV = { VD_RATE_LIMIT_PER_SECOND: '1000000000', VD_RATE_LIMIT_BURST: '1000000000' };
 
 function pct(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -102,26 +74,8 @@ async function attack(pool: Pool, email: string, signal: AbortSignal): Promise<A
   return stats;
 }
 
-async function startInstance(): Promise<{ child: ChildProcess; ready: Ready }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--instance'], { execPath: process.execPath, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Ready));
-    child.once('exit', (code) => reject(new Error(`the bench instance exited (code ${code}) before it was ready`)));
-  });
-  return { child, ready };
-}
-
-async function stopInstance(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.send('stop');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 async function main(): Promise<void> {
-  const { child, ready } = await startInstance();
+  const { child, ready } = await forkInstance<Ready>(fileURLToPath(import.meta.url), ['--instance']);
   const probes = new Pool(ready.url, { connections: 1 });
   const attackers = new Pool(ready.url, { connections: ATTACKERS });
   try {
@@ -144,7 +98,7 @@ async function main(): Promise<void> {
 }
 
 if (process.argv.includes('--instance')) {
-  await serveInstance();
+  await serveInstance({ env: INSTANCE_ENV, ready: readyInstance });
 } else {
   await main();
 }
