@@ -13,24 +13,17 @@
  * Usage: node bench/billing.bench.ts   (BENCH_RUNS, BENCH_COMPANIES, BENCH_ITEMS override)
  */
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../control-plane/db/store.ts';
-import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
+import type { Store } from '../control-plane/db/store.ts';
 import { call, signIn } from '../test/support/http.ts';
-import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../test/support/processes.ts';
+import { BENCH_OPERATOR, nearestRank, startProcessInstance } from './support/instance.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const WARMUP = 5;
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 1000);
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 2_000_000);
 const MONTH = '2026-10';
-const OPERATOR_EMAIL = 'bench-owner@platform.test';
-const OPERATOR_PASSWORD = 'bench-operator-password-1';
 
-/** Nearest-rank percentile. */
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
+const pct = nearestRank;
 
 const round = (x: number) => Number(x.toFixed(2));
 
@@ -60,25 +53,13 @@ async function fill(store: Store): Promise<void> {
   await sql`analyze`.execute(store.db);
 }
 
-const db = await createTestDatabase();
-const prefix = testRedisPrefix().replace(/^vdt:/, 'vdbench:');
-let instance: ControlPlaneProcess | undefined;
-let store: Store | undefined;
+const bench = await startProcessInstance();
+const { base, store } = bench;
 try {
-  instance = await startControlPlaneProcess({
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    VD_REDIS_KEY_PREFIX: prefix,
-    VD_INSTANCE_ID: 'bench',
-    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
-    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
-  });
-  const base = instance.url;
-  store = openPostgres(db.url, 4);
   const filled = performance.now();
   await fill(store);
   console.error(`filled ${COMPANIES} companies and ${ITEMS} usage items in ${Math.round(performance.now() - filled)} ms`);
-  const op = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+  const op = await signIn(base, BENCH_OPERATOR.email, BENCH_OPERATOR.password);
   const ids = Array.from({ length: COMPANIES }, (_, i) => `ten_bench${String(i + 1).padStart(6, '0')}`);
   const rows = [
     ...['ai_second', 'call_minute', 'billable_transfer', 'list_verify', 'qa_review'].map((item) => ({ item, unit_price: '0.0100' })),
@@ -114,11 +95,8 @@ try {
   console.log(JSON.stringify({ bench: 'billing.export', median_ms: round(pct(exports, 50)), p99_ms: round(pct(exports, 99)), goal_ms: 1000, companies: COMPANIES, usage_items: ITEMS, bytes, runs: exports.length }));
 } catch (err) {
   console.log(JSON.stringify({ bench: 'billing.usage', error: String((err as Error)?.stack ?? err) }));
-  if (instance) console.error(instance.output());
+  console.error(bench.output());
   process.exitCode = 1;
 } finally {
-  await stopProcess(instance?.proc).catch(() => {});
-  await store?.close().catch(() => {});
-  await deleteRedisPrefix(prefix).catch(() => {});
-  await db.drop();
+  await bench.close();
 }

@@ -15,23 +15,16 @@
  * Usage: node bench/console.bench.ts   (BENCH_RUNS, BENCH_COMPANIES, BENCH_CALLS override)
  */
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../control-plane/db/store.ts';
-import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
+import type { Store } from '../control-plane/db/store.ts';
 import { call, signIn, type Session } from '../test/support/http.ts';
-import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../test/support/processes.ts';
+import { BENCH_OPERATOR, nearestRank, startProcessInstance } from './support/instance.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 50);
 const WARMUP = 5;
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 1000);
 const CALLS = Number(process.env.BENCH_CALLS ?? 100_000);
-const OPERATOR_EMAIL = 'bench-owner@platform.test';
-const OPERATOR_PASSWORD = 'bench-operator-password-1';
 
-/** Nearest-rank percentile. */
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
+const pct = nearestRank;
 
 const round = (x: number) => Number(x.toFixed(2));
 
@@ -77,27 +70,13 @@ function report(name: string, xs: number[], extra: Record<string, unknown> = {})
   console.log(JSON.stringify({ bench: `console.list.${name}`, median_ms: round(pct(xs, 50)), p99_ms: round(pct(xs, 99)), companies: COMPANIES, calls: CALLS, runs: xs.length, ...extra }));
 }
 
-const db = await createTestDatabase();
-const prefix = testRedisPrefix().replace(/^vdt:/, 'vdbench:');
-let instance: ControlPlaneProcess | undefined;
-let store: Store | undefined;
+const bench = await startProcessInstance({ VD_RATE_LIMIT_PER_SECOND: '100000', VD_RATE_LIMIT_BURST: '100000' });
+const { base, store } = bench;
 try {
-  instance = await startControlPlaneProcess({
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    VD_REDIS_KEY_PREFIX: prefix,
-    VD_INSTANCE_ID: 'bench',
-    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
-    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
-    VD_RATE_LIMIT_PER_SECOND: '100000',
-    VD_RATE_LIMIT_BURST: '100000',
-  });
-  const base = instance.url;
-  store = openPostgres(db.url, 4);
   const filled = performance.now();
   await fill(store);
   console.error(`filled ${COMPANIES} companies and ${CALLS} calls in ${Math.round(performance.now() - filled)} ms`);
-  const op = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+  const op = await signIn(base, BENCH_OPERATOR.email, BENCH_OPERATOR.password);
   const fiftyRows = (text: string) => (text.match(/<tr>\n<td data-label="Company">/g) ?? []).length === 50;
   // A page deep in the list: the cursor of page 19 (companies 901-950), found by following the pages.
   let cursor: string | null = null;
@@ -142,8 +121,5 @@ try {
     }),
   );
 } finally {
-  await stopProcess(instance?.proc).catch(() => {});
-  await store?.close().catch(() => {});
-  await deleteRedisPrefix(prefix).catch(() => {});
-  await db.drop();
+  await bench.close();
 }

@@ -17,12 +17,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/db/store.ts';
 import { newId } from '../shared/ids.ts';
-import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
 import { call, signIn, type Session } from '../test/support/http.ts';
 import { activate } from '../test/support/fixtures.ts';
-import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../test/support/processes.ts';
+import { BENCH_OPERATOR, nearestRank, startProcessInstance } from './support/instance.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const WARMUP = 3;
@@ -30,8 +29,6 @@ const KEYS = Number(process.env.BENCH_KEYS ?? 10_000);
 const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS ?? 100);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 300);
 const CAMPAIGN_ROWS = process.env.BENCH_CAMPAIGN_ROWS === '1';
-const OPERATOR_EMAIL = 'bench-owner@platform.test';
-const OPERATOR_PASSWORD = 'bench-operator-password-1';
 
 type Subject = {
   label: string;
@@ -46,11 +43,7 @@ type Subject = {
   campaignIds: string[];
 };
 
-/** Nearest-rank percentile. */
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
+const pct = nearestRank;
 
 const round = (x: number) => Number(x.toFixed(2));
 
@@ -142,25 +135,14 @@ async function cycle(base: string, op: Session, store: Store, s: Subject, record
   }
 }
 
-const db = await createTestDatabase();
-const prefix = testRedisPrefix().replace(/^vdt:/, 'vdbench:');
-let instance: ControlPlaneProcess | undefined;
-let store: Store | undefined;
+const bench = await startProcessInstance({
+  // The re-arming starts (100 a run) must not meet the company's request budget.
+  VD_RATE_LIMIT_PER_SECOND: '100000',
+  VD_RATE_LIMIT_BURST: '100000',
+});
+const { base, store } = bench;
 try {
-  instance = await startControlPlaneProcess({
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    VD_REDIS_KEY_PREFIX: prefix,
-    VD_INSTANCE_ID: 'bench',
-    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
-    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
-    // The re-arming starts (100 a run) must not meet the company's request budget.
-    VD_RATE_LIMIT_PER_SECOND: '100000',
-    VD_RATE_LIMIT_BURST: '100000',
-  });
-  const base = instance.url;
-  store = openPostgres(db.url, 4);
-  const op = await signIn(base, OPERATOR_EMAIL, OPERATOR_PASSWORD);
+  const op = await signIn(base, BENCH_OPERATOR.email, BENCH_OPERATOR.password);
 
   const subjects: Subject[] = [];
   for (const [label, keys, campaigns, sessions] of [
@@ -197,11 +179,8 @@ try {
   }
 } catch (err) {
   console.log(JSON.stringify({ bench: 'suspend.latency', error: String((err as Error)?.stack ?? err) }));
-  if (instance) console.error(instance.output());
+  console.error(bench.output());
   process.exitCode = 1;
 } finally {
-  await stopProcess(instance?.proc).catch(() => {});
-  await store?.close().catch(() => {});
-  await deleteRedisPrefix(prefix).catch(() => {});
-  await db.drop();
+  await bench.close();
 }

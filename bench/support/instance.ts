@@ -9,11 +9,16 @@
  * - Parent side, `forkInstance` / `stopInstance`: forks the benchmark's own script with its
  *   instance arguments, waits for the ready message (or the child's exit), and stops it (killed
  *   after 15 s), failing when it did not exit cleanly.
+ * - `startProcessInstance`: the product's own entry point (`control-plane/main.ts`) in a child
+ *   process instead, for benchmarks that fill its database in SQL and call it as an operator.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { openPostgres, type Store } from '../../control-plane/db/store.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
+import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../../test/support/db.ts';
+import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../../test/support/processes.ts';
 
 export type ServeOptions<R> = {
   /** Environment of the test server (merged over its defaults), or what makes it (run before the server starts). */
@@ -28,7 +33,6 @@ export type ServeOptions<R> = {
 
 /** The child side (see above). */
 export async function serveInstance<R>(opts: ServeOptions<R>): Promise<void> {
-  const { createTestDatabase, testRedisPrefix } = await import('../../test/support/db.ts');
   const { startTestServer } = await import('../../test/support/server.ts');
   const db = await createTestDatabase();
   let cp: RunningControlPlane | undefined;
@@ -88,4 +92,53 @@ export async function stopInstance(child: ChildProcess): Promise<void> {
     await exited;
   }
   if (child.exitCode !== 0) throw new Error(`the bench instance exited with ${child.exitCode ?? child.signalCode}`);
+}
+
+/** The operator the process instance is bootstrapped with. */
+export const BENCH_OPERATOR = { email: 'bench-owner@platform.test', password: 'bench-operator-password-1' };
+
+/**
+ * `control-plane/main.ts` in a child process on a fresh Postgres database and Redis prefix,
+ * bootstrapped with `BENCH_OPERATOR`, plus a store of 4 connections on the same database for the
+ * benchmark's own setup; `close()` stops the process and removes the database and the prefix.
+ */
+export async function startProcessInstance(env: Record<string, string> = {}): Promise<{
+  base: string;
+  store: Store;
+  output(): string;
+  close(): Promise<void>;
+}> {
+  const db = await createTestDatabase();
+  const prefix = testRedisPrefix().replace(/^vdt:/, 'vdbench:');
+  let instance: ControlPlaneProcess | undefined;
+  let store: Store | undefined;
+  const close = async () => {
+    await stopProcess(instance?.proc).catch(() => {});
+    await store?.close().catch(() => {});
+    await deleteRedisPrefix(prefix).catch(() => {});
+    await db.drop();
+  };
+  try {
+    instance = await startControlPlaneProcess({
+      DATABASE_URL: db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      VD_REDIS_KEY_PREFIX: prefix,
+      VD_INSTANCE_ID: 'bench',
+      VD_BOOTSTRAP_OPERATOR_EMAIL: BENCH_OPERATOR.email,
+      VD_BOOTSTRAP_OPERATOR_PASSWORD: BENCH_OPERATOR.password,
+      ...env,
+    });
+    store = openPostgres(db.url, 4);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const started = instance;
+  return { base: started.url, store, output: () => started.output(), close };
+}
+
+/** Nearest-rank percentile. */
+export function nearestRank(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 }
