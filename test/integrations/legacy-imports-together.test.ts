@@ -1,9 +1,10 @@
 /**
- * Legacy imports that overlap in time, over real HTTP on real Postgres: two lead files with
- * numbers in common, in opposite orders, posted at once into one list (pieces stored in file
- * order could each wait on a number the other holds), and two do-not-call files likewise for one
- * company. Both of each pair go through, one after the other, and the counts add up. And a number
- * another way in writes while an import stores it is left as that one wrote it.
+ * Legacy imports and other writers at the same time, over real HTTP on real Postgres: two lead
+ * files with numbers in common, in opposite orders, posted at once into one list, and two
+ * do-not-call files likewise for one company, all go through and the counts add up (each file is
+ * moved by one statement in number order, so they wait for each other, never deadlock); a number
+ * another way in writes while an import moves it is left as that one wrote it; and a slow upload
+ * holds no lock: the same numbers can be written elsewhere while it is still arriving.
  */
 import pg from 'pg';
 import { suite } from 'uvu';
@@ -14,7 +15,7 @@ import { makeCompany } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
-import { usNumber } from '../support/legacy-files.ts';
+import { heldUpload, usNumber } from '../support/legacy-files.ts';
 
 const CONNECTORS = '/api/integrations/v1/connectors';
 const t = suite('legacy imports at the same time');
@@ -101,6 +102,32 @@ t('a number written meanwhile by another way in (uncommitted when the piece is s
   } finally {
     await side.query('rollback').catch(() => {});
     side.release();
+  }
+});
+
+t('while an upload is still arriving, its numbers can be written by other ways in at once', async () => {
+  const list = (await call(cp.url, 'POST', '/api/core/v1/lists', { session: owner, body: { name: 'Slow' } })).body.id;
+  const leads = heldUpload(cp.url, `${CONNECTORS}/${con}/legacy/import-leads?list_id=${list}`, owner, 'text/csv', file('phone_number\n', 700_000, 730_000, false));
+  const dnc = heldUpload(cp.url, `${CONNECTORS}/${con}/legacy/import-dnc`, owner, 'text/plain', file('', 800_000, 900_000, false));
+  try {
+    // Both uploads have pieces in their stages (all but their last bytes are sent and read).
+    for (let i = 0; ; i++) {
+      const copying = (await sql.query(`select query from pg_stat_activity where application_name like 'vd-import %' and query ilike 'copy %_import_stage%'`)).rows.length;
+      if (copying === 2) break;
+      if (i > 400) throw new Error('the uploads never reached their stages');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const side = await sql.connect();
+    try {
+      await side.query(`set statement_timeout = '3s'`);
+      await side.query(`insert into people (id, tenant_id, list_id, phone_number) values ('per_slow', $1, $2, $3)`, [tenantId, list, `+1${usNumber(700_001)}`]);
+      await side.query(`insert into dnc_numbers (tenant_id, number, source) values ($1, $2, 'api')`, [tenantId, `+1${usNumber(800_001)}`]);
+    } finally {
+      side.release();
+    }
+  } finally {
+    await leads.cut();
+    await dnc.cut();
   }
 });
 

@@ -307,8 +307,8 @@ t('an instance SIGKILLed mid-import leaves nobody behind', async () => {
     const file = phoneCsv(50_000);
     // The upload is held open, never finished: the instance dies with the import under way.
     const upload = cutOffUpload(child.url, leadsPath(con, list), owner, 'text/csv', file, file.length - 10, true, 120_000);
-    // Killed once its rows are streaming into the store (a piece of people written, uncommitted).
-    await eventually('a piece of people to be written', async () => (await sql.query(`select 1 from pg_stat_activity where application_name like 'vd-import %' and query ilike '%insert into people%' and state <> 'idle'`)).rows.length > 0, 20_000, 10);
+    // Killed once its rows are streaming into the store (a piece copied into its stage, uncommitted).
+    await eventually('a piece to be copied into the stage', async () => (await sql.query(`select 1 from pg_stat_activity where application_name like 'vd-import %' and query ilike 'copy lead_import_stage%'`)).rows.length > 0, 20_000, 10);
     child.proc.kill('SIGKILL');
     await upload;
     await stopProcess(child.proc);

@@ -3,12 +3,13 @@
  * and a do-not-call file into its do-not-call list, each posted to a legacy connection.
  *
  * A file is read as it streams in (never whole in memory), each row checked as it comes, and the
- * good ones stored in pieces (`pieces.ts`; people through a staging table, `stage.ts`) while the
- * rest of the file is still being read, all
- * inside one transaction that also writes the import's record and the check it queues or the
- * event it emits. So the whole file is stored or none of it: a limit passed, a file with nothing
- * valid, a client that goes away mid-upload or an instance killed mid-import leaves nobody and no
- * number behind.
+ * good ones copied into a temporary staging table in pieces while the rest is still being read
+ * (`pieces.ts`, `stage.ts`); once the last byte is in, one statement moves them into their real
+ * table in number order, in the same transaction as the import's record and the check it queues
+ * or the event it emits. So the whole file is stored or none of it (a limit passed, a file with
+ * nothing valid, a client that goes away mid-upload or an instance killed mid-import leaves
+ * nobody and no number behind), and a slow upload holds no lock on people or numbers that other
+ * writers wait for.
  *
  * Each import holds a store connection while its file streams in; at most `MAX_RUNNING` run at
  * once in a process, and one more is refused with 429 rather than left to take the pool.
@@ -27,7 +28,7 @@ import { checkedDncLines, readDncFile } from './dnc-file.ts';
 import { phonePool } from '../../../shared/phone-pool.ts';
 import { readLeadFile } from './lead-file.ts';
 import { DistinctNumbers, Pieces } from './pieces.ts';
-import { line, openStage, type Stage, type StageColumn } from './stage.ts';
+import { line, openStage, type StageColumn } from './stage.ts';
 import { importRows } from '../../metrics.ts';
 
 /** Lead import file limits (spec, Limits). */
@@ -119,12 +120,12 @@ async function* counted(body: AsyncIterable<Uint8Array> | null, max: number, too
 }
 
 /**
- * People stored a piece (a COPY into the stage and one insert). Smaller pieces keep less waiting
- * in memory: the 50 MB file grew the process by 151 MB with pieces of 10,000 and 126 MB with 2,000.
+ * People copied into the stage a piece. Smaller pieces keep less waiting in memory: the 50 MB
+ * file grew the process by 151 MB with pieces of 10,000 and 126 MB with 2,000.
  */
 const LEAD_PIECE = 2000;
-/** Do-not-call numbers stored a piece. */
-const DNC_PIECE = 100_000;
+/** Do-not-call numbers copied into the stage a piece. */
+const DNC_PIECE = 20_000;
 const IDS_AT_ONCE = 1000;
 
 const LEAD_STAGE: readonly StageColumn[] = [
@@ -145,12 +146,8 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
     inSlot(req.tenantId, () =>
       deps.store.transactionWithClient(async (tx, afterCommit, client) => {
         await nameSession(tx, id);
-        await oneAtATime(tx, `list:${req.listId}`);
         const stage = await openStage(tx, client, 'lead_import_stage', LEAD_STAGE);
-        let created = 0;
-        const pieces = new Pieces<string>(LEAD_PIECE, async (lines) => {
-          created += await storePeople(tx, stage, req.tenantId, req.listId, lines);
-        });
+        const pieces = new Pieces<string>(LEAD_PIECE, (lines) => stage.load(lines));
         const numbers = new DistinctNumbers();
         let rows = 0;
         let forwarded = 0;
@@ -182,6 +179,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
           throw new ApiError('unprocessable', `no row has a valid phone number (row ${rejected_rows[0].row}: ${rejected_rows[0].reason})`);
         }
         const distinct = numbers.distinct();
+        const created = await movePeople(tx, req.tenantId, req.listId);
         const check_id = await queueListCheck(tx, req.tenantId, req.listId);
         const result: LeadImportResult = {
           import_id: id,
@@ -203,26 +201,24 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
 }
 
 /**
- * A piece of the file's leads into the list; answers how many people it created. The first row
- * of each number wins: within the piece by row, and across pieces because an earlier piece is
- * stored first (a later repeat then finds its number taken). Numbers already in the list are left
- * as they are.
+ * The staged leads into the list, once the whole file is in the stage: one statement, in number
+ * order (the order every other writer of people takes, so writers wait for each other instead of
+ * deadlocking), the first row of each number kept, numbers already in the list left as they are.
+ * Nothing is written to people while the upload is still arriving: a slow client holds no lock
+ * that an outcome, an inbound write or the dialer could wait on. Answers the people created.
  */
-async function storePeople(tx: Tx, stage: Stage, tenantId: string, listId: string, lines: string[]): Promise<number> {
-  await stage.load(lines);
-  // One statement (no savepoint round trips): a piece of people waits on the reader's turns of
-  // the event loop between statements, so here statements cost more than Postgres's CPU does.
+async function movePeople(tx: Tx, tenantId: string, listId: string): Promise<number> {
   const r = await sql<{ created: number }>`
     with ins as (
       insert into people (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth)
       select id, ${tenantId}, ${listId}, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth
       from (select distinct on (phone_number) * from lead_import_stage order by phone_number, row_no) s
       where not exists (select 1 from people p where p.list_id = ${listId} and p.phone_number = s.phone_number)
+      order by phone_number
       on conflict (list_id, phone_number) do nothing
       returning 1
     )
     select count(*)::int as created from ins`.execute(tx);
-  await stage.clear();
   return r.rows[0].created;
 }
 
@@ -243,7 +239,9 @@ async function insertNew(tx: Tx, build: (onConflict: boolean) => RawBuilder<{ n:
   } catch (err) {
     if ((err as { code?: string }).code !== '23505') throw err;
     await sql`rollback to savepoint import_piece`.execute(tx);
-    return (await build(true).execute(tx)).rows[0].n;
+    const r = await build(true).execute(tx);
+    await sql`release savepoint import_piece`.execute(tx);
+    return r.rows[0].n;
   }
 }
 
@@ -257,27 +255,15 @@ async function nameSession(tx: Tx, importId: string): Promise<void> {
 }
 
 /**
- * Waits until no other import writes to the same list (or the same company's do-not-call list),
- * then holds that until this import's transaction ends. Pieces are stored in the order of their
- * file, so two files with numbers in common, stored at once, could each wait for a number the
- * other holds (a deadlock, and one import lost); one after the other, both go through. The
- * waiting import holds its slot, and its upload waits in the network meanwhile.
+ * The staged numbers onto the company's list, once the whole file is in the stage: one statement
+ * in number order (as every other writer of numbers), those already on the list left as they
+ * were; answers how many were added. Nothing is written while the upload is still arriving.
  */
-async function oneAtATime(tx: Tx, what: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtext(${`vd-import:${what}`}))`.execute(tx);
-}
-
-/**
- * A piece of do-not-call numbers onto the company's list; answers how many were not on it yet.
- * The numbers go as one array parameter: 1,000,000 lines took 7.0–7.1 s this way against 9.4–11.5 s
- * through a COPY into a staging table (alternating runs). A waiting number is a short flat string,
- * so a piece holds little besides them.
- */
-async function storeDncNumbers(tx: Tx, tenantId: string, numbers: string[]): Promise<number> {
+async function moveDncNumbers(tx: Tx, tenantId: string): Promise<number> {
   return insertNew(tx, (onConflict) => sql<{ n: number }>`
     with ins as (
       insert into dnc_numbers (tenant_id, number, source)
-      select ${tenantId}, number, 'legacy_import' from (select distinct number from unnest(${numbers}::text[]) as u(number)) s
+      select ${tenantId}, number, 'legacy_import' from (select distinct number from dnc_import_stage) s
       where not exists (select 1 from dnc_numbers d where d.tenant_id = ${tenantId} and d.number = s.number)
       order by number
       ${onConflict ? sql`on conflict (tenant_id, number) do nothing` : sql``}
@@ -297,13 +283,11 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
   const tally = { bytes: 0 };
   return recorded(deps, req, { id, kind: 'dnc', listId: null, started, tally }, () =>
     inSlot(req.tenantId, () =>
-      deps.store.transaction(async (tx, afterCommit) => {
+      deps.store.transactionWithClient(async (tx, afterCommit, client) => {
         await nameSession(tx, id);
-        await oneAtATime(tx, `dnc:${req.tenantId}`);
-        let added = 0;
-        const pieces = new Pieces<string>(DNC_PIECE, async (numbers) => {
-          added += await storeDncNumbers(tx, req.tenantId, numbers);
-        });
+        // E.164 numbers are COPY text as they are (a + and digits).
+        const stage = await openStage(tx, client, 'dnc_import_stage', [['number', 'text']]);
+        const pieces = new Pieces<string>(DNC_PIECE, (numbers) => stage.load(numbers));
         const numbers = new DistinctNumbers();
         const lines = { lines: 0 };
         let rejected = 0;
@@ -326,6 +310,7 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
           throw err;
         }
         const accepted = numbers.distinct();
+        const added = await moveDncNumbers(tx, req.tenantId);
         const result: DncImportResult = { import_id: id, lines: lines.lines, accepted, added, rejected, rejected_rows };
         await emit(tx, [{ subject: 'vd.compliance.dnc_imported', tenant_id: req.tenantId, about: req.connectorId, data: { import_id: id, connector_id: req.connectorId, accepted } }]);
         await saveRecord(tx, req, { id, kind: 'dnc', listId: null, started, bytes: tally.bytes, result, error: null });

@@ -1,7 +1,7 @@
 /**
- * A staging table for an import's pieces inside its one transaction: a temporary table (dropped
- * at commit or rollback) that one piece of rows is loaded into at a time, moved into its real
- * table by one statement, and emptied for the next piece.
+ * A staging table for an import inside its one transaction: a temporary table (dropped at commit
+ * or rollback) that the file's rows are loaded into a piece at a time while it is read, and moved
+ * from into their real table by one statement at the end.
  *
  * A piece waits in memory as lines of COPY's text format, one flat string a row (built by `line`):
  *
@@ -29,10 +29,8 @@ const COPY_CHUNK = 64 * 1024;
 export interface Stage {
   /** The temporary table's name. */
   readonly table: string;
-  /** Loads one piece (lines made by `line`) into the table; it must be empty. */
+  /** Adds one piece (lines made by `line`) to the table. */
   load(lines: string[]): Promise<void>;
-  /** Empties the table for the next piece. */
-  clear(): Promise<void>;
 }
 
 /** One row as a line of COPY's text format (no line break): the piece's form while it waits. */
@@ -47,9 +45,6 @@ export async function openStage(tx: Tx, client: PgClient | null, table: string, 
   return {
     table,
     load: client ? (lines) => copyLines(client, table, columns, lines) : (lines) => insertLines(tx, table, columns, lines),
-    clear: async () => {
-      await sql.raw(`truncate ${table}`).execute(tx);
-    },
   };
 }
 
