@@ -1,10 +1,10 @@
 /**
- * Rows stored in pieces while the file is still being read, inside the import's one transaction:
- * a piece is sent as soon as it is full, and the reader goes on filling the next one while the
- * store writes it, so reading the file (JavaScript) and storing it (Postgres, on the other core)
- * overlap instead of following each other. At most `depth` pieces wait and one fills, so memory
- * stays flat whatever the file's size; a failed piece fails a later `add` or `finish` (and the
- * pieces after it are not sent), and the import's transaction then rolls back every piece.
+ * An import's rows sent to the store in pieces while the file is still being read, inside the
+ * import's one transaction (they go to its staging table): a piece is sent as soon as it is full
+ * and the reader goes on filling the next one while the store takes it, so reading the file
+ * (JavaScript) and copying it (Postgres, on the other core) overlap. At most `depth` pieces wait
+ * and one fills, so memory stays flat whatever the file's size; a failed piece fails a later
+ * `add` or `finish` (and the pieces after it are not sent), and the transaction then rolls back.
  *
  * Also the distinct count of the numbers seen, for the import's result (repeats in the file), kept
  * as one float per number (E.164 allows at most 15 digits, exact in a double): 8 bytes a row
