@@ -1,11 +1,11 @@
 /**
  * Pieces: rows go to the store a piece at a time, in order, one piece at a time; the reader runs
  * ahead by at most `depth` pieces; a failed piece stops the pieces after it and is thrown by a
- * later add or finish; DistinctNumbers counts repeats exactly.
+ * later add or finish.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DistinctNumbers, Pieces } from '../../control-plane/integrations/legacy/pieces.ts';
+import { Pieces } from '../../control-plane/integrations/legacy/pieces.ts';
 
 const t = suite('legacy import pieces');
 const tick = () => new Promise((r) => setImmediate(r));
@@ -69,15 +69,6 @@ t('a failed piece stops the ones after it and is thrown by a later add or finish
   assert.instance(thrown, Error);
   assert.is((thrown as Error).message, 'piece 2 refused');
   assert.equal(stored, [1]);
-});
-
-t('DistinctNumbers counts each number once, past its first growth', () => {
-  const d = new DistinctNumbers();
-  for (let i = 0; i < 5000; i++) d.add(`+1415555${String(i % 3000).padStart(4, '0')}`);
-  d.add('+4420794600000');
-  d.add('+4420794600000');
-  assert.is(d.distinct(), 3001);
-  assert.is(new DistinctNumbers().distinct(), 0);
 });
 
 t.run();

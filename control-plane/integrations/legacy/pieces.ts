@@ -5,11 +5,7 @@
  * (JavaScript) and copying it (Postgres, on the other core) overlap. At most `depth` pieces wait
  * and one fills, so memory stays flat whatever the file's size; a failed piece fails a later
  * `add` or `finish` (and the pieces after it are not sent), and the transaction then rolls back.
- *
- * Also the distinct count of the numbers seen, for the import's result (repeats in the file), kept
- * as one float per number (E.164 allows at most 15 digits, exact in a double): 8 bytes a row
- * instead of a set of strings. A longer number, if the metadata ever calls one valid, is kept as
- * text.
+
  */
 
 export class Pieces<T> {
@@ -63,33 +59,5 @@ export class Pieces<T> {
     sending.catch(() => {});
     this.#last = sending;
     this.#queue.push(sending);
-  }
-}
-
-/** The distinct count of E.164 numbers, seen one by one. */
-export class DistinctNumbers {
-  #values = new Float64Array(1024);
-  #count = 0;
-  readonly #long = new Set<string>();
-
-  add(e164: string): void {
-    if (e164.length > 16) {
-      this.#long.add(e164);
-      return;
-    }
-    if (this.#count === this.#values.length) {
-      const grown = new Float64Array(this.#values.length * 2);
-      grown.set(this.#values);
-      this.#values = grown;
-    }
-    this.#values[this.#count++] = Number(e164.slice(1));
-  }
-
-  /** How many different numbers were seen. */
-  distinct(): number {
-    const seen = this.#values.subarray(0, this.#count).sort();
-    let distinct = this.#long.size;
-    for (let i = 0; i < seen.length; i++) if (i === 0 || seen[i] !== seen[i - 1]) distinct++;
-    return distinct;
   }
 }
