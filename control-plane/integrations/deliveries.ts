@@ -175,15 +175,40 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
   // list of 14 columns a row (or escaping every quote of every body into an array literal) cost
   // the consumer more than the rows' writing. The lease starts at this statement
   // (`clock_timestamp()`), after the stamp.
+  // Each delivery made gets its open row (the due index) in the same statement.
   const inserted = await sql<{ id: string }>`${PREPARED('webhook_deliveries_insert')}
-    insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
-    select x.id, x.connector_id, x.tenant_id, x.event_id, x.subject, x.body, 'pending', x.event_at, ${created}::timestamptz, ${created}::timestamptz,
-      case when x.leased then ${opts.instance} end, case when x.leased then ${token} end, case when x.leased then ${leaseUntil(opts.leaseMs)} end
-    from json_to_recordset(${JSON.stringify(rows)}::json) as x(id text, connector_id text, tenant_id text, event_id text, subject text, body text, event_at timestamptz, leased boolean)
-    on conflict (connector_id, event_id) do nothing
-    returning id`.execute(tx);
+    with made as (
+      insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
+      select x.id, x.connector_id, x.tenant_id, x.event_id, x.subject, x.body, 'pending', x.event_at, ${created}::timestamptz, ${created}::timestamptz,
+        case when x.leased then ${opts.instance} end, case when x.leased then ${token} end, case when x.leased then ${leaseUntil(opts.leaseMs)} end
+      from json_to_recordset(${JSON.stringify(rows)}::json) as x(id text, connector_id text, tenant_id text, event_id text, subject text, body text, event_at timestamptz, leased boolean)
+      on conflict (connector_id, event_id) do nothing
+      returning id, connector_id),
+    opened as (
+      insert into webhook_open (delivery_id, connector_id, status, next_at, created_at)
+      select id, connector_id, 'pending', ${created}::timestamptz, ${created}::timestamptz from made)
+    select id from made`.execute(tx);
   const kept = new Set(inserted.rows.map((r) => r.id));
   return { leased: kept.size === n ? leased : leased.filter((l) => kept.has(l.id)), unleased };
+}
+
+/**
+ * Gives up the retrying deliveries whose 24 h are over and that nobody holds (found through the
+ * open rows' index of retrying deliveries by their 24 h mark; one locked by another statement is
+ * left for the next sweep).
+ */
+async function giveUpExpired(store: Store, now: Date): Promise<void> {
+  await sql`
+    with expired as (
+      select d.id from webhook_open o join webhook_deliveries d on d.id = o.delivery_id
+      where o.status = 'retrying' and o.give_up_at <= ${now}
+        and d.status = 'retrying' and d.give_up_at <= ${now} and (d.lease_until is null or d.lease_until < clock_timestamp())
+      for update of d skip locked),
+    done as (
+      update webhook_deliveries d set status = 'given_up', given_up_at = ${now}, next_at = null
+      from expired e where d.id = e.id
+      returning d.id)
+    update webhook_open o set status = 'given_up', next_at = null from done where o.delivery_id = done.id`.execute(store.db);
 }
 
 /**
@@ -193,9 +218,9 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
  * a row): a connection with a backlog, or a slow or failing one, cannot take every slot.
  *
  * The candidates (`ranked`) are each active connection's first due deliveries, as many as its
- * lane has room for, read from the index of due deliveries by connection (one short range per
- * connection; numbering every waiting delivery to find them cost a claim 68 of its 81 ms with
- * 19,000 waiting). They are read from the statement's snapshot. A row another claimer leased
+ * lane has room for, read from the index of due deliveries by connection (`webhook_open`; those
+ * whose lease runs are passed over; one short range per connection: numbering every waiting
+ * delivery to find them cost a claim 68 of its 81 ms with 19,000 waiting). They are read from the statement's snapshot. A row another claimer leased
  * and committed after that snapshot was taken is not locked any more when `due` reaches it, so
  * SKIP LOCKED does not skip it: Postgres locks its newest version and re-tests only the conditions
  * of the locking query on it (read committed). So status, due time and lease are tested again in
@@ -217,13 +242,7 @@ export async function claimDue(
   },
 ): Promise<Claimed[]> {
   const now = new Date(opts.now);
-  await store.db
-    .updateTable('webhook_deliveries')
-    .set({ status: 'given_up', given_up_at: now, next_at: null })
-    .where('status', '=', 'retrying')
-    .where('give_up_at', '<=', now)
-    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', sql<Date>`clock_timestamp()`)]))
-    .execute();
+  await giveUpExpired(store, now);
   if (opts.limit <= 0) return [];
   const token = randomUUID();
   const claimed = await sql<{
@@ -243,10 +262,10 @@ export async function claimDue(
       where c.kind = 'webhook' and c.state = 'active'),
     ranked as (
       select x.id from lanes cross join lateral (
-        select d.id, d.next_at from webhook_deliveries d
-        where d.connector_id = lanes.id and d.status in ('pending', 'retrying') and d.next_at <= ${now}
+        select d.id, o.next_at from webhook_open o join webhook_deliveries d on d.id = o.delivery_id
+        where o.connector_id = lanes.id and o.status in ('pending', 'retrying') and o.next_at <= ${now}
           and (d.lease_until is null or d.lease_until < clock_timestamp())
-        order by d.next_at
+        order by o.next_at
         limit greatest(lanes.cap, 0)) x),
     due as (
       select d.id from webhook_deliveries d
@@ -318,7 +337,7 @@ export function nextState(item: Claimed, at: number, result: OutboundResult, ran
 
 /**
  * Writes the outcomes of attempts in one statement (its own transaction, one round trip): each
- * delivery's new state (only under the token it was claimed with), the attempt row of each
+ * delivery's new state (only under the token it was claimed with) and its open row, the attempt row of each
  * outcome written, and each connection's run of failures (50 in a row: Needs attention). Returns
  * the connections that are now in Needs attention.
  *
@@ -382,7 +401,15 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
         given_up_at = v.given_up_at, last_status = v.last_status, last_outcome = v.last_outcome,
         lease_owner = null, lease_token = null, lease_until = null
       from v where d.id = v.id and d.lease_token = v.token
-      returning v.*),
+      returning v.*, d.created_at),
+    -- The open row follows: gone once delivered (the common case: a delete, no index entry
+    -- written), else moved to the new state.
+    closed as (
+      delete from webhook_open o using kept k where o.delivery_id = k.id and k.ok),
+    moved as (
+      insert into webhook_open (delivery_id, connector_id, status, next_at, give_up_at, created_at)
+      select id, connector_id, status, next_at, give_up_at, created_at from kept where not ok
+      on conflict (delivery_id) do update set status = excluded.status, next_at = excluded.next_at, give_up_at = excluded.give_up_at),
     logged as (
       insert into webhook_attempts (delivery_id, n, at, duration_ms, http_status, outcome, body_start, message)
       select id, attempts, at, duration_ms, last_status, last_outcome, body_start, message from kept
@@ -394,8 +421,13 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
         count(*) filter (where not ok)::int as fails
       from (select connector_id, ok, ord, max(ord) filter (where ok) over (partition by connector_id) as last_ok from kept) k
       group by connector_id),
+    -- Only the connections whose row changes are locked and written: not one that answered every
+    -- attempt of the batch while its stored run was already 0 and it was active (the common case).
+    -- A row changed meanwhile by another statement is tested again as it is once its lock is had.
     locked as materialized (
-      select c.id from connectors c where c.id in (select connector_id from runs) order by c.id for no key update)
+      select c.id from connectors c join runs r on r.connector_id = c.id
+      where not (r.reset and r.trail = 0 and c.consecutive_failures = 0 and c.state = 'active')
+      order by c.id for no key update of c)
     update connectors c set
       consecutive_failures = case when r.reset then r.trail else c.consecutive_failures + r.fails end,
       state = case when c.state = 'active' and (case when r.reset then r.trail else c.consecutive_failures + r.fails end) >= ${NEEDS_ATTENTION_AFTER}
@@ -420,14 +452,21 @@ export async function releaseLeases(store: Store, items: Array<{ id: string; tok
     where d.id = v.id and d.lease_token = v.token`.execute(store.db);
 }
 
-/** Removes finished deliveries (and their attempts) older than `days`, 5,000 at a time until none is left. */
+/**
+ * Removes finished deliveries (and, by trigger, their attempts and open rows) made more than
+ * `days` ago, 5,000 at a time until none is left. They are found by id: an id begins with the
+ * millisecond it was made (`shared/ids.ts`), so the ones made before the cut are a range of the
+ * primary key (no index on status or creation time is kept: an outcome would write to it).
+ */
 export async function pruneDeliveries(store: Store, now: number, days: number): Promise<number> {
   const before = new Date(now - days * 86_400_000);
+  // Ids take the wall clock, `created_at` the schedule's clock (the same in production; a test may move the latter).
+  const cut = `dlv_${Math.max(before.getTime(), Date.now() - days * 86_400_000).toString(36).padStart(9, '0')}`;
   let total = 0;
   for (;;) {
     const r = await sql`
       delete from webhook_deliveries where id in (
-        select id from webhook_deliveries where status in ('delivered', 'given_up') and created_at < ${before} limit 5000)`.execute(store.db);
+        select id from webhook_deliveries where id < ${cut} and status in ('delivered', 'given_up') and created_at < ${before} limit 5000)`.execute(store.db);
     const n = Number(r.numAffectedRows ?? 0);
     total += n;
     if (n < 5000) return total;

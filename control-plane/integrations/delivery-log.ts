@@ -74,15 +74,19 @@ export async function listDeliveries(store: Store, tenantId: string, connectorId
 export async function retryDelivery(store: Store, clock: Clock, tenantId: string, connectorId: string, deliveryId: string) {
   await ownConnector(store, tenantId, connectorId);
   const now = clock.now();
-  const updated = await store.db
-    .updateTable('webhook_deliveries')
-    .set({ status: 'pending', next_at: new Date(now), give_up_at: new Date(now + GIVE_UP_AFTER_MS), given_up_at: null, backoff_step: 0 })
-    .where('id', '=', deliveryId)
-    .where('connector_id', '=', connectorId)
-    .where('status', 'in', ['given_up', 'retrying'])
-    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', sql<Date>`now()`)]))
-    .returning(['id', 'status', 'next_at', 'give_up_at'])
-    .executeTakeFirst();
+  // The delivery and its open row (the due index) in one statement.
+  const { rows } = await sql<{ id: string; status: DeliveryStatus; next_at: Date | null; give_up_at: Date | null }>`
+    with again as (
+      update webhook_deliveries d set status = 'pending', next_at = ${new Date(now)}, give_up_at = ${new Date(now + GIVE_UP_AFTER_MS)}, given_up_at = null, backoff_step = 0
+      where d.id = ${deliveryId} and d.connector_id = ${connectorId} and d.status in ('given_up', 'retrying')
+        and (d.lease_until is null or d.lease_until < now())
+      returning d.id, d.connector_id, d.status, d.next_at, d.give_up_at, d.created_at),
+    opened as (
+      insert into webhook_open (delivery_id, connector_id, status, next_at, give_up_at, created_at)
+      select id, connector_id, status, next_at, give_up_at, created_at from again
+      on conflict (delivery_id) do update set status = excluded.status, next_at = excluded.next_at, give_up_at = excluded.give_up_at)
+    select id, status, next_at, give_up_at from again`.execute(store.db);
+  const updated = rows[0];
   if (updated) return { id: updated.id, status: updated.status, next_attempt_at: iso(updated.next_at), give_up_at: iso(updated.give_up_at) };
   const d = await store.db.selectFrom('webhook_deliveries').select(['status']).where('id', '=', deliveryId).where('connector_id', '=', connectorId).executeTakeFirst();
   if (!d) throw new ApiError('not_found', `no delivery ${deliveryId} on connection ${connectorId}`);
@@ -93,8 +97,7 @@ export async function retryDelivery(store: Store, clock: Clock, tenantId: string
 /** `GET /ops/queues`: webhook deliveries by state, the outbox backlog, and each consumer's lag. */
 export async function queueFigures(store: Store) {
   const counts = await sql<{ status: string; n: string; oldest: Date | null }>`
-    select status, count(*)::text as n, min(created_at) as oldest from webhook_deliveries
-    where status in ('pending', 'retrying', 'given_up') group by status`.execute(store.db);
+    select status, count(*)::text as n, min(created_at) as oldest from webhook_open group by status`.execute(store.db);
   const by = new Map(counts.rows.map((r) => [r.status, r]));
   const consumers = await sql<{ consumer: string; n: string; oldest: Date | null }>`
     select p.consumer, count(*)::text as n, min(o.at) as oldest

@@ -9,6 +9,7 @@
  * - An event loop stalled between the claim and the moment the request is written (a name
  *   lookup that busy-waits past the start deadline): the request must not leave under that claim.
  */
+import { openWrittenDeliveries } from '../support/fixtures.ts';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
@@ -75,6 +76,7 @@ async function due(connectorId: string, n: number): Promise<string[]> {
   await sql`insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at)
     select x, ${connectorId}, 'ten_claims', 'evt_' || x, 'vd.test.claim', '{"id":"' || x || '"}', 'pending', now(), now(), now() - interval '1 second'
     from unnest(${ids}::text[]) as x`.execute(store.db);
+  await openWrittenDeliveries(store.db);
   return ids;
 }
 
@@ -197,6 +199,7 @@ t('a claim takes each active connection\'s oldest due deliveries up to its lane\
     await sql`insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at)
       select x, ${connectorId}, 'ten_claims', 'evt_' || x, 'vd.test.claim', '{}', 'pending', now(), now(), now() - make_interval(secs => ${firstAgoS} - i)
       from unnest(${ids}::text[]) with ordinality as u(x, i)`.execute(store.db);
+    await openWrittenDeliveries(store.db);
     return ids;
   };
   await connection('con_fair_a', 'http://127.0.0.1:9/a');

@@ -6,6 +6,7 @@
  * attention; and two writers finishing attempts of the same connections in opposite orders at
  * once both finish (the connections are locked in id order).
  */
+import { openWrittenDeliveries } from '../support/fixtures.ts';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
@@ -48,6 +49,7 @@ async function claimed(connectorId: string, n: number): Promise<Claimed[]> {
   await sql`insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at)
     select x, ${connectorId}, 'ten_out', 'evt_' || x, 'vd.test.outcome', '{}', 'pending', now(), now(), now() - interval '1 second'
     from unnest(${ids}::text[]) as x`.execute(store.db);
+  await openWrittenDeliveries(store.db);
   const got = await claimDue(store, { now: Date.now(), limit: 1000, instance: 'instance-a', leaseMs: 30_000, perConnection: 1000, lanes: [] });
   return got.filter((c) => c.connector_id === connectorId).sort((a, b) => a.id.localeCompare(b.id));
 }

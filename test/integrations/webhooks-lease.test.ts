@@ -14,6 +14,7 @@
  *   attempt waits its retry wait from the cut, not from the attempt's start (so a 10 s attempt
  *   is not followed at once by a second one while the first is still being answered).
  */
+import { openWrittenDeliveries } from '../support/fixtures.ts';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
@@ -67,6 +68,7 @@ async function dueMessage(connectorId: string): Promise<string> {
   const id = `dlv_${connectorId}`;
   await sql`insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at)
     values (${id}, ${connectorId}, ${`ten_${connectorId}`}, ${`evt_${connectorId}`}, 'vd.test.lease', ${JSON.stringify({ id })}, 'pending', now(), now(), now() - interval '1 second')`.execute(store.db);
+  await openWrittenDeliveries(store.db);
   return id;
 }
 

@@ -4,6 +4,8 @@ import { createOperator } from '../../control-plane/auth/accounts.ts';
 import { addCompanyUser, createCompany } from '../../control-plane/companies/create-company.ts';
 import { call, signIn, type Session } from './http.ts';
 import type { EventName } from '../../shared/events.ts';
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../../control-plane/db/schema/index.ts';
 
 let n = 0;
 
@@ -63,4 +65,14 @@ export async function untilListChecked(cp: RunningControlPlane, listId: string, 
     ms,
     50,
   );
+}
+
+/**
+ * Gives every not-delivered webhook delivery a test wrote straight into `webhook_deliveries` its
+ * open row (the due index, migration 0026), as the product writes both in one statement.
+ */
+export async function openWrittenDeliveries(db: Kysely<DB>): Promise<void> {
+  await sql`insert into webhook_open (delivery_id, connector_id, status, next_at, give_up_at, created_at)
+    select d.id, d.connector_id, d.status, d.next_at, d.give_up_at, d.created_at from webhook_deliveries d
+    where d.status <> 'delivered' and not exists (select 1 from webhook_open o where o.delivery_id = d.id)`.execute(db);
 }

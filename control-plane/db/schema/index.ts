@@ -38,6 +38,7 @@ import type { SessionsTable } from './sessions.ts';
 import type { UsageEventsTable } from './usage-events.ts';
 import type { UsageMonthsTable } from './usage-months.ts';
 import type { WebhookAttemptsTable } from './webhook-attempts.ts';
+import type { WebhookOpenTable } from './webhook-open.ts';
 import type { WebhookDeliveriesTable } from './webhook-deliveries.ts';
 
 export type { CompanyStatus, PlanName } from './companies.ts';
@@ -82,6 +83,7 @@ export interface DB {
   connectors: ConnectorsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  webhook_open: WebhookOpenTable;
   imports: ImportsTable;
   price_book: PriceBookTable;
   billing_months: BillingMonthsTable;
