@@ -52,6 +52,13 @@ export type WebhookWorkerOptions = {
   answerLimitMs?: number;
 };
 
+/**
+ * The longest an outcome waits to be written while other sends are still under way: a flow that
+ * never pauses is written in batches (each statement costs this machine about as much as a few
+ * dozen rows), and an outcome holds its send's slot until it is written.
+ */
+const FLUSH_WITHIN_MS = 10;
+
 /** The room (deliveries) the outbox consumer waits for once it had none: a batch of events' worth. */
 const CONSUMER_MIN_ROOM = 200;
 
@@ -90,6 +97,9 @@ export class WebhookWorker {
   #outcomes: Outcome[] = [];
   #flushing: Promise<void> | null = null;
   #flushTimer: NodeJS.Timeout | null = null;
+  #flushImmediate: NodeJS.Immediate | null = null;
+  /** Outcomes in the write under way (their sends still count in `#inFlight` until it is done). */
+  #writing = 0;
   #polling = false;
   #pollAgain = false;
   #timer: NodeJS.Timeout | null = null;
@@ -238,6 +248,7 @@ export class WebhookWorker {
       await new Promise((r) => setTimeout(r, 10));
     }
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
+    if (this.#flushImmediate) clearImmediate(this.#flushImmediate);
     if (this.#soon) clearTimeout(this.#soon);
   }
 
@@ -364,8 +375,10 @@ export class WebhookWorker {
     // The client has closed the attempt's connection by now (answered, or cut and destroyed): the
     // retry wait runs from here, so a receiver still on a cut attempt gets the wait to finish it.
     this.#outcomes.push({ item, at, endedAt: this.#clock.now(), result });
-    if (this.#outcomes.length >= 200) this.#flush();
-    else this.#flushTimer ??= setTimeout(() => this.#flush(), 2);
+    // Written once no other send is under way (the answers of a burst come within a few ms of
+    // each other: one statement for the burst), at 200, or 10 ms after the first waiting one.
+    if (this.#outcomes.length >= 200 || this.#inFlight === this.#outcomes.length + this.#writing) this.#flushSoon();
+    else this.#flushTimer ??= setTimeout(() => this.#flush(), FLUSH_WITHIN_MS);
   }
 
   /**
@@ -388,6 +401,15 @@ export class WebhookWorker {
     this.#pump();
   }
 
+  /** A flush after the answers read in this turn of the event loop (they come in together). */
+  #flushSoon(): void {
+    if (this.#flushImmediate) return;
+    this.#flushImmediate = setImmediate(() => {
+      this.#flushImmediate = null;
+      this.#flush();
+    });
+  }
+
   #flush(): void {
     if (this.#flushTimer) {
       clearTimeout(this.#flushTimer);
@@ -395,6 +417,7 @@ export class WebhookWorker {
     }
     if (this.#flushing || this.#outcomes.length === 0) return;
     const batch = this.#outcomes.splice(0, 500);
+    this.#writing = batch.length;
     this.#flushing = this.#write(batch).finally(() => {
       this.#flushing = null;
       if (this.#outcomes.length) this.#flush();
@@ -425,6 +448,7 @@ export class WebhookWorker {
     const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
     for (const o of batch) {
       this.#inFlight--;
+      this.#writing--;
       this.#held--;
       if (delivered(o.result)) {
         this.#streak.delete(o.item.connector_id);
