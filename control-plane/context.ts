@@ -125,15 +125,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // As many sockets per origin as sends may be under way: no attempt waits for a socket on its 10 s.
   const outbound = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: overrides.webhooks?.answerLimitMs, connectionsPerOrigin: maxInFlight });
   const webhooks = new WebhookWorker({ store, client: outbound, log, instanceId }, { ...overrides.webhooks, maxInFlight, clock });
-  const checks = new ListChecks({ store, log, instanceId }, overrides.checks);
+  const checks = new ListChecks({ store, log, instanceId, coordinator }, overrides.checks);
   const consumers = new Map<string, ConsumerHandler>([
     ['audit', auditConsumer],
     ['webhooks', webhooks.consumer()],
   ]);
-  // The meter drains its own queue (its own batch size; it can be paused).
-  const meter = new UsageMeter({ store, coordinator, log });
+  // The meter drains its own queue (its own batch size; it can be paused), woken by the outbox
+  // worker's look-up when events are queued for it.
+  const meter = new UsageMeter({ store, log });
   for (const name of OUTBOX_CONSUMERS) if (!consumers.has(name) && name !== METER_CONSUMER) throw new Error(`outbox consumer ${name} has no handler`);
-  const outbox = new OutboxWorker(store, coordinator, log, consumers);
+  const outbox = new OutboxWorker(store, coordinator, log, consumers, { elsewhere: new Map([[METER_CONSUMER, () => meter.wake()]]) });
   const recordingStore = overrides.recordings ? { store: overrides.recordings, close: async () => {} } : recordingStoreFromConfig(config);
   listenToRecordingReports(agentHub, store, log);
   const recordingImports = new RecordingImports(
@@ -143,7 +144,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // The AI upstream is an address a platform_owner gave, like the platform's own bucket: private
   // addresses are allowed for it (a model server in the same network), still no redirects.
   const aiClient = new OutboundClient({ allowPrivate: true, lookup, connectionsPerOrigin: 16 });
-  const qa = new QaWorker({ store, log, instanceId, client: aiClient, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
+  const qa = new QaWorker({ store, log, instanceId, coordinator, client: aiClient, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
   const instances = new Instances({ store, log, instanceId });
   const aiSamples = new AiSampleBuffer({ store, log, instanceId });
   const aiProbeClient = new OutboundClient({ allowPrivate: true, lookup, timeoutMs: PROBE_LIMIT_MS, connectionsPerOrigin: 4 });

@@ -6,6 +6,10 @@
 export const CHANNELS = {
   /** An outbox row was written: consumers poll now. Message: '1'. */
   outboxWritten: 'cp.outbox.written',
+  /** A list check was queued (`control-plane/core/checks.ts`): list check workers look now. Message: the sender's instance id. */
+  listChecksQueued: 'cp.checks.queued',
+  /** A QA review was queued (`control-plane/qa/worker.ts`): QA workers look now. Message: the sender's instance id. */
+  qaReviewsQueued: 'cp.qa.queued',
   /** The kill switch changed. Message: the whole switch state. */
   switchChanged: 'cp.dialing.switch_changed',
   /** A company's campaigns are being paused (a suspension): every dialer holds it at once. Message: the company id. */

@@ -20,7 +20,10 @@ import type { Logger } from '../../shared/logger.ts';
 import { checkNumber } from '../../shared/phone.ts';
 import type { ListCheckStatus } from '../db/schema/index.ts';
 import type { Store, Tx } from '../db/store.ts';
-import { WakeLoop } from '../runtime/wake-loop.ts';
+import type { Coordinator } from '../coordination/coordinator.ts';
+import { CHANNELS } from '../coordination/channels.ts';
+import { announceQueued, WakeLoop } from '../runtime/wake-loop.ts';
+import { queuedIn } from '../runtime/work-notices.ts';
 import { emit } from '../runtime/outbox.ts';
 import { meterUsage, listVerify } from '../usage/meter.ts';
 import { findList } from './lists.ts';
@@ -39,8 +42,8 @@ export type CheckView = {
 
 /**
  * Queues a check of the list's unchecked people in the caller's transaction (the one that added
- * them), or joins the list's check that is queued and not started yet; answers its id. Call
- * `ListChecks.wake()` once the transaction has committed.
+ * them), or joins the list's check that is queued and not started yet; answers its id. Once the
+ * transaction has committed, the check is announced to every instance's `ListChecks`.
  */
 export async function queueListCheck(tx: Tx, tenantId: string, listId: string): Promise<string> {
   const waiting = await tx
@@ -59,11 +62,19 @@ export async function queueListCheck(tx: Tx, tenantId: string, listId: string): 
   if (waiting) return waiting.id;
   const id = newId('chk');
   await tx.insertInto('list_checks').values({ id, tenant_id: tenantId, list_id: listId, scope: 'unchecked' }).execute();
+  queuedIn(tx, 'list_checks');
   return id;
 }
 
 /** Times a check is taken before it is given up as 'failed'. */
 export const MAX_CHECK_ATTEMPTS = 5;
+
+/**
+ * How often an idle instance looks for checks, when checks are announced (a coordinator): only
+ * for a lost notice or a dead instance's check whose lease ran out, so such a check starts at
+ * most 10 s late (after its 30 s lease). Without a coordinator: every second.
+ */
+export const CHECKS_FALLBACK_POLL_MS = 10_000;
 
 export type ListChecksOptions = {
   /** How often an idle instance looks for checks queued elsewhere or left by a dead instance. */
@@ -82,21 +93,28 @@ export class ListChecks {
   readonly #leaseMs: number;
   readonly #chunk: number;
   readonly #loop: WakeLoop;
+  readonly #coordinator: Coordinator | undefined;
+  #notices: { stop(): Promise<void> } | null = null;
 
-  constructor(deps: { store: Store; log: Logger; instanceId: string }, opts: ListChecksOptions = {}) {
+  /** With `coordinator`, checks queued on any instance wake this one (`announceQueued`). */
+  constructor(deps: { store: Store; log: Logger; instanceId: string; coordinator?: Coordinator }, opts: ListChecksOptions = {}) {
     this.#store = deps.store;
     this.#log = deps.log;
     this.#instanceId = deps.instanceId;
-    this.#loop = new WakeLoop(() => this.#drain(), opts.pollMs ?? 1000);
+    this.#coordinator = deps.coordinator;
+    this.#loop = new WakeLoop(() => this.#drain(), opts.pollMs ?? (deps.coordinator ? CHECKS_FALLBACK_POLL_MS : 1000));
     this.#leaseMs = opts.leaseMs ?? 30_000;
     this.#chunk = opts.chunk ?? 2000;
   }
 
   start(): void {
+    if (this.#coordinator) this.#notices = announceQueued({ store: this.#store, coordinator: this.#coordinator, instanceId: this.#instanceId }, 'list_checks', CHANNELS.listChecksQueued, this.#loop);
     this.#loop.start();
   }
 
   async stop(): Promise<void> {
+    await this.#notices?.stop();
+    this.#notices = null;
     await this.#loop.stop();
   }
 
@@ -128,33 +146,39 @@ export class ListChecks {
 
   /**
    * Leases the oldest open check whose list has no older open check (a list's checks run one
-   * after another), if nobody holds it.
+   * after another), if nobody holds it. One statement (a round trip is most of an idle look's
+   * cost): a check taken MAX_CHECK_ATTEMPTS times without ending (it failed each time, or its
+   * runners died) is given up as 'failed' in it, and so no longer holds up the checks of its list
+   * behind it (the pick, which sees the table as it was before the statement, leaves it out).
    */
   async #take(): Promise<string | null> {
-    // A check taken MAX_CHECK_ATTEMPTS times without ending (it failed each time, or its runners
-    // died) is given up as 'failed', so it no longer holds up the checks of its list behind it.
-    await sql`
-      update list_checks set status = 'failed', finished_at = now(), lease_owner = null, lease_until = null,
-        error = coalesce(error, ${`given up after ${MAX_CHECK_ATTEMPTS} attempts`})
-      where status in ('queued', 'running') and attempts >= ${MAX_CHECK_ATTEMPTS} and (lease_until is null or lease_until < now())`.execute(this.#store.db);
     const r = await sql<{ id: string }>`
-      update list_checks c set status = 'running', lease_owner = ${this.#instanceId}, attempts = c.attempts + 1,
-        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(c.started_at, now()),
-        -- What it covers is fixed when it first starts: the people there now (every batch that
-        -- joined it has committed: it held the check's row). Later batches have their own check.
-        upto = case when c.started_at is null
-          then (select max(p.id) from people p where p.list_id = c.list_id and (c.scope = 'all' or p."check" = 'unchecked'))
-          else c.upto end
-      from (
-        select o.id from list_checks o
-        where o.status in ('queued', 'running') and (o.lease_until is null or o.lease_until < now()) and o.attempts < ${MAX_CHECK_ATTEMPTS}
-          and not exists (select 1 from list_checks e where e.list_id = o.list_id and e.status in ('queued', 'running') and (e.created_at, e.id) < (o.created_at, o.id))
-        order by o.created_at, o.id
-        limit 1
-        for update skip locked
-      ) pick
-      where c.id = pick.id
-      returning c.id`.execute(this.#store.db);
+      with given as (
+        update list_checks c set status = 'failed', finished_at = now(), lease_owner = null, lease_until = null,
+          error = coalesce(error, ${`given up after ${MAX_CHECK_ATTEMPTS} attempts`})
+        where c.status in ('queued', 'running') and c.attempts >= ${MAX_CHECK_ATTEMPTS} and (c.lease_until is null or c.lease_until < now())
+        returning c.id
+      ), taken as (
+        update list_checks c set status = 'running', lease_owner = ${this.#instanceId}, attempts = c.attempts + 1,
+          lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval, started_at = coalesce(c.started_at, now()),
+          -- What it covers is fixed when it first starts: the people there now (every batch that
+          -- joined it has committed: it held the check's row). Later batches have their own check.
+          upto = case when c.started_at is null
+            then (select max(p.id) from people p where p.list_id = c.list_id and (c.scope = 'all' or p."check" = 'unchecked'))
+            else c.upto end
+        from (
+          select o.id from list_checks o
+          where o.status in ('queued', 'running') and (o.lease_until is null or o.lease_until < now()) and o.attempts < ${MAX_CHECK_ATTEMPTS}
+            and not exists (select 1 from list_checks e where e.list_id = o.list_id and e.status in ('queued', 'running') and (e.created_at, e.id) < (o.created_at, o.id)
+              and not (e.attempts >= ${MAX_CHECK_ATTEMPTS} and (e.lease_until is null or e.lease_until < now())))
+          order by o.created_at, o.id
+          limit 1
+          for update skip locked
+        ) pick
+        where c.id = pick.id
+        returning c.id
+      )
+      select id from taken`.execute(this.#store.db);
     return r.rows[0]?.id ?? null;
   }
 
@@ -256,6 +280,7 @@ export class ListChecks {
       if (waiting) return waiting.id;
       const id = newId('chk');
       await tx.insertInto('list_checks').values({ id, tenant_id: tenantId, list_id: listId, scope: 'all' }).execute();
+      queuedIn(tx, 'list_checks');
       return id;
     });
     this.wake();

@@ -36,7 +36,10 @@ export class Store {
    */
   async transaction<T>(fn: (tx: Tx, afterCommit: (cb: () => unknown) => void) => Promise<T>): Promise<T> {
     const after: Array<() => unknown> = [];
-    const result = await this.db.transaction().execute((tx) => fn(tx, (cb) => after.push(cb)));
+    const result = await this.db.transaction().execute((tx) => {
+      open.set(tx, { store: this, after });
+      return fn(tx, (cb) => after.push(cb));
+    });
     for (const cb of after) await cb();
     return result;
   }
@@ -56,7 +59,10 @@ export class Store {
     const after: Array<() => unknown> = [];
     let result: T;
     try {
-      result = await db.transaction().execute((tx) => fn(tx, (cb) => after.push(cb), client));
+      result = await db.transaction().execute((tx) => {
+        open.set(tx, { store: this, after });
+        return fn(tx, (cb) => after.push(cb), client);
+      });
     } catch (err) {
       client.release(err as Error);
       throw err;
@@ -94,6 +100,21 @@ export class Store {
   async close(): Promise<void> {
     await this.#close();
   }
+}
+
+/** The transactions `Store.transaction` runs: their store and after-commit callbacks. */
+const open = new WeakMap<Tx, { store: Store; after: Array<() => unknown> }>();
+
+/**
+ * Runs `cb` (given the store) once `tx` has committed, as the `afterCommit` of its
+ * `Store.transaction` does, for code handed only the transaction: queued work is announced this
+ * way (`control-plane/runtime/work-notices.ts`). False, and nothing runs, for another transaction.
+ */
+export function afterCommitOf(tx: Tx, cb: (store: Store) => unknown): boolean {
+  const t = open.get(tx);
+  if (!t) return false;
+  t.after.push(() => cb(t.store));
+  return true;
 }
 
 /** Opens a store on real Postgres. */

@@ -35,6 +35,12 @@ export const AGENT_PING_LIMIT_MS = 1_000;
 const TOKEN_KEY = 'ops_peer_token';
 /** Longest `stop()` waits for the store to take this instance's row away. */
 const STOP_WAIT_MS = 2_000;
+/**
+ * Old rows and AI samples are removed every this many beats (a minute) while there are none to
+ * remove, and at each beat while there are: a sample is removed at most a minute after its 15
+ * minutes (they are read by time, so a late one is never counted).
+ */
+const HOUSEKEEPING_EVERY = 30;
 
 export type InstanceRow = { instance_id: string; url: string; version: string; started_at: Date };
 export type NodeRegistryRow = { node_id: string; state: string; version: string | null; instance: string | null; last_heartbeat_at: Date | null; connected_at: Date | null };
@@ -69,6 +75,8 @@ export class Instances {
   #beating: Promise<void> | null = null;
   #peers: InstanceRow[] = [];
   #nodes: NodeRegistryRow[] = [];
+  #beats = 0;
+  #pruning = true;
   #stopped = false;
 
   constructor(deps: { store: Store; log: Logger; instanceId: string }) {
@@ -131,39 +139,45 @@ export class Instances {
 
   /** Reads the live instances and the node registry now (the beat does it every 2 s). */
   async refresh(): Promise<void> {
-    const [peers, nodes] = await Promise.all([
-      this.#store.db
-        .selectFrom('cp_instances')
-        .select(['instance_id', 'url', 'version', 'started_at'])
-        .where('seen_at', '>', sql<Date>`now() - make_interval(secs => ${INSTANCE_GONE_AFTER_MS / 1000})`)
-        .orderBy('started_at')
-        .orderBy('instance_id')
-        .execute(),
-      // Every node but those offline for over an hour (a node replaced long ago is not a service).
-      this.#store.db
-        .selectFrom('media_nodes')
-        .select(['node_id', 'state', 'version', 'instance', 'last_heartbeat_at', 'connected_at'])
-        .where((eb) => eb.or([eb('state', '!=', 'offline'), eb('last_heartbeat_at', '>', sql<Date>`now() - interval '1 hour'`)]))
-        .orderBy('node_id')
-        .execute(),
-    ]);
-    this.#peers = peers;
-    this.#nodes = nodes;
+    await this.#read(false);
+  }
+
+  /**
+   * The live instances and the node registry in one statement (one round trip, as the idle
+   * instance's beat), renewing this instance's row first with `renew`. The row renewed is not
+   * among the instances read (one snapshot): `peers()` adds this instance itself.
+   */
+  async #read(renew: boolean): Promise<void> {
+    type Json<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+    const r = await sql<{ peers: Json<InstanceRow>[]; nodes: Json<NodeRegistryRow>[] }>`
+      ${renew ? sql`with renewed as (
+        insert into cp_instances (instance_id, url, version, started_at) values (${this.instanceId}, ${this.#url}, ${this.version}, ${this.startedAt})
+        on conflict (instance_id) do update set url = excluded.url, version = excluded.version, seen_at = now()
+      )` : sql``}
+      select
+        (select coalesce(json_agg(json_build_object('instance_id', i.instance_id, 'url', i.url, 'version', i.version, 'started_at', i.started_at)
+          order by i.started_at, i.instance_id), '[]')
+        from cp_instances i where i.seen_at > now() - make_interval(secs => ${INSTANCE_GONE_AFTER_MS / 1000})) as peers,
+        -- Every node but those offline for over an hour (a node replaced long ago is not a service).
+        (select coalesce(json_agg(json_build_object('node_id', n.node_id, 'state', n.state, 'version', n.version, 'instance', n.instance,
+            'last_heartbeat_at', n.last_heartbeat_at, 'connected_at', n.connected_at) order by n.node_id), '[]')
+        from media_nodes n where n.state <> 'offline' or n.last_heartbeat_at > now() - interval '1 hour') as nodes`.execute(this.#store.db);
+    const { peers, nodes } = r.rows[0];
+    const date = (t: string | null) => (t === null ? null : new Date(t));
+    this.#peers = peers.map((p) => ({ ...p, started_at: new Date(p.started_at) }));
+    this.#nodes = nodes.map((n) => ({ ...n, last_heartbeat_at: date(n.last_heartbeat_at), connected_at: date(n.connected_at) }));
   }
 
   async #beat(): Promise<void> {
     if (this.#stopped || !this.#url) return;
     try {
-      await this.#store.db
-        .insertInto('cp_instances')
-        .values({ instance_id: this.instanceId, url: this.#url, version: this.version, started_at: this.startedAt })
-        .onConflict((oc) => oc.column('instance_id').doUpdateSet({ url: this.#url!, version: this.version, seen_at: sql`now()` }))
-        .execute();
-      await this.refresh();
+      await this.#read(true);
       // Old rows and samples go (samples are read over 15 minutes): by time, in batches, at most a
-      // second of each beat.
-      await sql`delete from cp_instances where seen_at < now() - interval '1 day'`.execute(this.#store.db);
-      await pruneAiSamples(this.#store);
+      // second of a beat; every beat while there are some, else once a minute.
+      if (this.#pruning || ++this.#beats % HOUSEKEEPING_EVERY === 0) {
+        await sql`delete from cp_instances where seen_at < now() - interval '1 day'`.execute(this.#store.db);
+        this.#pruning = (await pruneAiSamples(this.#store)) > 0;
+      }
     } catch (err) {
       this.#log.warn({ err }, 'instance beat failed');
     }

@@ -10,6 +10,7 @@ import { newId } from '../../shared/ids.ts';
 import type { ReviewScorer, ReviewStatus } from '../db/schema/index.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { checkCursor, pageOf } from '../db/page.ts';
+import { queuedIn } from '../runtime/work-notices.ts';
 import { currentScorecard, type Answer } from './scorecard.ts';
 
 /** Reviews a page. */
@@ -20,6 +21,7 @@ export const REVIEWS_PAGE = 50;
  * Queues a review of the recording in the caller's transaction, against the company's current
  * scorecard; answers its id. A recording's first review (no `supersedes`) is queued once: asking
  * again answers the one there. With `supersedes`, null when that review has been superseded already.
+ * A review queued is announced to every instance's QA worker once the transaction has committed.
  */
 export async function queueReview(
   tx: Tx,
@@ -31,10 +33,14 @@ export async function queueReview(
   const cols = sql`(id, tenant_id, call_id, campaign_id, recording_id, scorecard_version, supersedes)`;
   if (r.supersedes) {
     const made = await sql<{ id: string }>`insert into qa_reviews ${cols} values ${values} on conflict (supersedes) where supersedes is not null do nothing returning id`.execute(tx);
+    if (made.rows[0]) queuedIn(tx, 'qa_reviews');
     return made.rows[0]?.id ?? null;
   }
   const made = await sql<{ id: string }>`insert into qa_reviews ${cols} values ${values} on conflict (recording_id) where supersedes is null do nothing returning id`.execute(tx);
-  if (made.rows[0]) return made.rows[0].id;
+  if (made.rows[0]) {
+    queuedIn(tx, 'qa_reviews');
+    return made.rows[0].id;
+  }
   const first = await tx.selectFrom('qa_reviews').select('id').where('recording_id', '=', r.recordingId).where('supersedes', 'is', null).executeTakeFirstOrThrow();
   return first.id;
 }

@@ -12,13 +12,23 @@
 import { sql } from 'kysely';
 import type { Logger } from '../../shared/logger.ts';
 import type { Store } from '../db/store.ts';
-import { WakeLoop } from '../runtime/wake-loop.ts';
+import type { Coordinator } from '../coordination/coordinator.ts';
+import { CHANNELS } from '../coordination/channels.ts';
+import { announceQueued, WakeLoop } from '../runtime/wake-loop.ts';
 import { qaReviews } from '../metrics.ts';
 import { emit } from '../runtime/outbox.ts';
 import { meterUsage, qaReview } from '../usage/meter.ts';
 import { AiScoringError } from './ai-scorer.ts';
 import { scoreReview, type ScoringDeps } from './scoring.ts';
 import { scorecardVersion, tally } from './scorecard.ts';
+
+/**
+ * How often an idle instance looks for reviews, when reviews are announced (a coordinator): only
+ * for a lost notice or a dead runner's review whose lease ran out, so such a review is taken at
+ * most 10 s late (after its 5 minute lease). A failed attempt's retry wakes its own instance when
+ * its pause ends. Without a coordinator: every second.
+ */
+export const QA_FALLBACK_POLL_MS = 10_000;
 
 export type QaWorkerOptions = {
   /** How often an idle instance looks for queued reviews, or reviews left by a dead instance. */
@@ -44,15 +54,19 @@ export class QaWorker {
   readonly #concurrency: number;
   readonly #running = new Set<Promise<void>>();
   readonly #loop: WakeLoop;
+  readonly #coordinator: Coordinator | undefined;
+  #notices: { stop(): Promise<void> } | null = null;
   /** Ends the upstream calls under way when the instance stops. */
   #abort = new AbortController();
 
-  constructor(deps: ScoringDeps & { log: Logger }, opts: QaWorkerOptions = {}) {
+  /** With `coordinator`, reviews queued on any instance wake this one (`announceQueued`). */
+  constructor(deps: ScoringDeps & { log: Logger; coordinator?: Coordinator }, opts: QaWorkerOptions = {}) {
     this.#store = deps.store;
     this.#log = deps.log;
     this.#instanceId = deps.instanceId;
     this.#deps = deps;
-    this.#loop = new WakeLoop(() => this.#fill(), opts.pollMs ?? 1000);
+    this.#coordinator = deps.coordinator;
+    this.#loop = new WakeLoop(() => this.#fill(), opts.pollMs ?? (deps.coordinator ? QA_FALLBACK_POLL_MS : 1000));
     this.#leaseMs = opts.leaseMs ?? 300_000;
     this.#maxAttempts = opts.maxAttempts ?? 3;
     this.#retryDelayMs = opts.retryDelayMs ?? 30_000;
@@ -61,10 +75,13 @@ export class QaWorker {
 
   start(): void {
     this.#abort = new AbortController();
+    if (this.#coordinator) this.#notices = announceQueued({ store: this.#store, coordinator: this.#coordinator, instanceId: this.#instanceId }, 'qa_reviews', CHANNELS.qaReviewsQueued, this.#loop);
     this.#loop.start();
   }
 
   async stop(): Promise<void> {
+    await this.#notices?.stop();
+    this.#notices = null;
     const looking = this.#loop.stop();
     this.#abort.abort(new Error('the instance is stopping'));
     await looking;
@@ -100,33 +117,37 @@ export class QaWorker {
 
   /**
    * Ends reviews taken `maxAttempts` times whose lease has run out (their runners died) as failed,
-   * then leases up to `n` reviews that nobody holds, oldest first.
+   * and leases up to `n` reviews that nobody holds, oldest first: one statement (a round trip is
+   * most of an idle look's cost; the two touch different reviews, by their attempts).
    */
   async #take(n: number): Promise<string[]> {
-    const given = await sql<{ id: string }>`
-      update qa_reviews set status = 'failed', lease_owner = null, lease_until = null, not_before = null,
-        error = coalesce(error, ${`given up after ${this.#maxAttempts} attempts`})
-      where status in ('queued', 'scoring') and attempts >= ${this.#maxAttempts} and (lease_until is null or lease_until < now())
-      returning id`.execute(this.#store.db);
-    if (given.rows.length > 0) qaReviews.inc({ status: 'failed' }, given.rows.length);
     // The pick is a materialized CTE: as a subquery joined in FROM, the planner may run it once per
     // row scanned, each time skipping the rows it locked before, and lease more than `n` (as the
     // recording imports' worker found).
-    const r = await sql<{ id: string }>`
-      with pick as materialized (
+    const r = await sql<{ id: string; taken: boolean }>`
+      with given as (
+        update qa_reviews set status = 'failed', lease_owner = null, lease_until = null, not_before = null,
+          error = coalesce(error, ${`given up after ${this.#maxAttempts} attempts`})
+        where status in ('queued', 'scoring') and attempts >= ${this.#maxAttempts} and (lease_until is null or lease_until < now())
+        returning id
+      ), pick as materialized (
         select o.id from qa_reviews o
         where o.status in ('queued', 'scoring') and (o.lease_until is null or o.lease_until < now())
           and (o.not_before is null or o.not_before <= now()) and o.attempts < ${this.#maxAttempts}
         order by o.created_at, o.id
         limit ${n}
         for update skip locked
+      ), taken as (
+        update qa_reviews q set status = 'scoring', lease_owner = ${this.#instanceId}, attempts = q.attempts + 1,
+          lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
+        from pick
+        where q.id = pick.id
+        returning q.id
       )
-      update qa_reviews q set status = 'scoring', lease_owner = ${this.#instanceId}, attempts = q.attempts + 1,
-        lease_until = now() + ${`${this.#leaseMs} milliseconds`}::interval
-      from pick
-      where q.id = pick.id
-      returning q.id`.execute(this.#store.db);
-    return r.rows.map((x) => x.id);
+      select id, true as taken from taken union all select id, false from given`.execute(this.#store.db);
+    const given = r.rows.filter((x) => !x.taken).length;
+    if (given > 0) qaReviews.inc({ status: 'failed' }, given);
+    return r.rows.filter((x) => x.taken).map((x) => x.id);
   }
 
   /** Scores the leased review `id` and saves the outcome (or the failed attempt). Exposed for tests. */
@@ -202,6 +223,8 @@ export class QaWorker {
   /** A failed attempt: back in the queue after a pause, or failed for good at the attempt limit. */
   async #failAttempt(id: string, message: string, attempts: number): Promise<void> {
     const last = attempts >= this.#maxAttempts;
+    // The retry is this instance's to look for when its pause ends (the poll is only a fallback).
+    if (!last) this.#loop.wakeIn(this.#retryDelayMs * attempts + 50);
     const r = await sql<{ id: string }>`
       update qa_reviews set error = ${message}, lease_owner = null, lease_until = null,
         status = ${last ? 'failed' : 'queued'},

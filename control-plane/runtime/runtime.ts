@@ -21,6 +21,7 @@ import type { ActorDefinition, ActorEvent, ActorReply, BatchItem } from './defin
 import { ActorMail, AnswerMemo, type InboxMessage, type ReplyMessage } from './actor-mail.ts';
 import { claimRow, insertActor, writeSnapshot, writeSnapshots } from './actor-rows.ts';
 import { emit, OutboxWake, type NewEvent } from './outbox.ts';
+import { onQueued } from './work-notices.ts';
 import { armDeadline, leaseName, LOST, prepares, restoreMachine, type Owned } from './owned.ts';
 
 export type RuntimeOptions = {
@@ -52,6 +53,7 @@ export class ActorRuntime {
   readonly #renewEvery: number;
   readonly #adoptEvery: number;
   #timers: NodeJS.Timeout[] = [];
+  #unlisten: (() => void) | null = null;
   #stopped = false;
 
   constructor(deps: { store: Store; coordinator: Coordinator; log: Logger; instanceId: string }, defs: ActorDefinition[], opts: RuntimeOptions = {}) {
@@ -71,6 +73,10 @@ export class ActorRuntime {
 
   /** Listens for forwarded events and replies, and starts the renewal and adoption loops. */
   async start(): Promise<void> {
+    // Every commit that wrote outbox events on this store (`emit`, here or anywhere in this
+    // instance) wakes the consumers through this runtime's OutboxWake: inside one of its batches,
+    // once, when the batch is done.
+    this.#unlisten = onQueued(this.#store, 'outbox', () => this.#wake.written());
     this.#mail.start((msg) => this.#onRequest(msg));
     this.#timers.push(setInterval(() => void this.#renewAll(), this.#renewEvery));
     this.#timers.push(setInterval(() => void this.adopt(), this.#adoptEvery));
@@ -81,6 +87,7 @@ export class ActorRuntime {
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
+    this.#unlisten?.();
     await this.#mail.stop();
     await Promise.allSettled([...this.#owned.values()].map((o) => o.queue));
     await Promise.allSettled([...this.#owned.values()].map((o) => this.#drop(o, 'stopping')));
@@ -428,7 +435,6 @@ export class ActorRuntime {
         for (const i of items) await this.#drop(i.o, 'store write failed');
         throw err;
       }
-      if (events.length) this.#wake.written();
       await Promise.all(
         items.map(async ({ o }) => {
           try {
@@ -522,7 +528,6 @@ export class ActorRuntime {
       await this.#drop(o, 'fenced');
       return LOST;
     }
-    if (events.length) this.#wake.written();
   }
 
   /** Writes the actor's current snapshot while its owner's epoch is still the stored one; false when fenced. */

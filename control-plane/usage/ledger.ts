@@ -11,11 +11,8 @@
 import { sql, type Kysely } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { Coordinator } from '../coordination/coordinator.ts';
-import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { UsageKind } from '../db/schema/index.ts';
 import type { DB, Store } from '../db/store.ts';
-import { OUTBOX_CHANNEL } from '../runtime/outbox.ts';
 import { usageItems } from '../metrics.ts';
 
 /** The outbox consumer that keeps the monthly totals. */
@@ -84,18 +81,16 @@ const METER_GAP_MS = 200;
 const METER_BATCH = 5000;
 
 /**
- * The meter's consumer on this instance: woken by every outbox commit notice (and a poll), it
- * moves queued `vd.usage.recorded` events into the monthly totals. Several instances share the
- * queue (claims skip rows another holds). `pause()` stops it (tests, and an operator's view of
- * "the meter is behind").
+ * The meter's consumer on this instance: it moves queued `vd.usage.recorded` events into the
+ * monthly totals when woken, which the outbox worker of its instance does whenever its look-up
+ * (after each outbox commit notice, and its fallback poll) finds events queued for the meter
+ * (`OutboxWorker`'s `elsewhere`): the meter neither listens nor polls on its own, and costs
+ * nothing while none are queued. Several instances share the queue (claims skip rows another
+ * holds). `pause()` stops it (tests, and an operator's view of "the meter is behind").
  */
 export class UsageMeter {
   readonly #store: Store;
-  readonly #coordinator: Coordinator;
   readonly #log: Logger;
-  readonly #pollMs: number;
-  #sub: LastingSubscription | null = null;
-  #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
   #again = false;
   #soon: NodeJS.Timeout | null = null;
@@ -103,29 +98,20 @@ export class UsageMeter {
   #paused = false;
   #stopped = true;
 
-  constructor(deps: { store: Store; coordinator: Coordinator; log: Logger }, opts: { pollMs?: number } = {}) {
+  constructor(deps: { store: Store; log: Logger }) {
     this.#store = deps.store;
-    this.#coordinator = deps.coordinator;
     this.#log = deps.log;
-    this.#pollMs = opts.pollMs ?? 500;
   }
 
   start(): void {
     this.#stopped = false;
-    this.#sub = lastingSubscribe(this.#coordinator, OUTBOX_CHANNEL, () => this.wake());
-    this.#timer = setInterval(() => this.wake(), this.#pollMs);
-    this.#timer.unref();
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
     if (this.#soon) clearTimeout(this.#soon);
     this.#soon = null;
-    await this.#sub?.stop();
-    this.#sub = null;
     await this.#running;
   }
 
