@@ -18,6 +18,7 @@ import { sql } from 'kysely';
 import { compilePatterns } from '../../shared/event-patterns.ts';
 import { newIds } from '../../shared/ids.ts';
 import { maskPhoneNumbers } from '../../shared/masking.ts';
+import { forCustomers } from '../runtime/webhook-data.ts';
 import { PREPARED, type Store, type Tx } from '../db/store.ts';
 import type { DeliveryStatus } from '../db/schema/index.ts';
 import { webhookDeliveries, type WebhookOutcome } from '../metrics.ts';
@@ -78,12 +79,6 @@ const leaseUntil = (ms: number) => sql<Date>`clock_timestamp() + make_interval(s
 
 function targetOf(c: Pick<ConnectorRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_until'>): Target {
   return { url: c.url ?? '', secret: c.secret ?? '', previous_secret: c.previous_secret, previous_secret_until: c.previous_secret_until?.getTime() ?? null };
-}
-
-/** An operator who acted is named to operators only: customers see that an operator acted, not who. */
-function forCustomers(data: Record<string, unknown>): Record<string, unknown> {
-  const a = data.actor as { kind?: unknown } | null | undefined;
-  return a && typeof a === 'object' && a.kind === 'operator' ? { ...data, actor: { kind: 'operator' } } : data;
 }
 
 /** The campaign an event is about: the outbox column, else `data.campaign_id`. */
@@ -190,6 +185,133 @@ export async function makeDeliveries(tx: Tx, events: SourceEvent[], opts: MakeOp
     select id from made`.execute(tx);
   const kept = new Set(inserted.rows.map((r) => r.id));
   return { leased: kept.size === n ? leased : leased.filter((l) => kept.has(l.id)), unleased };
+}
+
+/** What the one-statement consumer needs of the instance's lanes (see `WebhookWorker#laneRoom`). */
+export type LaneFigures = {
+  /** Connections with deliveries held here or finished here lately: failures in a row seen here, attempts finished in the last 250–500 ms, deliveries held. */
+  lanes: Array<{ id: string; streak: number; recent: number; held: number }>;
+  perConnection: number;
+  /** The most one lane that keeps up may hold: the instance's room. */
+  keepUpCap: number;
+};
+
+/**
+ * The webhooks consumer in one statement (its own transaction): takes up to `limit` queued
+ * events, makes their deliveries (one per matching connection, body put together from the
+ * texts the event was written with: `runtime/webhook-data.ts`), leases up to `leaseUpTo` of them
+ * to `instance` as `makeDeliveries` does (each connection's lane room from `figures`, the oldest
+ * events first), and returns those leased, ready to send, how many of active connections it made
+ * unleased, how many events it took, and whether it passed over events written without webhook
+ * texts (before migration 0027: left queued for `makeDeliveries`).
+ *
+ * Where `makeDeliveries` takes five round trips (begin, the events, the connections, the
+ * deliveries, commit), this takes one. The rules are the same: a connection gets the events
+ * written since it was made (to the millisecond), whose names match its patterns, and with a
+ * campaign filter only those about one of its campaigns; a platform-wide event reaches each
+ * company under its own id; a re-run writes nothing twice (unique per connection and event).
+ * Ids are the batch's millisecond (`idTime`, from this process) and random hex.
+ */
+export async function consumeForWebhooks(
+  store: Store,
+  opts: { limit: number; now: number; leaseUpTo: number; instance: string; leaseMs: number; figures: LaneFigures },
+): Promise<{ leased: Claimed[]; unleased: number; taken: number; legacy: boolean }> {
+  const created = new Date(opts.now);
+  const token = randomUUID();
+  const idTime = Date.now().toString(36).padStart(9, '0');
+  const { rows } = await sql<{
+    kind: 'lease' | 'sum';
+    id: string | null;
+    connector_id: string | null;
+    subject: string | null;
+    body: string | null;
+    event_at: Date | null;
+    url: string | null;
+    secret: string | null;
+    previous_secret: string | null;
+    previous_secret_until: Date | null;
+    unleased: number;
+    taken: number;
+    legacy: number;
+  }>`${PREPARED('webhooks_consume')}
+    with picked as (
+      select q.seq from outbox_pending q where q.consumer = 'webhooks' order by q.seq limit ${opts.limit} for update skip locked),
+    ev as (
+      select o.seq, o.id, o.tenant_id, o.at, o.source, o.subject, o.hook, coalesce(o.hook_shown, o.data::text) as shown,
+        coalesce(o.hook_masked, o.hook_shown, o.data::text) as masked,
+        coalesce(nullif(o.campaign_id, ''), case when json_typeof(o.data -> 'campaign_id') = 'string' then nullif(o.data ->> 'campaign_id', '') end) as campaign
+      from picked p join outbox o on o.seq = p.seq),
+    taken as (
+      delete from outbox_pending p using ev where p.consumer = 'webhooks' and p.seq = ev.seq and ev.hook
+      returning p.seq),
+    conns as (
+      select c.id, c.tenant_id, c.state, c.events, c.campaign_ids, c.full_numbers, c.consecutive_failures,
+        date_trunc('milliseconds', c.created_at) as since, c.url, c.secret, c.previous_secret, c.previous_secret_until
+      from connectors c
+      where c.kind = 'webhook' and (c.tenant_id in (select tenant_id from ev) or exists (select 1 from ev where tenant_id is null))),
+    matching as (
+      select s.subject, c.id from (select distinct subject from ev) s cross join conns c where webhook_subject_matches(c.events, s.subject)),
+    pairs as (
+      select e.seq, e.id as event_id, e.subject, e.at, c.id as connector_id, c.tenant_id, c.state, c.consecutive_failures as fails,
+        '{"id":' || to_json(e.id)::text || ',"tenant_id":' || to_json(c.tenant_id)::text
+          || ',"at":"' || to_char(e.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","source":' || to_json(e.source)::text
+          || ',"subject":' || to_json(e.subject)::text || ',"data":' || case when c.full_numbers then e.shown else e.masked end || '}' as body
+      from ev e join taken t on t.seq = e.seq
+      join conns c on (e.tenant_id is null or c.tenant_id = e.tenant_id) and e.at >= c.since
+      join matching m on m.subject = e.subject and m.id = c.id
+      where c.campaign_ids is null or jsonb_typeof(c.campaign_ids) = 'null'
+        or (e.campaign is not null and c.campaign_ids ? e.campaign)),
+    lanes as (
+      select c.id, greatest(0, case when c.consecutive_failures = 0 and x.lim = ${opts.figures.perConnection}::int
+          then greatest(2 * x.lim, least(coalesce(l.recent, 0), ${opts.figures.keepUpCap}::int)) else 2 * x.lim end - coalesce(l.held, 0)) as room
+      from conns c
+      left join jsonb_to_recordset(${JSON.stringify(opts.figures.lanes)}::jsonb) as l(id text, streak int, recent int, held int) on l.id = c.id
+      cross join lateral (select greatest(1, ${opts.figures.perConnection}::int >> least(greatest(coalesce(l.streak, 0), c.consecutive_failures), 30)) as lim) x),
+    ranked as (
+      select p.*, p.state = 'active' and row_number() over (partition by p.connector_id, p.state = 'active' order by p.seq) <= l.room as fits
+      from pairs p join lanes l on l.id = p.connector_id),
+    chosen as (
+      select r.*, r.fits and count(*) filter (where r.fits) over (order by r.seq, r.connector_id rows unbounded preceding) <= ${opts.leaseUpTo}::int as leased
+      from ranked r),
+    made as (
+      insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
+      select 'dlv_' || ${idTime}::text || substr(replace(gen_random_uuid()::text, '-', ''), 1, 17), c.connector_id, c.tenant_id, c.event_id, c.subject, c.body, 'pending', c.at,
+        ${created}::timestamptz, ${created}::timestamptz,
+        case when c.leased then ${opts.instance} end, case when c.leased then ${token} end, case when c.leased then ${leaseUntil(opts.leaseMs)} end
+      from chosen c
+      on conflict (connector_id, event_id) do nothing
+      returning id, connector_id, event_id, subject, body, event_at, lease_token is not null as leased),
+    opened as (
+      insert into webhook_open (delivery_id, connector_id, status, next_at, created_at)
+      select id, connector_id, 'pending', ${created}::timestamptz, ${created}::timestamptz from made)
+    select * from (
+      select 'lease' as kind, m.id, m.connector_id, m.subject, m.body, m.event_at, c.url, c.secret, c.previous_secret, c.previous_secret_until,
+        0 as unleased, 0 as taken, 0 as legacy
+      from made m join conns c on c.id = m.connector_id join chosen ch on ch.connector_id = m.connector_id and ch.event_id = m.event_id
+      where m.leased order by ch.seq) l
+    union all
+    select 'sum', null, null, null, null, null, null, null, null, null,
+      (select count(*) from made m join conns c on c.id = m.connector_id where not m.leased and c.state = 'active')::int,
+      (select count(*) from taken)::int, (select count(*) from ev where not coalesce(hook, false))::int`.execute(store.db);
+  const sum = rows.find((r) => r.kind === 'sum')!;
+  const leased: Claimed[] = [];
+  for (const r of rows) {
+    if (r.kind !== 'lease') continue;
+    leased.push({
+      id: r.id!,
+      connector_id: r.connector_id!,
+      subject: r.subject!,
+      body: r.body!,
+      attempts: 0,
+      backoff_step: 0,
+      first_attempt_at: null,
+      give_up_at: null,
+      event_at: r.event_at!.getTime(),
+      token,
+      target: targetOf(r),
+    });
+  }
+  return { leased, unleased: sum.unleased, taken: sum.taken, legacy: sum.legacy > 0 };
 }
 
 /**

@@ -31,8 +31,8 @@ import type { Clock } from '../../shared/clock.ts';
 import { systemClock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { Store, Tx } from '../db/store.ts';
-import type { ConsumedEvent, ConsumerHandler } from '../runtime/outbox.ts';
-import { claimDue, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type Outcome } from './deliveries.ts';
+import { consumeBatch, type ConsumedEvent, type ConsumerHandler } from '../runtime/outbox.ts';
+import { claimDue, consumeForWebhooks, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type LaneFigures, type Outcome } from './deliveries.ts';
 import type { OutboundClient, OutboundResult } from './guarded-client.ts';
 import { messageHeaders } from './signature.ts';
 
@@ -171,7 +171,27 @@ export class WebhookWorker {
         this.#accept(leased, claimedAt);
       };
     };
+    // One statement a batch (`consumeForWebhooks`); events written before migration 0027 (without
+    // their webhook texts) are left queued by it and taken by `handler` above.
+    const consume = async (limit: number): Promise<number> => {
+      const claimedAt = performance.now();
+      const leaseUpTo = this.#behind ? 0 : this.#room();
+      const got = await consumeForWebhooks(this.#store, {
+        limit,
+        now: this.#clock.now(),
+        leaseUpTo,
+        instance: this.#instance,
+        leaseMs: this.#leaseMs,
+        figures: this.#laneFigures(),
+      });
+      if (leaseUpTo === 0) this.#behind = true;
+      if (got.unleased) this.#waiting++;
+      this.#accept(got.leased, claimedAt);
+      if (!got.legacy) return got.taken;
+      return got.taken + (await consumeBatch(this.#store, 'webhooks', limit, handler));
+    };
     return Object.assign(handler, {
+      consume,
       room: () => {
         const room = this.#consumerRoom();
         if (room === 0) this.#gated = true;
@@ -280,6 +300,20 @@ export class WebhookWorker {
       cap = Math.max(cap, Math.min(recent, this.#maxInFlight * 2));
     }
     return Math.max(0, cap - (lane ? lane.queue.length + lane.inFlight : 0));
+  }
+
+  /** What `#laneRoom` knows of each connection, for the consumer's statement to work it out there. */
+  #laneFigures(): LaneFigures {
+    const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
+    const ids = new Set([...this.#lanes.keys(), ...this.#streak.keys(), ...this.#finished.keys()]);
+    const lanes: LaneFigures['lanes'] = [];
+    for (const id of ids) {
+      const lane = this.#lanes.get(id);
+      const f = this.#finished.get(id);
+      const recent = f === undefined ? 0 : f.window === window ? f.n + f.prev : f.window === window - 1 ? f.n : 0;
+      lanes.push({ id, streak: this.#streak.get(id) ?? 0, recent, held: lane ? lane.queue.length + lane.inFlight : 0 });
+    }
+    return { lanes, perConnection: this.#perConnection, keepUpCap: this.#maxInFlight * 2 };
   }
 
   /** Counts an attempt of connection `id` finished now (see `#laneRoom`). */
