@@ -17,7 +17,7 @@ import type { CallEventMessage } from '../shared/agent-protocol.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { Coordinator } from '../control-plane/coordination/coordinator.ts';
 import type { Store, Tx } from '../control-plane/db/store.ts';
-import { emit, OUTBOX_CHANNEL, type NewEvent } from '../control-plane/runtime/outbox.ts';
+import { emit, type NewEvent } from '../control-plane/runtime/outbox.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { aiSeconds, billableTransfer, callMinutes, meterUsage, type UsageItem } from '../control-plane/usage/meter.ts';
 import type { EventName } from '../shared/events.ts';
@@ -59,7 +59,6 @@ type Lane = {
 
 export class CallEvents {
   readonly #store: Store;
-  readonly #coordinator: Coordinator;
   readonly #log: Logger;
   readonly #onEnded: (calls: EndedCall[]) => void;
   readonly #retryDelayMs: number;
@@ -74,7 +73,6 @@ export class CallEvents {
 
   constructor(deps: { store: Store; coordinator: Coordinator; log: Logger; onEnded: (calls: EndedCall[]) => void }, opts: CallEventsOptions = {}) {
     this.#store = deps.store;
-    this.#coordinator = deps.coordinator;
     this.#log = deps.log.child({ part: 'call-events' });
     this.#onEnded = deps.onEnded;
     this.#retryDelayMs = opts.retryDelayMs ?? 30 * 60_000;
@@ -180,10 +178,8 @@ export class CallEvents {
     await settlePeople(w, people, { retryDelayMs: this.#retryDelayMs, maxAttempts: this.#maxAttempts });
     w.events.push(...(await meterUsage(tx, w.usage)));
     await writeCounters(tx, w.counters, lane);
-    if (w.events.length) {
-      await emit(tx, w.events);
-      this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
-    }
+    // The outbox consumers are woken once this transaction has committed (`emit` announces it).
+    if (w.events.length) await emit(tx, w.events);
     return done;
   }
 }
