@@ -7,10 +7,11 @@
  *   backlog         the events committed in transactions of 500, their deliveries made unleased
  *                   (an instance without room, before issue 17's second round), then claimed 500
  *                   at a time and their outcomes written 50 at a time
- *   backlog_leased  the same events taken from the outbox 200 at a time and their deliveries
- *                   leased as they are made (an instance with room: the worker now waits for room
- *                   before it takes events), outcomes written 50 at a time
- *   steady          50 events at a time, fanned out and leased at once, their outcomes written
+ *   backlog_leased  the same events taken from the outbox 200 at a time by the webhooks consumer's
+ *                   one statement (`consumeForWebhooks`), their deliveries leased as they are made
+ *                   (an instance with room), outcomes written 50 at a time
+ *   steady          50 events at a time, fanned out and leased at once by that statement, their
+ *                   outcomes written
  * Usage: node bench/webhook-store.bench.ts   (BENCH_EVENTS, default 20000; BENCH_REPEAT, 3;
  *   BENCH_PATTERNS, a comma list; BENCH_VARIANTS, a JSON list of {"name","ddl"} run after the
  *   migrations, each in turn with the schema as it is, to try a change of index or table)
@@ -19,7 +20,7 @@
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../control-plane/db/store.ts';
-import { claimDue, finishAttempts, makeDeliveries, type Claimed } from '../control-plane/integrations/deliveries.ts';
+import { claimDue, consumeForWebhooks, finishAttempts, makeDeliveries } from '../control-plane/integrations/deliveries.ts';
 import type { OutboundResult } from '../control-plane/integrations/guarded-client.ts';
 import { consumeBatch, emit } from '../control-plane/runtime/outbox.ts';
 import { createTestDatabase } from '../test/support/db.ts';
@@ -58,6 +59,8 @@ async function run(pattern: 'backlog' | 'backlog_leased' | 'steady', ddl = '') {
     // Warm the backend's caches and plans on a few of the same statements, outside the figures.
     await store.transaction((tx) => emit(tx, events(-100, 100)));
     const opts = (lease: number) => ({ now: Date.now(), leaseUpTo: lease, laneRoom: () => lease, instance: 'bench', leaseMs: 30_000 });
+    // The webhooks consumer's one statement (as the worker runs it): 200 events, room for 1,000.
+    const consumeOpts = () => ({ limit: 200, now: Date.now(), leaseUpTo: 1000, instance: 'bench', leaseMs: 30_000, figures: { lanes: [], perConnection: 500, keepUpCap: 1000 } });
     await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void (await makeDeliveries(tx, evs, opts(0))));
     const warm = await claimDue(store, { now: Date.now() + 1, limit: 500, instance: 'bench', leaseMs: 30_000, perConnection: 100_000, lanes: [] });
     await finishAttempts(store, warm.map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
@@ -77,16 +80,14 @@ async function run(pattern: 'backlog' | 'backlog_leased' | 'steady', ddl = '') {
     } else if (pattern === 'backlog_leased') {
       for (let i = 0; i < EVENTS; i += 500) await store.transaction((tx) => emit(tx, events(i, 500)));
       for (;;) {
-        let leased: Claimed[] = [];
-        const n = await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void ({ leased } = await makeDeliveries(tx, evs, opts(1000))));
-        if (n === 0) break;
+        const { leased, taken } = await consumeForWebhooks(store, consumeOpts());
+        if (taken === 0) break;
         for (let i = 0; i < leased.length; i += 50) await finishAttempts(store, leased.slice(i, i + 50).map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
       }
     } else {
       for (let i = 0; i < EVENTS; i += 50) {
         await store.transaction((tx) => emit(tx, events(i, 50)));
-        let leased: Claimed[] = [];
-        await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void ({ leased } = await makeDeliveries(tx, evs, opts(1000))));
+        const { leased } = await consumeForWebhooks(store, consumeOpts());
         await finishAttempts(store, leased.map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
       }
     }

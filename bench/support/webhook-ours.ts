@@ -1,11 +1,11 @@
 /**
  * Our system in the webhook bench: one control-plane instance (`startTestServer` on a fresh
  * Postgres database and Redis prefix) with one company and one webhook connection (`vd.>`) to the
- * receiver. A batch of events is one `store.transaction` through `emit`, then the outbox notice
- * the way the product's producers send it.
+ * receiver. A batch of events is one `store.transaction` through `emit`, which announces them after
+ * the commit the way it does for every producer.
  */
 import { sql } from 'kysely';
-import { emit, OUTBOX_CHANNEL } from '../../control-plane/runtime/outbox.ts';
+import { emit } from '../../control-plane/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix } from '../../test/support/db.ts';
 import { makeCompany, syntheticEvent } from '../../test/support/fixtures.ts';
 import { call } from '../../test/support/http.ts';
@@ -17,7 +17,7 @@ export async function startOurs(receiverUrl: string): Promise<System> {
   const db = await createTestDatabase();
   const prefix = testRedisPrefix();
   const cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1', LOG_LEVEL: 'error' } });
-  const { store, coordinator } = cp.services;
+  const { store } = cp.services;
   const co = await makeCompany(cp, 'Bench Webhooks');
   const made = await call(cp.url, 'POST', '/api/integrations/v1/connectors', {
     session: co.owner,
@@ -28,8 +28,8 @@ export async function startOurs(receiverUrl: string): Promise<System> {
   return {
     async emit(first, count) {
       const events = Array.from({ length: count }, (_, i) => ({ subject, tenant_id: co.tenantId, data: dataOf(first + i) }));
+      // As every producer: `emit` announces the events once the transaction has committed.
       await store.transaction((tx) => emit(tx, events));
-      coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
     },
     async finished() {
       const { rows } = await sql<{ done: string }>`
