@@ -241,22 +241,32 @@ export async function consumeForWebhooks(
         coalesce(o.hook_masked, o.hook_shown, o.data::text) as masked,
         coalesce(nullif(o.campaign_id, ''), case when json_typeof(o.data -> 'campaign_id') = 'string' then nullif(o.data ->> 'campaign_id', '') end) as campaign
       from picked p join outbox o on o.seq = p.seq),
+    -- The events taken, with what their bodies are made of (an event written before migration
+    -- 0027, without its texts, stays queued).
     taken as (
       delete from outbox_pending p using ev where p.consumer = 'webhooks' and p.seq = ev.seq and ev.hook
-      returning p.seq),
-    conns as (
+      returning ev.seq, ev.id, ev.tenant_id, ev.at, ev.subject, ev.shown, ev.masked, ev.campaign,
+        '{"id":' || to_json(ev.id)::text || ',"tenant_id":' as head,
+        ',"at":"' || to_char(ev.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","source":' || to_json(ev.source)::text
+          || ',"subject":' || to_json(ev.subject)::text || ',"data":' as middle),
+    -- The connections of the batch's companies (by index), and every one for a platform-wide event.
+    conns as materialized (
       select c.id, c.tenant_id, c.state, c.events, c.campaign_ids, c.full_numbers, c.consecutive_failures,
         date_trunc('milliseconds', c.created_at) as since, c.url, c.secret, c.previous_secret, c.previous_secret_until
       from connectors c
-      where c.kind = 'webhook' and (c.tenant_id in (select tenant_id from ev) or exists (select 1 from ev where tenant_id is null))),
-    matching as (
-      select s.subject, c.id from (select distinct subject from ev) s cross join conns c where webhook_subject_matches(c.events, s.subject)),
+      where c.tenant_id = any(array(select distinct tenant_id from ev where tenant_id is not null)) and c.kind = 'webhook'
+      union
+      select c.id, c.tenant_id, c.state, c.events, c.campaign_ids, c.full_numbers, c.consecutive_failures,
+        date_trunc('milliseconds', c.created_at) as since, c.url, c.secret, c.previous_secret, c.previous_secret_until
+      from connectors c
+      where c.kind = 'webhook' and exists (select 1 from ev where tenant_id is null)),
+    -- Each name of the batch against each connection's patterns once (not once a delivery).
+    matching as materialized (
+      select s.subject, c.id from (select distinct subject from taken) s cross join conns c where webhook_subject_matches(c.events, s.subject)),
     pairs as (
       select e.seq, e.id as event_id, e.subject, e.at, c.id as connector_id, c.tenant_id, c.state, c.consecutive_failures as fails,
-        '{"id":' || to_json(e.id)::text || ',"tenant_id":' || to_json(c.tenant_id)::text
-          || ',"at":"' || to_char(e.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","source":' || to_json(e.source)::text
-          || ',"subject":' || to_json(e.subject)::text || ',"data":' || case when c.full_numbers then e.shown else e.masked end || '}' as body
-      from ev e join taken t on t.seq = e.seq
+        e.head || to_json(c.tenant_id)::text || e.middle || case when c.full_numbers then e.shown else e.masked end || '}' as body
+      from taken e
       join conns c on (e.tenant_id is null or c.tenant_id = e.tenant_id) and e.at >= c.since
       join matching m on m.subject = e.subject and m.id = c.id
       where c.campaign_ids is null or jsonb_typeof(c.campaign_ids) = 'null'
@@ -287,8 +297,8 @@ export async function consumeForWebhooks(
     select * from (
       select 'lease' as kind, m.id, m.connector_id, m.subject, m.body, m.event_at, c.url, c.secret, c.previous_secret, c.previous_secret_until,
         0 as unleased, 0 as taken, 0 as legacy
-      from made m join conns c on c.id = m.connector_id join chosen ch on ch.connector_id = m.connector_id and ch.event_id = m.event_id
-      where m.leased order by ch.seq) l
+      from made m join conns c on c.id = m.connector_id
+      where m.leased order by m.event_at, m.event_id) l
     union all
     select 'sum', null, null, null, null, null, null, null, null, null,
       (select count(*) from made m join conns c on c.id = m.connector_id where not m.leased and c.state = 'active')::int,

@@ -49,7 +49,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql.raw(`create function webhook_deliveries_inserted() returns trigger language plpgsql as $$
 begin
   perform 1 from connectors c where c.id in (select distinct n.connector_id from new_rows n) for key share;
-  if exists (select 1 from (select distinct n.connector_id as id from new_rows n) k where not exists (select 1 from connectors c where c.id = k.id)) then
+  if exists (select 1 from (select distinct n.connector_id as id from new_rows n) k where not exists (select 1 from (select 1 from connectors c where c.id = k.id limit 1) x)) then
     ${violation('webhook_deliveries', 'webhook_deliveries_connector_id_fkey')};
   end if;
   return null;
@@ -57,7 +57,8 @@ end $$`).execute(db);
   await sql`create trigger webhook_deliveries_inserted after insert on webhook_deliveries referencing new table as new_rows for each statement execute function webhook_deliveries_inserted()`.execute(db);
   await sql.raw(`create function webhook_attempts_inserted() returns trigger language plpgsql as $$
 begin
-  if exists (select 1 from (select distinct n.delivery_id as id from new_rows n) k where not exists (select 1 from webhook_deliveries d where d.id = k.id)) then
+  -- Each one probed by its key (a limited subquery is not turned into a join that may read the table).
+  if exists (select 1 from (select distinct n.delivery_id as id from new_rows n) k where not exists (select 1 from (select 1 from webhook_deliveries d where d.id = k.id limit 1) x)) then
     ${violation('webhook_attempts', 'webhook_attempts_delivery_id_fkey')};
   end if;
   return null;
