@@ -596,9 +596,13 @@ export async function pruneDeliveries(store: Store, now: number, days: number): 
   const cut = `dlv_${Math.max(before.getTime(), Date.now() - days * 86_400_000).toString(36).padStart(9, '0')}`;
   let total = 0;
   for (;;) {
+    // The status again on the row deleted itself: a row changed since the statement's snapshot
+    // (a Retry made a given-up one pending) is deleted in its new version after only the
+    // conditions of the delete's own table are tested again (read committed), not the subquery's.
     const r = await sql`
       delete from webhook_deliveries where id in (
-        select id from webhook_deliveries where id < ${cut} and status in ('delivered', 'given_up') and created_at < ${before} limit 5000)`.execute(store.db);
+        select id from webhook_deliveries where id < ${cut} and status in ('delivered', 'given_up') and created_at < ${before} limit 5000)
+        and status in ('delivered', 'given_up')`.execute(store.db);
     const n = Number(r.numAffectedRows ?? 0);
     total += n;
     if (n < 5000) return total;

@@ -145,6 +145,13 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
   const queued: string[] = [];
   const consumers: string[] = [];
   const texts = events.map((e) => JSON.stringify(e.data));
+  // A NUL character in the data (`\u0000` in its text): the json column takes it, but reading any
+  // field of that text fails (`->`, `->>`, a cast to jsonb), so every claim of the consumers that
+  // read it (webhooks, audit, meter) would fail at it, the events queued after it waiting behind
+  // it. Refused here, as the jsonb column refused it before migration 0027.
+  for (const t of texts) {
+    if (t.includes('\\u0000') && NUL_ESCAPE.test(t)) throw Object.assign(new Error('event data may not hold a NUL character (\\u0000)'), { code: '22P05' });
+  }
   // For an event queued for webhooks, the texts its messages are put together from (webhook-data.ts).
   const hook: Array<boolean | null> = new Array(events.length).fill(null);
   const shown: Array<string | null> = new Array(events.length).fill(null);
@@ -183,6 +190,9 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
   queuedIn(tx, 'outbox');
   return events.map((e, i) => ({ id: ids[i], tenant_id: e.tenant_id, at: at.toISOString(), source: e.source ?? 'control-plane', subject: e.subject, data: e.data }));
 }
+
+/** The escape `\u0000` in a JSON text (not an escaped backslash followed by a plain "u0000"). */
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
 
 /**
  * A list of JSON texts as a text[] for a statement, passed as one JSON array: node-postgres
