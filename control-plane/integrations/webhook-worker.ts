@@ -9,9 +9,11 @@
  *   that died) is claimed by the poller, once a second and whenever the clock is moved.
  * - Each connection has up to `perConnection` sends under way, halved for each failure in a row
  *   seen here (128, 64, … 1 after seven): a failing receiver is probed, not flooded, while one
- *   that fails now and then keeps most of its pace. A send's slot is held until its outcome is
- *   written, so once a receiver is down to one send at a time the 50th failure in a row is
- *   recorded before another attempt can start.
+ *   that fails now and then keeps most of its pace. A failed send's slot is held until its
+ *   outcome is written, so once a receiver is down to one send at a time the 50th failure in a
+ *   row is recorded before another attempt can start; a delivered one (of a connection without
+ *   failures in a row here) frees its slot when the answer comes, its outcome written in the next
+ *   batch (the delivery stays held, and counted against the instance's room, until then).
  * - A connection's deliveries held here (queued and under way) are at most two rounds of its pace,
  *   or, for one that answers without failing, what it delivered here in the last quarter to half
  *   second (up to the instance's room): a backlog for a receiver that keeps up is leased as it is
@@ -71,6 +73,8 @@ const KEEP_UP_WINDOW_MS = 250;
 /** `claimedAt`: the monotonic stamp taken before the claim; `startBy`: the last moment a send may start. */
 type Held = Claimed & { claimedAt: number; startBy: number };
 type Lane = { queue: Held[]; inFlight: number };
+/** An outcome waiting to be written; `released`: its send's slot was freed when the answer came. */
+type Written = Outcome & { released?: boolean };
 /** Attempts a connection finished here in the window numbered `window` (`n`) and in the one before (`prev`). */
 type Finished = { window: number; n: number; prev: number };
 
@@ -94,12 +98,12 @@ export class WebhookWorker {
   readonly #finished = new Map<string, Finished>();
   #held = 0;
   #inFlight = 0;
-  #outcomes: Outcome[] = [];
+  #outcomes: Written[] = [];
   #flushing: Promise<void> | null = null;
   #flushTimer: NodeJS.Timeout | null = null;
   #flushImmediate: NodeJS.Immediate | null = null;
-  /** Outcomes in the write under way (their sends still count in `#inFlight` until it is done). */
-  #writing = 0;
+  /** Requests under way (`#inFlight` also counts failed sends whose outcome is not written yet). */
+  #sending = 0;
   #polling = false;
   #pollAgain = false;
   #timer: NodeJS.Timeout | null = null;
@@ -387,6 +391,7 @@ export class WebhookWorker {
         }
         lane.inFlight++;
         this.#inFlight++;
+        this.#sending++;
         void this.#send(item);
       }
       if (lane.queue.length === 0 && lane.inFlight === 0) this.#lanes.delete(id);
@@ -408,11 +413,22 @@ export class WebhookWorker {
     }
     // The client has closed the attempt's connection by now (answered, or cut and destroyed): the
     // retry wait runs from here, so a receiver still on a cut attempt gets the wait to finish it.
-    this.#outcomes.push({ item, at, endedAt: this.#clock.now(), result });
+    this.#sending--;
+    const outcome: Written = { item, at, endedAt: this.#clock.now(), result };
+    // A delivery of a connection without failures in a row here frees its slot now: no rule of
+    // pace waits for its outcome to be written.
+    if (delivered(result) && !this.#streak.get(item.connector_id)) {
+      outcome.released = true;
+      this.#inFlight--;
+      const lane = this.#lanes.get(item.connector_id);
+      if (lane) lane.inFlight--;
+    }
+    this.#outcomes.push(outcome);
     // Written once no other send is under way (the answers of a burst come within a few ms of
     // each other: one statement for the burst), at 200, or 10 ms after the first waiting one.
-    if (this.#outcomes.length >= 200 || this.#inFlight === this.#outcomes.length + this.#writing) this.#flushSoon();
+    if (this.#outcomes.length >= 200 || this.#sending === 0) this.#flushSoon();
     else this.#flushTimer ??= setTimeout(() => this.#flush(), FLUSH_WITHIN_MS);
+    if (outcome.released) this.#pump();
   }
 
   /**
@@ -422,6 +438,7 @@ export class WebhookWorker {
    */
   #notSent(item: Held): void {
     this.#inFlight--;
+    this.#sending--;
     this.#held--;
     const lane = this.#lanes.get(item.connector_id);
     if (lane) {
@@ -451,14 +468,13 @@ export class WebhookWorker {
     }
     if (this.#flushing || this.#outcomes.length === 0) return;
     const batch = this.#outcomes.splice(0, 500);
-    this.#writing = batch.length;
     this.#flushing = this.#write(batch).finally(() => {
       this.#flushing = null;
       if (this.#outcomes.length) this.#flush();
     });
   }
 
-  async #write(batch: Outcome[]): Promise<void> {
+  async #write(batch: Written[]): Promise<void> {
     let flagged: Set<string>;
     for (let wait = 50; ; wait = Math.min(wait * 2, 2000)) {
       try {
@@ -481,15 +497,14 @@ export class WebhookWorker {
     let probeNext = false;
     const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
     for (const o of batch) {
-      this.#inFlight--;
-      this.#writing--;
+      if (!o.released) this.#inFlight--;
       this.#held--;
       if (delivered(o.result)) {
         this.#streak.delete(o.item.connector_id);
         this.#countFinished(o.item.connector_id, window);
       } else this.#streak.set(o.item.connector_id, (this.#streak.get(o.item.connector_id) ?? 0) + 1);
       const lane = this.#lanes.get(o.item.connector_id);
-      if (lane) lane.inFlight--;
+      if (lane && !o.released) lane.inFlight--;
       // A lane takes only so many at a time: once it has nothing queued, look for its next ones.
       if (!flagged.has(o.item.connector_id) && !lane?.queue.length) probeNext = true;
     }
