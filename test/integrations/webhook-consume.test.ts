@@ -157,4 +157,23 @@ t('events written without webhook texts (before migration 0027) are left queued 
   }
 });
 
+t('an emit in a transaction that keeps one snapshot queues its events for webhooks even when a connection was made after that snapshot', async () => {
+  const [, s] = stores[0];
+  await company(s, 'ten_rr');
+  let emitted: string | null = null;
+  await s.db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (tx) => {
+      await sql`select 1 from companies limit 1`.execute(tx);
+      // Made and committed in another session after this transaction's snapshot was taken.
+      await connection(s, 'con_rr', 'ten_rr', { made: new Date(Date.now() - 1000).toISOString() });
+      [{ id: emitted }] = (await emit(tx, [ev('vd.call.ended', 'ten_rr', { n: 1 })])) as Array<{ id: string }>;
+    });
+  const queued = await sql<{ n: number }>`select count(*)::int as n from outbox_pending where consumer = 'webhooks' and event_id = ${emitted}`.execute(s.db);
+  assert.is(queued.rows[0].n, 1);
+  await consumeForWebhooks(s, { limit: 100, now: Date.now(), leaseUpTo: 0, instance: 'one', leaseMs: 30_000, figures: figures(8) });
+  assert.ok((await deliveriesOf(s, [emitted!])).has(`con_rr ${emitted}`));
+});
+
 t.run();

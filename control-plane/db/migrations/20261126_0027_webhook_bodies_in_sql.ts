@@ -14,7 +14,9 @@
  * - `outbox_webhooks_listening`: whether a company (or, for a platform-wide event, any company)
  *   has a webhook connection, looked up after the lock that orders event writes against new
  *   connections is held (a volatile function's statement takes its own snapshot), so the event
- *   statement no longer needs a statement of its own to take that lock first.
+ *   statement no longer needs a statement of its own to take that lock first. In a transaction
+ *   that keeps one snapshot (repeatable read) it answers yes: the snapshot may predate a
+ *   connection made while the lock was awaited (so did the separate statement before).
  * - The outbox's index by company (`outbox_tenant`) goes: nothing reads the outbox by company,
  *   and it was one more index entry written for every event.
  */
@@ -36,6 +38,10 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create function outbox_webhooks_listening(tenant text) returns boolean language plpgsql volatile as $$
   begin
     perform pg_advisory_xact_lock_shared(1986265089);
+    -- A transaction that reads from one snapshot (repeatable read, serializable) would not see a
+    -- connection made while it waited for the lock: its events are queued for webhooks anyway, and
+    -- the consumer keeps to each connection's time.
+    if current_setting('transaction_isolation') <> 'read committed' then return true; end if;
     return exists (select 1 from connectors c where c.kind = 'webhook' and (tenant is null or c.tenant_id = tenant));
   end $$`.execute(db);
 }
