@@ -101,7 +101,7 @@ export const OUTBOX_CHANNEL = CHANNELS.outboxWritten;
  */
 export class OutboxWake {
   readonly #coordinator: Coordinator;
-  readonly #scope = new AsyncLocalStorage<{ wrote: boolean; done: boolean }>();
+  readonly #scope = new AsyncLocalStorage<{ wrote: boolean; done: boolean; consumers: Set<string> }>();
 
   constructor(coordinator: Coordinator) {
     this.#coordinator = coordinator;
@@ -109,25 +109,48 @@ export class OutboxWake {
 
   async batch<T>(fn: () => Promise<T>): Promise<T> {
     if (this.#scope.getStore()?.done === false) return fn();
-    const scope = { wrote: false, done: false };
+    const scope = { wrote: false, done: false, consumers: new Set<string>() };
     try {
       return await this.#scope.run(scope, fn);
     } finally {
       scope.done = true;
-      if (scope.wrote) this.#wake();
+      if (scope.wrote) this.#wake(scope.consumers);
     }
   }
 
-  /** Outbox events were committed: the consumers are woken now, or when the batch under way is done. */
-  written(): void {
+  /**
+   * Outbox events were committed (for `consumers`; none named: any may have some): the consumers
+   * are woken now, or when the batch under way is done.
+   */
+  written(consumers: ReadonlySet<string> = new Set()): void {
     const scope = this.#scope.getStore();
-    if (scope && !scope.done) scope.wrote = true;
-    else this.#wake();
+    if (scope && !scope.done) {
+      // One unnamed commit makes the batch's notice unnamed (every consumer looks).
+      if (!scope.wrote) for (const c of consumers) scope.consumers.add(c);
+      else if (scope.consumers.size > 0) for (const c of consumers) scope.consumers.add(c);
+      if (consumers.size === 0) scope.consumers.clear();
+      scope.wrote = true;
+    } else this.#wake(consumers);
   }
 
-  #wake(): void {
-    this.#coordinator.publish(OUTBOX_CHANNEL, '1').catch(() => {});
+  #wake(consumers: ReadonlySet<string>): void {
+    this.#coordinator.publish(OUTBOX_CHANNEL, noticeOf(consumers)).catch(() => {});
   }
+}
+
+/**
+ * A commit notice: the consumers whose queues got events, comma-separated; `1` (or anything not
+ * naming only known consumers) means any may have some, and the worker asks the store.
+ */
+export function noticeOf(consumers: ReadonlySet<string>): string {
+  return consumers.size > 0 ? [...consumers].join(',') : '1';
+}
+
+/** The consumers a notice names, or null when it names none (the worker looks at every queue). */
+function namedIn(notice: string): string[] | null {
+  if (notice === '1' || notice === '') return null;
+  const names = notice.split(',');
+  return names.every((n) => /^[a-z_]+$/.test(n)) ? names : null;
 }
 
 /**
@@ -173,7 +196,7 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
   // once per company of the statement) after the lock that orders event writes against new
   // connections is held, with a snapshot taken after it: one statement, not a statement for the
   // lock and one for the events.
-  await sql`${PREPARED('outbox_emit')}
+  const got = await sql<{ consumer: string }>`${PREPARED('outbox_emit')}
     with written as (
       insert into outbox (id, tenant_id, at, source, subject, about, campaign_id, data, hook, hook_shown, hook_masked)
       select x.id, x.tenant_id, ${at}::timestamptz, x.source, x.subject, x.about, x.campaign_id, x.data::json, x.hook, x.hook_shown, x.hook_masked
@@ -183,11 +206,16 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
       returning seq, id, tenant_id, hook
     ),
     listening as (
-      select t.tenant_id from (select distinct w.tenant_id from written w where w.hook) t where outbox_webhooks_listening(t.tenant_id))
-    insert into outbox_pending (consumer, seq, event_id)
-    select q.consumer, w.seq, w.id from written w join unnest(${queued}::text[], ${consumers}::text[]) as q(event_id, consumer) on q.event_id = w.id
-    where q.consumer <> 'webhooks' or exists (select 1 from listening l where l.tenant_id is not distinct from w.tenant_id)`.execute(tx);
-  queuedIn(tx, 'outbox');
+      select t.tenant_id from (select distinct w.tenant_id from written w where w.hook) t where outbox_webhooks_listening(t.tenant_id)),
+    queued as (
+      insert into outbox_pending (consumer, seq, event_id)
+      select q.consumer, w.seq, w.id from written w join unnest(${queued}::text[], ${consumers}::text[]) as q(event_id, consumer) on q.event_id = w.id
+      where q.consumer <> 'webhooks' or exists (select 1 from listening l where l.tenant_id is not distinct from w.tenant_id)
+      returning consumer)
+    select distinct consumer from queued`.execute(tx);
+  // The notice after the commit names the consumers whose queues got events: their workers take
+  // them without first asking the store which queues hold any.
+  if (got.rows.length > 0) queuedIn(tx, 'outbox', got.rows.map((r) => r.consumer));
   return events.map((e, i) => ({ id: ids[i], tenant_id: e.tenant_id, at: at.toISOString(), source: e.source ?? 'control-plane', subject: e.subject, data: e.data }));
 }
 
@@ -301,6 +329,13 @@ export class OutboxWorker {
   #running = false;
   #again = false;
   #stopped = false;
+  /**
+   * What the wake-ups since the last drain named: the consumers commit notices named, or null
+   * once any wake-up named none (a poll, room freed, an unnamed notice): then the drain asks the
+   * store which queues hold events.
+   */
+  #named: Set<string> | null = null;
+  #pendingWake = false;
 
   constructor(
     store: Store,
@@ -320,14 +355,23 @@ export class OutboxWorker {
   }
 
   async start(): Promise<void> {
-    this.#sub = lastingSubscribe(this.#coordinator, OUTBOX_CHANNEL, () => this.wake());
+    this.#sub = lastingSubscribe(this.#coordinator, OUTBOX_CHANNEL, (notice) => this.wake(namedIn(notice)));
     this.#timer = setInterval(() => this.wake(), this.#pollMs);
     this.wake();
   }
 
-  /** Drains every consumer's queue now (or once more after the drain under way). */
-  wake(): void {
+  /**
+   * Drains the queues now (or once more after the drain under way): those of `consumers` when
+   * every wake-up since the last drain was a notice naming them, else every consumer's that holds
+   * events (the store is asked).
+   */
+  wake(consumers: string[] | null = null): void {
     if (this.#stopped) return;
+    if (!this.#pendingWake) {
+      this.#pendingWake = true;
+      this.#named = consumers === null ? null : new Set(consumers);
+    } else if (consumers === null) this.#named = null;
+    else if (this.#named) for (const c of consumers) this.#named.add(c);
     if (this.#running) {
       this.#again = true;
       return;
@@ -337,15 +381,18 @@ export class OutboxWorker {
       this.#running = false;
       if (this.#again) {
         this.#again = false;
-        this.wake();
+        this.wake(this.#pendingWake && this.#named ? [...this.#named] : null);
       }
     });
   }
 
   async #drain(): Promise<void> {
+    const named = this.#named;
+    this.#pendingWake = false;
+    this.#named = null;
     let waiting: Set<string>;
     try {
-      waiting = await consumersWithWork(this.#store, this.#names);
+      waiting = named ?? (await consumersWithWork(this.#store, this.#names));
     } catch (err) {
       if (!this.#stopped) this.#log.error({ err }, 'outbox look-up failed; will retry');
       return;

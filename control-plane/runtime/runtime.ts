@@ -76,7 +76,7 @@ export class ActorRuntime {
     // Every commit that wrote outbox events on this store (`emit`, here or anywhere in this
     // instance) wakes the consumers through this runtime's OutboxWake: inside one of its batches,
     // once, when the batch is done.
-    this.#unlisten = onQueued(this.#store, 'outbox', () => this.#wake.written());
+    this.#unlisten = onQueued(this.#store, 'outbox', (consumers) => this.#wake.written(consumers));
     this.#mail.start((msg) => this.#onRequest(msg));
     this.#timers.push(setInterval(() => void this.#renewAll(), this.#renewEvery));
     this.#timers.push(setInterval(() => void this.adopt(), this.#adoptEvery));

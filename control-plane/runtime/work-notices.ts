@@ -12,19 +12,28 @@ import { afterCommitOf, type Store, type Tx } from '../db/store.ts';
 
 export type WorkKind = 'outbox' | 'list_checks' | 'qa_reviews';
 
-const listeners = new WeakMap<Store, Map<WorkKind, Set<() => void>>>();
-const announced = new WeakMap<Tx, Set<WorkKind>>();
+const listeners = new WeakMap<Store, Map<WorkKind, Set<(detail: ReadonlySet<string>) => void>>>();
+/** Per transaction, the kinds it queued and, for each, what it named (the outbox: its consumers). */
+const announced = new WeakMap<Tx, Map<WorkKind, Set<string>>>();
 
-/** Work of `kind` was queued in `tx`: its listeners run once `tx` has committed. */
-export function queuedIn(tx: Tx, kind: WorkKind): void {
+/**
+ * Work of `kind` was queued in `tx`: its listeners run once `tx` has committed, with every name
+ * the transaction gave for it (`detail`: for the outbox, the consumers whose queues got events).
+ */
+export function queuedIn(tx: Tx, kind: WorkKind, detail: Iterable<string> = []): void {
   let kinds = announced.get(tx);
-  if (kinds?.has(kind)) return;
-  if (!kinds) announced.set(tx, (kinds = new Set()));
-  kinds.add(kind);
+  if (!kinds) announced.set(tx, (kinds = new Map()));
+  let names = kinds.get(kind);
+  if (names) {
+    for (const d of detail) names.add(d);
+    return;
+  }
+  kinds.set(kind, (names = new Set(detail)));
+  const all = names;
   afterCommitOf(tx, (store) => {
     for (const fn of listeners.get(store)?.get(kind) ?? []) {
       try {
-        fn();
+        fn(all);
       } catch {
         // A listener's failure must not fail the caller, whose transaction has committed.
       }
@@ -33,7 +42,7 @@ export function queuedIn(tx: Tx, kind: WorkKind): void {
 }
 
 /** Runs `fn` after each commit that queued work of `kind` in `store`; answers the way to stop. */
-export function onQueued(store: Store, kind: WorkKind, fn: () => void): () => void {
+export function onQueued(store: Store, kind: WorkKind, fn: (detail: ReadonlySet<string>) => void): () => void {
   let kinds = listeners.get(store);
   if (!kinds) listeners.set(store, (kinds = new Map()));
   let set = kinds.get(kind);

@@ -54,12 +54,12 @@ t.after(async () => {
 });
 
 /** Raw outbox rows queued for `consumer`, written without any notice (not through `emit`). */
-async function queueRaw(store: Store, consumer: string, announce: boolean): Promise<string> {
+async function queueRaw(store: Store, consumer: string, announce: boolean, named: string[] = []): Promise<string> {
   const id = newId('evt');
   const write = async (tx: Parameters<Parameters<Store['transaction']>[0]>[0]) => {
     await sql`with w as (insert into outbox (id, tenant_id, at, source, subject, data) values (${id}, null, now(), 'test', 'vd.test.idle', '{}'::jsonb) returning seq, id)
       insert into outbox_pending (consumer, seq, event_id) select ${consumer}, w.seq, w.id from w`.execute(tx);
-    if (announce) queuedIn(tx, 'outbox');
+    if (announce) queuedIn(tx, 'outbox', named);
   };
   if (announce) await store.transaction(write);
   else await store.db.transaction().execute(write);
@@ -114,6 +114,29 @@ t('an outbox worker is woken by the notice of a commit on another instance; with
     await eventually('the polling worker took it', () => seen.includes(id), 3000, 10);
   } finally {
     await polling.stop();
+  }
+});
+
+t('a notice naming consumers drains their queues without asking the store which queues hold events; an unnamed one asks', async () => {
+  const seen: string[] = [];
+  const handler = async (_tx: unknown, events: ConsumedEvent[]) => {
+    for (const e of events) seen.push(e.id);
+  };
+  const worker = new OutboxWorker(store2, coordinator2, log, new Map([['idle_test_c', handler], ['idle_test_d', handler]]), { pollMs: 60_000 });
+  await worker.start();
+  try {
+    await new Promise((r) => setTimeout(r, 300)); // subscribed, and its first look-up done
+    // d's event has no notice; c's has one naming c only: c's is taken, d's is not looked for.
+    const quiet = await queueRaw(cp.services.store, 'idle_test_d', false);
+    const named = await queueRaw(cp.services.store, 'idle_test_c', true, ['idle_test_c']);
+    await eventually('the named consumer took its event', () => seen.includes(named), 3000, 10);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.not.ok(seen.includes(quiet), 'a named notice made the worker look at every queue');
+    // An unnamed notice (any consumer may have events): the store is asked, and d's is found.
+    await queueRaw(cp.services.store, 'idle_test_e', true);
+    await eventually('the unnamed notice found the other queue', () => seen.includes(quiet), 3000, 10);
+  } finally {
+    await worker.stop();
   }
 });
 
