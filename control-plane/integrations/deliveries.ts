@@ -210,7 +210,8 @@ export type LaneFigures = {
  * written since it was made (to the millisecond), whose names match its patterns, and with a
  * campaign filter only those about one of its campaigns; a platform-wide event reaches each
  * company under its own id; a re-run writes nothing twice (unique per connection and event).
- * Ids are the batch's millisecond (`idTime`, from this process) and random hex.
+ * Ids are the batch's millisecond (`idTime`, from this process), the delivery's place in the
+ * batch (events in queue order) and random hex: the log and the send order follow the events.
  */
 export async function consumeForWebhooks(
   store: Store,
@@ -281,11 +282,12 @@ export async function consumeForWebhooks(
       select p.*, p.state = 'active' and row_number() over (partition by p.connector_id, p.state = 'active' order by p.seq) <= l.room as fits
       from pairs p join lanes l on l.id = p.connector_id),
     chosen as (
-      select r.*, r.fits and count(*) filter (where r.fits) over (order by r.seq, r.connector_id rows unbounded preceding) <= ${opts.leaseUpTo}::int as leased
+      select r.*, r.fits and count(*) filter (where r.fits) over (order by r.seq, r.connector_id rows unbounded preceding) <= ${opts.leaseUpTo}::int as leased,
+        row_number() over (order by r.seq, r.connector_id) as ord
       from ranked r),
     made as (
       insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
-      select 'dlv_' || ${idTime}::text || substr(replace(gen_random_uuid()::text, '-', ''), 1, 17), c.connector_id, c.tenant_id, c.event_id, c.subject, c.body, 'pending', c.at,
+      select 'dlv_' || ${idTime}::text || lpad(to_hex(c.ord), 5, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 12), c.connector_id, c.tenant_id, c.event_id, c.subject, c.body, 'pending', c.at,
         ${created}::timestamptz, ${created}::timestamptz,
         case when c.leased then ${opts.instance} end, case when c.leased then ${token} end, case when c.leased then ${leaseUntil(opts.leaseMs)} end
       from chosen c
@@ -298,7 +300,7 @@ export async function consumeForWebhooks(
       select 'lease' as kind, m.id, m.connector_id, m.subject, m.body, m.event_at, c.url, c.secret, c.previous_secret, c.previous_secret_until,
         0 as unleased, 0 as taken, 0 as legacy
       from made m join conns c on c.id = m.connector_id
-      where m.leased order by m.event_at, m.event_id) l
+      where m.leased order by m.id) l
     union all
     select 'sum', null, null, null, null, null, null, null, null, null,
       (select count(*) from made m join conns c on c.id = m.connector_id where not m.leased and c.state = 'active')::int,

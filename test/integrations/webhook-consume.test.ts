@@ -136,6 +136,11 @@ t('the same deliveries, bodies and leases as makeDeliveries, on Postgres and PGl
     assert.equal(JSON.parse(ours.get(`con_all ${written[2].id}`)!.body).data.actor, { kind: 'operator' });
     assert.is(JSON.parse(ours.get(`con_b ${written[5].id}`)!.body).tenant_id, 'ten_b');
 
+    // Sent in the events' order, and the ids (the log's order) follow it too.
+    const eventOf = new Map((await sql<{ id: string; event_id: string }>`select id, event_id from webhook_deliveries where id = any(${got.leased.map((l) => l.id)}::text[])`.execute(s.db)).rows.map((r) => [r.id, r.event_id]));
+    const places = got.leased.map((l) => written.findIndex((w) => w.id === eventOf.get(l.id)));
+    assert.equal(places, [...places].sort((a, b) => a - b), `${name}: leased in event order`);
+    assert.equal(got.leased.map((l) => l.id), [...got.leased.map((l) => l.id)].sort(), `${name}: ids in event order`);
     // A second run finds nothing to take.
     const again = await consumeForWebhooks(s, { limit: 100, now: Date.now(), leaseUpTo: 4, instance: 'one', leaseMs: 30_000, figures: figures(2) });
     assert.equal([again.taken, again.leased.length], [0, 0]);
