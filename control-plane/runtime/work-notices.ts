@@ -13,27 +13,34 @@ import { afterCommitOf, type Store, type Tx } from '../db/store.ts';
 export type WorkKind = 'outbox' | 'list_checks' | 'qa_reviews';
 
 const listeners = new WeakMap<Store, Map<WorkKind, Set<(detail: ReadonlySet<string>) => void>>>();
-/** Per transaction, the kinds it queued and, for each, what it named (the outbox: its consumers). */
-const announced = new WeakMap<Tx, Map<WorkKind, Set<string>>>();
+/**
+ * Per transaction, the kinds it queued and, for each, what it named (the outbox: its consumers);
+ * `any`: one announcement named none, so the notice names none (any queue may hold work).
+ */
+const announced = new WeakMap<Tx, Map<WorkKind, { names: Set<string>; any: boolean }>>();
+const NONE: ReadonlySet<string> = new Set();
 
 /**
  * Work of `kind` was queued in `tx`: its listeners run once `tx` has committed, with every name
- * the transaction gave for it (`detail`: for the outbox, the consumers whose queues got events).
+ * the transaction gave for it (`detail`: for the outbox, the consumers whose queues got events),
+ * or none if any announcement of it named none.
  */
 export function queuedIn(tx: Tx, kind: WorkKind, detail: Iterable<string> = []): void {
   let kinds = announced.get(tx);
   if (!kinds) announced.set(tx, (kinds = new Map()));
-  let names = kinds.get(kind);
-  if (names) {
-    for (const d of detail) names.add(d);
+  const names = new Set(detail);
+  const entry = kinds.get(kind);
+  if (entry) {
+    if (names.size === 0) entry.any = true;
+    else for (const d of names) entry.names.add(d);
     return;
   }
-  kinds.set(kind, (names = new Set(detail)));
-  const all = names;
+  const all = { names, any: names.size === 0 };
+  kinds.set(kind, all);
   afterCommitOf(tx, (store) => {
     for (const fn of listeners.get(store)?.get(kind) ?? []) {
       try {
-        fn(all);
+        fn(all.any ? NONE : all.names);
       } catch {
         // A listener's failure must not fail the caller, whose transaction has committed.
       }
