@@ -211,7 +211,8 @@ export type LaneFigures = {
  * campaign filter only those about one of its campaigns; a platform-wide event reaches each
  * company under its own id; a re-run writes nothing twice (unique per connection and event).
  * Ids are the batch's millisecond (`idTime`, from this process), the delivery's place in the
- * batch (events in queue order) and random hex: the log and the send order follow the events.
+ * batch (events in queue order; 6 hex digits: past 16,777,215 deliveries a batch the order, not
+ * the uniqueness, would be lost) and 44 random bits: the log and the send order follow the events.
  */
 export async function consumeForWebhooks(
   store: Store,
@@ -287,7 +288,7 @@ export async function consumeForWebhooks(
       from ranked r),
     made as (
       insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at, lease_owner, lease_token, lease_until)
-      select 'dlv_' || ${idTime}::text || lpad(to_hex(c.ord), 5, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 12), c.connector_id, c.tenant_id, c.event_id, c.subject, c.body, 'pending', c.at,
+      select 'dlv_' || ${idTime}::text || lpad(to_hex(c.ord), 6, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 11), c.connector_id, c.tenant_id, c.event_id, c.subject, c.body, 'pending', c.at,
         ${created}::timestamptz, ${created}::timestamptz,
         case when c.leased then ${opts.instance} end, case when c.leased then ${token} end, case when c.leased then ${leaseUntil(opts.leaseMs)} end
       from chosen c

@@ -57,7 +57,8 @@ export type WebhookWorkerOptions = {
 /**
  * The longest an outcome waits to be written while other sends are still under way: a flow that
  * never pauses is written in batches (each statement costs this machine about as much as a few
- * dozen rows), and an outcome holds its send's slot until it is written.
+ * dozen rows). A failed send's outcome holds its slot until it is written; every outcome holds
+ * its delivery (the instance's room) until then.
  */
 const FLUSH_WITHIN_MS = 10;
 
