@@ -20,7 +20,9 @@
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../control-plane/db/store.ts';
-import { claimDue, consumeForWebhooks, finishAttempts, makeDeliveries } from '../control-plane/integrations/deliveries.ts';
+import { claimDue } from '../control-plane/integrations/deliveries.ts';
+import { consumeForWebhooks, makeDeliveries } from '../control-plane/integrations/fan-out.ts';
+import { finishAttempts } from '../control-plane/integrations/attempt-outcomes.ts';
 import type { OutboundResult } from '../control-plane/integrations/guarded-client.ts';
 import { consumeBatch, emit } from '../control-plane/runtime/outbox.ts';
 import { createTestDatabase } from '../test/support/db.ts';

@@ -16,7 +16,7 @@ import type { Store, Tx } from '../db/store.ts';
 import { holdForNewConnection } from '../runtime/outbox.ts';
 import { checkTargetAddress, type LookupFn, type OutboundClient, type OutboundResult } from './guarded-client.ts';
 import { messageHeaders, newSigningSecret } from './signature.ts';
-import { delivered } from './deliveries.ts';
+import { delivered } from './attempt-outcomes.ts';
 import { ANSWER_LIMIT_MS } from './retry-schedule.ts';
 import { checkedSettings, RECORDING_IMPORT_KEYS, RecordingImportFields, settingsView, type ImportSettings, type RecordingImportInput } from './recording-imports/settings.ts';
 import { testImportSource } from './recording-imports/sources.ts';

@@ -34,7 +34,9 @@ import { systemClock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { consumeBatch, type ConsumedEvent, type ConsumerHandler } from '../runtime/outbox.ts';
-import { claimDue, consumeForWebhooks, finishAttempts, makeDeliveries, pruneDeliveries, releaseLeases, delivered, type Claimed, type LaneFigures, type Outcome } from './deliveries.ts';
+import { claimDue, pruneDeliveries, releaseLeases, type Claimed } from './deliveries.ts';
+import { consumeForWebhooks, makeDeliveries, type LaneFigures } from './fan-out.ts';
+import { finishAttempts, delivered, type Outcome } from './attempt-outcomes.ts';
 import type { OutboundClient, OutboundResult } from './guarded-client.ts';
 import { messageHeaders } from './signature.ts';
 

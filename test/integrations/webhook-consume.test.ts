@@ -11,7 +11,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { consumeForWebhooks, makeDeliveries, type LaneFigures } from '../../control-plane/integrations/deliveries.ts';
+import { consumeForWebhooks, makeDeliveries, type LaneFigures } from '../../control-plane/integrations/fan-out.ts';
 import { consumeBatch, emit, type ConsumedEvent, type NewEvent } from '../../control-plane/runtime/outbox.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { syntheticEvent } from '../support/fixtures.ts';

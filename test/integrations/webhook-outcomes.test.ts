@@ -11,7 +11,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { claimDue, finishAttempts, type Claimed, type Outcome } from '../../control-plane/integrations/deliveries.ts';
+import { claimDue, type Claimed } from '../../control-plane/integrations/deliveries.ts';
+import { finishAttempts, type Outcome } from '../../control-plane/integrations/attempt-outcomes.ts';
 import type { OutboundResult } from '../../control-plane/integrations/guarded-client.ts';
 import { createTestDatabase } from '../support/db.ts';
 
