@@ -297,16 +297,24 @@ export class WebhookWorker {
    * answering (it finishes nothing), is held to two rounds of its pace and cannot take every slot.
    */
   #laneRoom(id: string, failuresInARow: number): number {
-    const lane = this.#lanes.get(id);
     const limit = this.#limit(id, failuresInARow);
     let cap = 2 * limit;
     if (failuresInARow === 0 && limit === this.#perConnection) {
-      const f = this.#finished.get(id);
-      const now = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
-      const recent = f === undefined ? 0 : f.window === now ? f.n + f.prev : f.window === now - 1 ? f.n : 0;
-      cap = Math.max(cap, Math.min(recent, this.#maxInFlight * 2));
+      cap = Math.max(cap, Math.min(this.#recent(id, Math.floor(performance.now() / KEEP_UP_WINDOW_MS)), this.#maxInFlight * 2));
     }
-    return Math.max(0, cap - (lane ? lane.queue.length + lane.inFlight : 0));
+    return Math.max(0, cap - this.#laneHeld(id));
+  }
+
+  /** Attempts of connection `id` finished here in window `window` and the one before. */
+  #recent(id: string, window: number): number {
+    const f = this.#finished.get(id);
+    return f === undefined ? 0 : f.window === window ? f.n + f.prev : f.window === window - 1 ? f.n : 0;
+  }
+
+  /** Deliveries of connection `id` held in its lane (queued, or sent and not freed). */
+  #laneHeld(id: string): number {
+    const lane = this.#lanes.get(id);
+    return lane ? lane.queue.length + lane.inFlight : 0;
   }
 
   /** What `#laneRoom` knows of each connection, for the consumer's statement to work it out there. */
@@ -314,12 +322,7 @@ export class WebhookWorker {
     const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
     const ids = new Set([...this.#lanes.keys(), ...this.#streak.keys(), ...this.#finished.keys()]);
     const lanes: LaneFigures['lanes'] = [];
-    for (const id of ids) {
-      const lane = this.#lanes.get(id);
-      const f = this.#finished.get(id);
-      const recent = f === undefined ? 0 : f.window === window ? f.n + f.prev : f.window === window - 1 ? f.n : 0;
-      lanes.push({ id, streak: this.#streak.get(id) ?? 0, recent, held: lane ? lane.queue.length + lane.inFlight : 0 });
-    }
+    for (const id of ids) lanes.push({ id, streak: this.#streak.get(id) ?? 0, recent: this.#recent(id, window), held: this.#laneHeld(id) });
     return { lanes, perConnection: this.#perConnection, keepUpCap: this.#maxInFlight * 2 };
   }
 

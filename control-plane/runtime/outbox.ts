@@ -15,7 +15,7 @@ import { PREPARED, type Store, type Tx } from '../db/store.ts';
 import type { EventName } from '../../shared/events.ts';
 import { CHANNELS } from '../coordination/channels.ts';
 import { webhookTexts } from './webhook-data.ts';
-import { queuedIn } from './work-notices.ts';
+import { joinNamed, queuedIn, type Named } from './work-notices.ts';
 
 /** The wire envelope of an event (the spec's webhook message envelope). */
 export type EventEnvelope = {
@@ -101,7 +101,8 @@ export const OUTBOX_CHANNEL = CHANNELS.outboxWritten;
  */
 export class OutboxWake {
   readonly #coordinator: Coordinator;
-  readonly #scope = new AsyncLocalStorage<{ wrote: boolean; done: boolean; consumers: Set<string> }>();
+  /** `named`: what the batch's commits named (`joinNamed`), undefined while none wrote events. */
+  readonly #scope = new AsyncLocalStorage<{ done: boolean; named: Named | undefined }>();
 
   constructor(coordinator: Coordinator) {
     this.#coordinator = coordinator;
@@ -109,12 +110,12 @@ export class OutboxWake {
 
   async batch<T>(fn: () => Promise<T>): Promise<T> {
     if (this.#scope.getStore()?.done === false) return fn();
-    const scope = { wrote: false, done: false, consumers: new Set<string>() };
+    const scope: { done: boolean; named: Named | undefined } = { done: false, named: undefined };
     try {
       return await this.#scope.run(scope, fn);
     } finally {
       scope.done = true;
-      if (scope.wrote) this.#wake(scope.consumers);
+      if (scope.named !== undefined) this.#wake(scope.named ?? new Set());
     }
   }
 
@@ -124,13 +125,9 @@ export class OutboxWake {
    */
   written(consumers: ReadonlySet<string> = new Set()): void {
     const scope = this.#scope.getStore();
-    if (scope && !scope.done) {
-      // One unnamed commit makes the batch's notice unnamed (every consumer looks).
-      if (!scope.wrote) for (const c of consumers) scope.consumers.add(c);
-      else if (scope.consumers.size > 0) for (const c of consumers) scope.consumers.add(c);
-      if (consumers.size === 0) scope.consumers.clear();
-      scope.wrote = true;
-    } else this.#wake(consumers);
+    // One unnamed commit makes the batch's notice unnamed (every consumer looks).
+    if (scope && !scope.done) scope.named = joinNamed(scope.named, consumers);
+    else this.#wake(consumers);
   }
 
   #wake(consumers: ReadonlySet<string>): void {
@@ -330,12 +327,11 @@ export class OutboxWorker {
   #again = false;
   #stopped = false;
   /**
-   * What the wake-ups since the last drain named: the consumers commit notices named, or null
-   * once any wake-up named none (a poll, room freed, an unnamed notice): then the drain asks the
-   * store which queues hold events.
+   * What the wake-ups since the last drain named (`joinNamed`): the consumers commit notices
+   * named, or null once any wake-up named none (a poll, room freed, an unnamed notice), when the
+   * drain asks the store which queues hold events; undefined while no wake-up is pending.
    */
-  #named: Set<string> | null = null;
-  #pendingWake = false;
+  #pending: Named | undefined = undefined;
 
   constructor(
     store: Store,
@@ -367,11 +363,12 @@ export class OutboxWorker {
    */
   wake(consumers: string[] | null = null): void {
     if (this.#stopped) return;
-    if (!this.#pendingWake) {
-      this.#pendingWake = true;
-      this.#named = consumers === null ? null : new Set(consumers);
-    } else if (consumers === null) this.#named = null;
-    else if (this.#named) for (const c of consumers) this.#named.add(c);
+    this.#pending = joinNamed(this.#pending, consumers);
+    this.#run();
+  }
+
+  /** Starts a drain, or one more after the drain under way (what woke it is in `#pending`). */
+  #run(): void {
     if (this.#running) {
       this.#again = true;
       return;
@@ -381,15 +378,14 @@ export class OutboxWorker {
       this.#running = false;
       if (this.#again) {
         this.#again = false;
-        this.wake(this.#pendingWake && this.#named ? [...this.#named] : null);
+        this.#run();
       }
     });
   }
 
   async #drain(): Promise<void> {
-    const named = this.#named;
-    this.#pendingWake = false;
-    this.#named = null;
+    const named = this.#pending ?? null;
+    this.#pending = undefined;
     let waiting: Set<string>;
     try {
       waiting = named ?? (await consumersWithWork(this.#store, this.#names));

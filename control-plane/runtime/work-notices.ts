@@ -17,8 +17,23 @@ const listeners = new WeakMap<Store, Map<WorkKind, Set<(detail: ReadonlySet<stri
  * Per transaction, the kinds it queued and, for each, what it named (the outbox: its consumers);
  * `any`: one announcement named none, so the notice names none (any queue may hold work).
  */
-const announced = new WeakMap<Tx, Map<WorkKind, { names: Set<string>; any: boolean }>>();
+const announced = new WeakMap<Tx, Map<WorkKind, { named: Named }>>();
 const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * What several announcements named together: the union of their names, or null once any of them
+ * named none (then any queue may hold work). `undefined`: nothing announced yet.
+ */
+export type Named = Set<string> | null;
+
+/** `acc` joined with one more announcement's names (none, or null: it named none). */
+export function joinNamed(acc: Named | undefined, names: Iterable<string> | null): Named {
+  const more = names === null ? null : new Set(names);
+  if (more === null || more.size === 0 || acc === null) return null;
+  if (acc === undefined) return more;
+  for (const n of more) acc.add(n);
+  return acc;
+}
 
 /**
  * Work of `kind` was queued in `tx`: its listeners run once `tx` has committed, with every name
@@ -28,19 +43,17 @@ const NONE: ReadonlySet<string> = new Set();
 export function queuedIn(tx: Tx, kind: WorkKind, detail: Iterable<string> = []): void {
   let kinds = announced.get(tx);
   if (!kinds) announced.set(tx, (kinds = new Map()));
-  const names = new Set(detail);
   const entry = kinds.get(kind);
   if (entry) {
-    if (names.size === 0) entry.any = true;
-    else for (const d of names) entry.names.add(d);
+    entry.named = joinNamed(entry.named, detail);
     return;
   }
-  const all = { names, any: names.size === 0 };
+  const all = { named: joinNamed(undefined, detail) };
   kinds.set(kind, all);
   afterCommitOf(tx, (store) => {
     for (const fn of listeners.get(store)?.get(kind) ?? []) {
       try {
-        fn(all.any ? NONE : all.names);
+        fn(all.named ?? NONE);
       } catch {
         // A listener's failure must not fail the caller, whose transaction has committed.
       }

@@ -24,6 +24,12 @@
  */
 import { sql, type Kysely } from 'kysely';
 
+/** Child table, its column, the parent table: the keys these checks keep. */
+const MOVES = [
+  ['webhook_deliveries', 'connector_id', 'connectors'],
+  ['webhook_attempts', 'delivery_id', 'webhook_deliveries'],
+] as const;
+
 const violation = (child: string, constraint: string) =>
   `raise exception using errcode = 'foreign_key_violation', constraint = '${constraint}', message = 'insert or update on table "${child}" violates foreign key constraint "${constraint}"'`;
 
@@ -65,24 +71,17 @@ begin
 end $$`).execute(db);
   await sql`create trigger webhook_attempts_inserted after insert on webhook_attempts referencing new table as new_rows for each statement execute function webhook_attempts_inserted()`.execute(db);
   // Nothing moves a delivery to another connection or an attempt to another delivery; if something does, it is checked.
-  await sql.raw(`create function webhook_deliveries_parent_changed() returns trigger language plpgsql as $$
+  for (const [child, column, parent] of MOVES) {
+    await sql.raw(`create function ${child}_parent_changed() returns trigger language plpgsql as $$
 begin
-  if new.connector_id is distinct from old.connector_id then
-    perform 1 from connectors c where c.id = new.connector_id for key share;
-    if not found then ${violation('webhook_deliveries', 'webhook_deliveries_connector_id_fkey')}; end if;
+  if new.${column} is distinct from old.${column} then
+    perform 1 from ${parent} p where p.id = new.${column} for key share;
+    if not found then ${violation(child, `${child}_${column}_fkey`)}; end if;
   end if;
   return new;
 end $$`).execute(db);
-  await sql`create trigger webhook_deliveries_parent_changed before update of connector_id on webhook_deliveries for each row execute function webhook_deliveries_parent_changed()`.execute(db);
-  await sql.raw(`create function webhook_attempts_parent_changed() returns trigger language plpgsql as $$
-begin
-  if new.delivery_id is distinct from old.delivery_id then
-    perform 1 from webhook_deliveries d where d.id = new.delivery_id for key share;
-    if not found then ${violation('webhook_attempts', 'webhook_attempts_delivery_id_fkey')}; end if;
-  end if;
-  return new;
-end $$`).execute(db);
-  await sql`create trigger webhook_attempts_parent_changed before update of delivery_id on webhook_attempts for each row execute function webhook_attempts_parent_changed()`.execute(db);
+    await sql.raw(`create trigger ${child}_parent_changed before update of ${column} on ${child} for each row execute function ${child}_parent_changed()`).execute(db);
+  }
   // The cascades: a connection's deliveries go with it; a delivery's attempts and open row go with it.
   await sql.raw(`create function connectors_deliveries_deleted() returns trigger language plpgsql as $$
 begin
@@ -104,10 +103,10 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop function webhook_deliveries_deleted()`.execute(db);
   await sql`drop trigger connectors_deliveries_deleted on connectors`.execute(db);
   await sql`drop function connectors_deliveries_deleted()`.execute(db);
-  await sql`drop trigger webhook_attempts_parent_changed on webhook_attempts`.execute(db);
-  await sql`drop function webhook_attempts_parent_changed()`.execute(db);
-  await sql`drop trigger webhook_deliveries_parent_changed on webhook_deliveries`.execute(db);
-  await sql`drop function webhook_deliveries_parent_changed()`.execute(db);
+  for (const [child] of MOVES) {
+    await sql.raw(`drop trigger ${child}_parent_changed on ${child}`).execute(db);
+    await sql.raw(`drop function ${child}_parent_changed()`).execute(db);
+  }
   await sql`drop trigger webhook_attempts_inserted on webhook_attempts`.execute(db);
   await sql`drop function webhook_attempts_inserted()`.execute(db);
   await sql`drop trigger webhook_deliveries_inserted on webhook_deliveries`.execute(db);
