@@ -13,7 +13,7 @@ import type { Services } from '../../control-plane/context.ts';
 import type { AppEnv } from '../env.ts';
 import { authenticate } from '../middleware/auth.ts';
 import { bodyLimit } from '../middleware/body.ts';
-import { csrf } from '../middleware/csrf.ts';
+import { csrf, sameOriginForm } from '../middleware/csrf.ts';
 import { onError } from '../middleware/errors.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { serveAsset } from './assets.ts';
@@ -88,7 +88,7 @@ export function consoleApp(services: Services): Hono<AppEnv> {
   app.onError(consoleError);
   app.use('*', securityHeaders);
   app.get('/assets/:name', serveAsset);
-  app.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES, (path) => UPLOAD_PATH.test(path)), authenticate, csrf, rateLimit);
+  app.use('*', bodyLimit(services.config.VD_BODY_LIMIT_BYTES, (path) => UPLOAD_PATH.test(path)), authenticate, csrf, sameOriginForm, rateLimit);
   authPages(app);
   app.use('*', signedIn);
   app.get('/', (c) => redirect(c, c.get('principal')!.kind === 'operator' ? '/console/companies' : '/console/campaigns'));

@@ -1,13 +1,14 @@
 /**
- * The body limit (10 MB by default; 413 past it) and JSON reading (400 when unreadable, 422 when
- * it does not fit the schema, naming the field; 422 too for text the store cannot hold). A declared length over the limit is refused before any byte is
+ * The body limit (10 MB by default; 413 past it) and JSON reading (415 when the body is not sent as
+ * JSON, 400 when unreadable or nested over 64 deep, 422 when it does not fit the schema, naming
+ * the field; 422 too for text the store cannot hold). A declared length over the limit is refused before any byte is
  * read; a streamed body is cut off at the limit, never read whole first.
  */
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { z } from 'zod';
 import { ApiError, describeIssues } from '../../shared/errors.ts';
-import { checkJsonText } from './input.ts';
+import { checkJsonDepth, checkJsonText, isJsonType } from './input.ts';
 import type { AppEnv } from '../env.ts';
 
 const TOO_LARGE = (limit: number, headers: Record<string, string> = { connection: 'close' }) =>
@@ -54,6 +55,10 @@ export function bodyLimit(limit: number, streamed: (path: string) => boolean = (
 export function readJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S): z.infer<S> {
   const raw = c.get('rawBody');
   if (!raw || raw.length === 0) throw new ApiError('bad_request', 'the request needs a JSON body');
+  if (!isJsonType(c.req.header('content-type'))) {
+    throw new ApiError('unsupported_media_type', `the body must be sent as application/json (got ${JSON.stringify(c.req.header('content-type') ?? 'no content-type')})`);
+  }
+  checkJsonDepth(raw);
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString('utf8'));

@@ -23,3 +23,29 @@ export const csrf = createMiddleware<AppEnv>(async (c, next) => {
   }
   return next();
 });
+
+/**
+ * For a form posted without a session (the console's sign-in), which the CSRF pair cannot guard:
+ * a browser that says the request came from another site (`Sec-Fetch-Site`, or an `Origin` whose
+ * host is not this one) is refused, so a hostile page cannot sign a visitor into its own account.
+ * Requests from tools that send neither header (curl, tests) pass: they carry no victim's cookies.
+ */
+export const sameOriginForm = createMiddleware<AppEnv>(async (c, next) => {
+  if (SAFE.has(c.req.method) || c.get('principal')) return next();
+  const site = c.req.header('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+    throw new ApiError('forbidden', 'this form must be posted from the console itself');
+  }
+  const origin = c.req.header('origin');
+  if (origin !== undefined) {
+    let host: string | null = null;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      host = null; // "null" (a sandboxed or privacy-hidden origin) and junk: not this site
+    }
+    const ours = [c.req.header('host'), c.req.header('x-forwarded-host')];
+    if (host === null || !ours.includes(host)) throw new ApiError('forbidden', 'this form must be posted from the console itself');
+  }
+  return next();
+});

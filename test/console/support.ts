@@ -136,8 +136,40 @@ export async function csrfPost(page: Page, path: string, form: Record<string, st
   );
 }
 
+/**
+ * The browser, launched. `@sparticuz/chromium` unpacks its binary into the temporary folder on
+ * first use; a second test file doing the same at that moment can find it half written and fail
+ * to start it. So a failed launch is tried again (up to 5 times, 1 s apart) once the other
+ * unpacking has had time to finish, and each failure is printed: uvu swallows an error thrown in
+ * a hook and prints nothing of it.
+ */
+async function launchBrowser(): Promise<Browser> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await playwright.launch({
+        executablePath: await chromium.executablePath(),
+        args: [...chromium.args.filter((a) => a !== '--single-process'), '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+        headless: true,
+      });
+    } catch (err) {
+      console.error(`the browser did not start (attempt ${attempt} of 5):`, err);
+      if (attempt >= 5) throw err;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
 /** A file's `before`: the control plane, the web source, the browser, the owner operator signed in. */
 export async function startConsole(): Promise<void> {
+  try {
+    await startConsoleParts();
+  } catch (err) {
+    console.error('the console suite could not start:', err);
+    throw err;
+  }
+}
+
+async function startConsoleParts(): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
   const db = await createTestDatabase();
   drop = db.drop;
@@ -148,11 +180,7 @@ export async function startConsole(): Promise<void> {
   // A missing browser fails here, never skips. Without --single-process (of the package's
   // serverless defaults): in one process, contexts mixed up their cookie jars, so a second person
   // sent the first one's session.
-  browser = await playwright.launch({
-    executablePath: await chromium.executablePath(),
-    args: [...chromium.args.filter((a) => a !== '--single-process'), '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    headless: true,
-  });
+  browser = await launchBrowser();
   ({ context: ownerContext, page: owner } = await newPerson());
   await signIn(owner, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   await owner.waitForURL(/\/console\/companies$/);
