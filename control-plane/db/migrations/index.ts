@@ -27,6 +27,7 @@ import * as peopleRoomForChecks from './20261126_0024_people_room_for_checks.ts'
 import * as bulkParentChecks from './20261126_0025_bulk_parent_checks.ts';
 import * as webhookOpen from './20261126_0026_webhook_open.ts';
 import * as webhookBodiesInSql from './20261126_0027_webhook_bodies_in_sql.ts';
+import * as dialingRules from './20261128_0028_dialing_rules.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '20261126_0025_bulk_parent_checks': bulkParentChecks,
   '20261126_0026_webhook_open': webhookOpen,
   '20261126_0027_webhook_bodies_in_sql': webhookBodiesInSql,
+  '20261128_0028_dialing_rules': dialingRules,
 };

@@ -16,6 +16,8 @@ export interface CompaniesTable {
   core_hold: ColumnType<boolean, boolean | undefined, boolean>;
   status_reason: ColumnType<string | null, string | null | undefined, string | null>;
   closing_date: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Calls to one number in any 24 hours across the company's campaigns and manual dials. */
+  max_calls_per_number_per_day: ColumnType<number, number | undefined, number>;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }

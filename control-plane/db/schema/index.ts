@@ -27,6 +27,7 @@ import type { OperatorsTable } from './operators.ts';
 import type { OutboxPendingTable } from './outbox-pending.ts';
 import type { OutboxTable } from './outbox.ts';
 import type { PeopleTable } from './people.ts';
+import type { CalleeZonesTable, CampaignAbandonHoursTable, DialingRulesTable } from './dialing-rules.ts';
 import type { PlatformSettingsTable } from './platform-settings.ts';
 import type { PriceBookTable } from './price-book.ts';
 import type { QaReviewsTable } from './qa-reviews.ts';
@@ -72,6 +73,9 @@ export interface DB {
   calls: CallsTable;
   lists: ListsTable;
   people: PeopleTable;
+  callee_zones: CalleeZonesTable;
+  dialing_rules: DialingRulesTable;
+  campaign_abandon_hours: CampaignAbandonHoursTable;
   list_checks: ListChecksTable;
   dialing_pauses: DialingPausesTable;
   platform_settings: PlatformSettingsTable;

@@ -47,5 +47,9 @@ export interface PeopleTable {
   result_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** When a final outcome closed the person's journey: nobody calls them again. */
   closed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The person's own IANA time zone, as given (optional). */
+  timezone: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The callee's zones and legal region the list check resolved (`callee_zones`); null: not yet. */
+  zone_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
 }
