@@ -10,6 +10,7 @@ import { checkDataDir, listenProblem, type Config } from '../shared/config.ts';
 import { buildApp } from '../http/app.ts';
 import { answerClientErrors } from '../http/client-error.ts';
 import { bootstrapOperator } from './auth/accounts.ts';
+import { bootstrapLegalRules } from './compliance/legal-rules.ts';
 import { createServices, type ServiceOverrides, type Services } from './context.ts';
 import type { AgentHub } from './telephony/agent-hub.ts';
 import { Dialer, type DialerOptions } from '../dialer/dialer.ts';
@@ -51,6 +52,7 @@ export async function startControlPlane(
   let metrics: MetricsServer | null = null;
   try {
     bootstrap = await bootstrapOperator(services.store, config.VD_BOOTSTRAP_OPERATOR_EMAIL, config.VD_BOOTSTRAP_OPERATOR_PASSWORD);
+    await bootstrapLegalRules(services.store, config.VD_BOOTSTRAP_DIALING_RULES);
     // The composition root: the one place that joins the control plane, the dialer and the HTTP layer.
     dialer = new Dialer(services, dialerOptions);
     await dialer.start();

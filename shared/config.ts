@@ -37,6 +37,11 @@ const schema = z.object({
   VD_DATA_DIR: z.string().min(1).default('./data'),
   VD_BOOTSTRAP_OPERATOR_EMAIL: z.email().default('owner@platform.local'),
   VD_BOOTSTRAP_OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+  /**
+   * The legal calling rules a deployment starts with (the JSON of PUT /api/platform/dialing/rules),
+   * written at start while no operator has changed the shipped ones. Unset: the shipped rules.
+   */
+  VD_BOOTSTRAP_DIALING_RULES: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   VD_INSTANCE_ID: z.string().min(1).optional(),
   /** The address other control-plane instances reach this one at (`/ops/services`); default http://HOST:PORT. */

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from './db.ts';
+import { ALL_DAY_RULES } from './server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START_TIMEOUT_MS = 30_000;
@@ -44,7 +45,7 @@ export function startControlPlaneProcess(env: Record<string, string>, opts: Star
   const what = opts.name ? `instance ${opts.name}` : 'instance';
   const proc = spawn(process.execPath, ['control-plane/main.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', VD_METRICS_PORT: '0', LOG_LEVEL: 'warn', VD_EMBEDDED_AGENT: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', VD_METRICS_PORT: '0', LOG_LEVEL: 'warn', VD_EMBEDDED_AGENT: '0', VD_BOOTSTRAP_DIALING_RULES: ALL_DAY_RULES, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   opts.onSpawn?.(proc);

@@ -45,12 +45,18 @@ export async function startTestServer(opts: TestServerOptions): Promise<RunningC
     VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR_EMAIL,
     VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR_PASSWORD,
     VD_EMBEDDED_AGENT: '0',
+    // Suites not about calling hours dial around the clock (whatever hour the run falls in); those
+    // that are pass '' here for the shipped federal and state rules.
+    VD_BOOTSTRAP_DIALING_RULES: ALL_DAY_RULES,
     // Any free port, so instances never collide on the default 9464 (`env` may say otherwise).
     VD_METRICS_PORT: '0',
     ...opts.env,
   });
   return startControlPlane(config, { ...(opts.runtime ? { runtime: opts.runtime } : {}), ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.recordingImports ? { recordingImports: opts.recordingImports } : {}) }, opts.dialer, opts.metrics);
 }
+
+/** Legal rules open all day with no legal calls-a-day limit (the tests' default; see above). */
+export const ALL_DAY_RULES = JSON.stringify({ default: { start: '00:00', end: '24:00', max_calls_per_day: null }, regions: [] });
 
 export const OPERATOR_EMAIL = 'owner@platform.test';
 export const OPERATOR_PASSWORD = 'operator-password-1';
