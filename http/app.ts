@@ -45,6 +45,7 @@ import { tenantWriteRoutes } from './routes/platform/tenants-write.ts';
 import { subAccountRoutes } from './routes/sub-accounts.ts';
 import { operatorRoutes } from './routes/platform/operators.ts';
 import { userRoutes } from './routes/core/users.ts';
+import { settingsRoutes } from './routes/core/settings.ts';
 import { agentRecordingRoutes } from './routes/agent-recordings.ts';
 import { recordingRoutes } from './routes/core/recordings.ts';
 import { recordingPlatformRoutes } from './routes/platform/recordings.ts';
@@ -91,6 +92,7 @@ export function buildApp(services: Services, dialer: Dialer | null = null): Hono
   api.route('/platform/tenants', tenantWriteRoutes.app);
   api.route('/platform/operators', operatorRoutes.app);
   api.route('/core/v1/users', userRoutes.app);
+  api.route('/core/v1/settings', settingsRoutes.app);
   api.route('/platform', dialingRoutes.app);
   api.route('/platform', billingRoutes.app);
   api.route('/platform/ops', opsRoutes.app);

@@ -56,6 +56,16 @@ export const EVENT_NAMES = [
   'vd.platform.ai_settings_changed',
   // Ours: a usage item counted.
   'vd.usage.recorded',
+  // Ours: dialing by the rules (issue 25; also the audit trails). The legal rules changed by an
+  // operator, data `{actor, before, after}` (each the rules as GET /api/platform/dialing/rules
+  // answers them), no company: platform-wide, every company's webhooks may subscribe.
+  'vd.platform.dialing_rules_changed',
+  // A campaign's calling window, retry policy or abandonment cap changed, data `{actor,
+  // campaign_id, changes:{<setting>:{from, to}}}` (only the settings that changed).
+  'vd.campaign.settings_changed',
+  // A company's own settings changed (calls per number a day), data `{actor, tenant_id,
+  // changes:{<setting>:{from, to}}}`.
+  'vd.company.settings_changed',
 ] as const;
 
 export type EventName = (typeof EVENT_NAMES)[number];

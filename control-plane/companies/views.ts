@@ -106,12 +106,17 @@ export type MonthUsage = { month: string; calls: number; talk_minutes: number; a
 /** Whether the dialing kill switch holds a company: null when the switch could not be read. */
 export type KillSwitchHealth = { global: PauseRecord | null; tenant: PauseRecord | null; holds: boolean | null; message: string | null };
 
+/** A cap the health check may list: the plan's, or the abandonment cap holding a campaign. */
+export type CapHit = keyof PlanLimits | 'abandon_cap';
+
 export type Health = {
   sources: SourceReport[];
   gateway_suspended: boolean;
   core_suspended: boolean;
   agree: boolean;
-  caps_hit: Array<keyof PlanLimits>;
+  caps_hit: CapHit[];
+  /** The campaigns the abandonment cap holds (`abandon_cap` among caps hit); null when the store did not answer in time. */
+  abandon_capped_campaigns: Array<{ id: string; name: string }> | null;
   kill_switch: KillSwitchHealth;
 };
 
@@ -157,12 +162,13 @@ async function monthUsage(store: Store, tenantId: string, now: Date): Promise<Mo
 
 /** The store-read parts of the detail beyond the company row. */
 async function detailParts(store: Store, tenantId: string) {
-  const [people, subs, usage, platform, company] = await Promise.all([
+  const [people, subs, usage, platform, company, capped] = await Promise.all([
     store.db.selectFrom('company_users').select(['id', 'name', 'email', 'roles', 'created_at']).where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute(),
     store.db.selectFrom('companies as c').select(SUMMARY).where('c.parent_id', '=', tenantId).orderBy('c.created_at').orderBy('c.id').execute(),
     monthUsage(store, tenantId, new Date()),
     auditLines(store, tenantId, 'platform'),
     auditLines(store, tenantId, 'company'),
+    store.db.selectFrom('campaigns').select(['id', 'name']).where('tenant_id', '=', tenantId).where('abandon_held', '=', true).orderBy('id').execute(),
   ]);
   return {
     people: people.map((p) => ({ ...p, created_at: p.created_at.toISOString() })),
@@ -170,16 +176,18 @@ async function detailParts(store: Store, tenantId: string) {
     usage,
     platform,
     company,
+    capped,
   };
 }
 
 /** The caps a company has reached; a cap whose count is unknown is left out. */
-function capsHit(limits: PlanLimits, isSubAccount: boolean, users: number | null, subAccounts: number | null, liveCalls: number | null): Array<keyof PlanLimits> {
-  const hit: Array<keyof PlanLimits> = [];
+function capsHit(limits: PlanLimits, isSubAccount: boolean, users: number | null, subAccounts: number | null, liveCalls: number | null, abandonCapped: number | null): CapHit[] {
+  const hit: CapHit[] = [];
   if (users !== null && users >= limits.users) hit.push('users');
   // A sub-account can have no sub-accounts whatever its plan: that is depth, not a cap.
   if (!isSubAccount && subAccounts !== null && subAccounts >= limits.sub_accounts) hit.push('sub_accounts');
   if (liveCalls !== null && liveCalls >= limits.concurrent_calls) hit.push('concurrent_calls');
+  if (abandonCapped !== null && abandonCapped > 0) hit.push('abandon_cap');
   return hit;
 }
 
@@ -211,7 +219,8 @@ export async function tenantDetail(store: Store, sources: ColumnSources, tenantI
       gateway_suspended: gatewaySuspended,
       core_suspended: row.core_hold,
       agree: gatewaySuspended === row.core_hold,
-      caps_hit: capsHit(limits, row.parent_id !== null, p ? p.people.length : null, p ? p.sub_accounts.length : null, columns.live_calls),
+      caps_hit: capsHit(limits, row.parent_id !== null, p ? p.people.length : null, p ? p.sub_accounts.length : null, columns.live_calls, p ? p.capped.length : null),
+      abandon_capped_campaigns: p?.capped ?? null,
       kill_switch: sw
         ? { global: sw.global, tenant: sw.tenants[tenantId] ?? null, holds: sw.global !== null || tenantId in sw.tenants, message: null }
         : { global: null, tenant: null, holds: null, message: 'the kill switch did not answer in time; whether it holds this company is unknown' },

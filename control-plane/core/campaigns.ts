@@ -2,7 +2,8 @@
  * A company's campaigns: creation within its plan's limits (with the campaign actor's first
  * snapshot, in the same transaction), reading, and the start, pause and stop commands, which go to
  * the campaign actor wherever its owner runs. A start also needs the company switched on and not
- * held by core (the suspend chain's `core_hold`).
+ * held by core (the suspend chain's `core_hold`). The dialing settings (window, retry, abandonment
+ * cap) and their changes are `campaign-settings.ts`'s.
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
@@ -10,12 +11,14 @@ import { newId } from '../../shared/ids.ts';
 import { toE164 } from '../../shared/phone.ts';
 import { planLimits } from '../companies/plans.ts';
 import type { CampaignState } from '../db/schema/index.ts';
+import type { CallingWindow, RetryPolicy } from '../db/schema/campaigns.ts';
 import type { Store } from '../db/store.ts';
 import type { Who } from '../../shared/who.ts';
 import type { ActorRuntime } from '../runtime/runtime.ts';
 import { CAMPAIGN_EVENT_OF, type CampaignCommand } from '../actors/campaign.machine.ts';
 import { foreignLists } from './lists.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import { mergedRetry, DEFAULT_RETRY, newCampaignSettings } from './campaign-settings.ts';
 
 /** What a company sends to create a campaign (already shape-checked). */
 export type CampaignInput = {
@@ -26,6 +29,11 @@ export type CampaignInput = {
   max_concurrent_calls: number;
   calls_per_second: number;
   caller_id: string;
+  /** Not given: every day, the legal window. */
+  calling_window?: CallingWindow | null;
+  /** Fields not given take `DEFAULT_RETRY`'s. */
+  retry?: Partial<RetryPolicy>;
+  abandon_cap_percent?: number;
 };
 
 /** A campaign as the API shows it. */
@@ -40,6 +48,14 @@ export type CampaignView = {
   max_concurrent_calls: number;
   calls_per_second: number;
   caller_id: string | null;
+  /** The campaign's own window; null: every day, the legal window. */
+  calling_window: CallingWindow | null;
+  retry: RetryPolicy;
+  abandon_cap_percent: number;
+  /** With `idle_reason` `outside_calling_hours`: when the first due person's window opens. */
+  next_window_at: string | null;
+  /** The abandonment cap holds the campaign (at the cap; released half a point under it). */
+  abandon_held: boolean;
   counters: { placed: number; answered: number; ended: number; live: number };
   created_at: string;
 };
@@ -77,6 +93,7 @@ export async function createCampaign({ store, runtime }: CampaignDeps, tenantId:
       max_concurrent_calls: input.max_concurrent_calls,
       calls_per_second: input.calls_per_second,
       caller_id: callerId,
+      ...newCampaignSettings(input),
     })
     .execute();
     await tx.insertInto('campaign_counts').values({ campaign_id: id }).execute();
@@ -99,7 +116,8 @@ function campaignQuery(store: Store, tenantId: string) {
     )
     .select([
       'c.id', 'c.name', 'c.state', 'c.idle_reason', 'c.list_ids', 'c.mode', 'c.handler', 'c.max_concurrent_calls',
-      'c.calls_per_second', 'c.caller_id', 'n.placed', 'n.answered', 'n.ended', 'c.created_at',
+      'c.calls_per_second', 'c.caller_id', 'c.calling_window', 'c.retry', 'c.abandon_cap_percent', 'c.next_window_at', 'c.abandon_held',
+      'n.placed', 'n.answered', 'n.ended', 'c.created_at',
     ])
     .select(sql<string>`(select count(*) from calls k where k.campaign_id = c.id and k.tenant_id = c.tenant_id and k.live)`.as('live'))
     .where('c.tenant_id', '=', tenantId);
@@ -119,6 +137,11 @@ function view(r: CampaignRow): CampaignView {
     max_concurrent_calls: r.max_concurrent_calls,
     calls_per_second: Number(r.calls_per_second),
     caller_id: r.caller_id,
+    calling_window: r.calling_window,
+    retry: mergedRetry(DEFAULT_RETRY, r.retry),
+    abandon_cap_percent: Number(r.abandon_cap_percent),
+    next_window_at: r.next_window_at?.toISOString() ?? null,
+    abandon_held: r.abandon_held,
     counters: { placed: r.placed ?? 0, answered: r.answered ?? 0, ended: r.ended ?? 0, live: Number(r.live) },
     created_at: r.created_at.toISOString(),
   };

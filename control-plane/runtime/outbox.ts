@@ -56,7 +56,7 @@ const CONSUMER_WANTS: Record<string, (e: NewEvent) => boolean> = {
  * Events without a company that every company's webhook connections may subscribe to. Other
  * company-less events (media nodes, companies created) are the operators' business only.
  */
-export const PLATFORM_WIDE_EVENTS: ReadonlySet<string> = new Set(['vd.platform.dialing_pause_changed']);
+export const PLATFORM_WIDE_EVENTS: ReadonlySet<string> = new Set(['vd.platform.dialing_pause_changed', 'vd.platform.dialing_rules_changed']);
 
 /**
  * Events about a company that are the operators' business only (their notes on it, its prices and

@@ -251,6 +251,8 @@ t('campaign create: the shape, and the plan\'s limits at their edges', async () 
   assert.equal({ ...r.body, id: undefined, created_at: undefined }, {
     id: undefined, name: 'Spring', state: 'draft', idle_reason: null, list_ids: [id], mode: 'preview', handler: 'agents',
     max_concurrent_calls: plan.concurrent_calls, calls_per_second: plan.calls_per_second, caller_id: '+12025550100',
+    calling_window: null, retry: { no_answer_minutes: 60, busy_minutes: 15, failed_minutes: 120, abandoned_minutes: 60, max_attempts: 3 },
+    abandon_cap_percent: 3, next_window_at: null, abandon_held: false, abandonment: { rate: 0, answered: 0, abandoned: 0, window_days: 30 },
     counters: { placed: 0, answered: 0, ended: 0, live: 0 }, created_at: undefined,
   });
   const bad = async (over: Record<string, unknown>, why: RegExp) => {

@@ -1,6 +1,13 @@
-/** Campaigns under `/api/core/v1/campaigns`: create, read, and start, pause or stop. */
+/**
+ * Campaigns under `/api/core/v1/campaigns`: create, read, change the dialing settings (window,
+ * retry, abandonment cap), and start, pause or stop. A campaign reads with its abandonment over
+ * the last 30 days (the dialer's hourly counts).
+ */
 import { z } from '@hono/zod-openapi';
-import { commandCampaign, createCampaign, findCampaign, listCampaigns } from '../../../control-plane/core/campaigns.ts';
+import { commandCampaign, createCampaign, findCampaign, listCampaigns, type CampaignView } from '../../../control-plane/core/campaigns.ts';
+import { CampaignSettingsChange, CampaignSettingsFields, changeCampaignSettings, DEFAULT_RETRY, MAX_RETRY_MINUTES } from '../../../control-plane/core/campaign-settings.ts';
+import type { Store } from '../../../control-plane/db/store.ts';
+import { readAbandonment, type Abandonment } from '../../../dialer/abandonment.ts';
 import type { CampaignCommand } from '../../../control-plane/actors/campaign.machine.ts';
 import { actorOf, companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
@@ -15,7 +22,10 @@ export const NewCampaign = z.object({
   max_concurrent_calls: z.number().int().min(1),
   calls_per_second: z.number().gt(0),
   caller_id: z.string().min(1).max(40),
+  ...CampaignSettingsFields,
 });
+
+const SETTINGS_TEXT = `\`calling_window\`: \`{days:["mon",…,"sun"], start:"HH:MM", end:"HH:MM"}\` in the callee's local time, used inside the legal window (null: every day, the legal window). \`retry\`: minutes to wait after no answer, busy, failed and abandoned (0–${MAX_RETRY_MINUTES}) and \`max_attempts\` (1–20); fields left out keep their value (on create: ${JSON.stringify(DEFAULT_RETRY)}). \`abandon_cap_percent\`: 0–3 (default 3).`;
 
 const Campaign = record('Campaign', {
   id: z.string(),
@@ -27,9 +37,28 @@ const Campaign = record('Campaign', {
   handler: z.enum(['bot', 'agents']),
   max_concurrent_calls: z.number(),
   calls_per_second: z.number(),
+  calling_window: z.object({ days: z.array(z.string()), start: z.string(), end: z.string() }).nullable(),
+  retry: z.object({ no_answer_minutes: z.number(), busy_minutes: z.number(), failed_minutes: z.number(), abandoned_minutes: z.number(), max_attempts: z.number() }),
+  abandon_cap_percent: z.number(),
+  next_window_at: z.string().nullable(),
+  abandonment: z.object({ rate: z.number(), answered: z.number(), abandoned: z.number(), window_days: z.number() }),
   counters: z.looseObject({ placed: z.number(), answered: z.number(), ended: z.number(), live: z.number() }),
   created_at: z.string(),
 });
+
+/** A campaign as read: its view with its abandonment rate over the last 30 days. */
+export type CampaignRead = CampaignView & { abandonment: Abandonment };
+
+/** `campaigns` with their abandonment (one read for all of them). */
+export async function withAbandonment(store: Store, campaigns: CampaignView[]): Promise<CampaignRead[]> {
+  const rates = await readAbandonment(store.db, campaigns.map((x) => x.id), Date.now());
+  return campaigns.map((x) => ({ ...x, abandonment: rates.get(x.id)! }));
+}
+
+/** One campaign as read, with its abandonment. */
+export async function readCampaign(store: Store, tenantId: string, id: string): Promise<CampaignRead> {
+  return (await withAbandonment(store, [await findCampaign(store, tenantId, id)]))[0]!;
+}
 const CampaignId = pathOf({ id: idParam('The campaign id (cmp_…).') });
 
 const COMMANDS: ReadonlyArray<{ command: CampaignCommand; summary: string }> = [
@@ -39,19 +68,44 @@ const COMMANDS: ReadonlyArray<{ command: CampaignCommand; summary: string }> = [
 ];
 
 export const campaignRoutes = new ApiRoutes('Campaigns')
-  .add({ method: 'get', path: '/', guard: companyReaders, summary: "The company's campaigns", query: z.object({ cursor: Cursor }), answers: { 200: json('A page of campaigns.', pageOf(Campaign)) } }, async (c, { query }) =>
-    c.json(await listCampaigns(c.get('services').store, tenantOf(c.get('principal')), query.cursor)),
+  .add({ method: 'get', path: '/', guard: companyReaders, summary: "The company's campaigns", query: z.object({ cursor: Cursor }), answers: { 200: json('A page of campaigns.', pageOf(Campaign)) } }, async (c, { query }) => {
+    const store = c.get('services').store;
+    const page = await listCampaigns(store, tenantOf(c.get('principal')), query.cursor);
+    return c.json({ items: await withAbandonment(store, page.items), next_cursor: page.next_cursor });
+  })
+  .add({ method: 'post', path: '/', guard: companyWriters, summary: 'Create a campaign', description: SETTINGS_TEXT, body: NewCampaign, answers: { 201: json('The new campaign.', Campaign) } }, async (c, { body }) => {
+    const made = await createCampaign(c.get('services'), tenantOf(c.get('principal')), body);
+    return c.json((await withAbandonment(c.get('services').store, [made]))[0], 201);
+  })
+  .add(
+    { method: 'get', path: '/{id}', guard: companyReaders, summary: 'One campaign', description: 'Its state, idle_reason (and next_window_at while outside calling hours), settings, abandonment over the last 30 days and counters.', params: CampaignId, answers: { 200: json('The campaign.', Campaign) } },
+    async (c, { params }) => c.json(await readCampaign(c.get('services').store, tenantOf(c.get('principal')), params.id)),
   )
-  .add({ method: 'post', path: '/', guard: companyWriters, summary: 'Create a campaign', body: NewCampaign, answers: { 201: json('The new campaign.', Campaign) } }, async (c, { body }) =>
-    c.json(await createCampaign(c.get('services'), tenantOf(c.get('principal')), body), 201),
-  )
-  .add({ method: 'get', path: '/{id}', guard: companyReaders, summary: 'One campaign', description: 'Its state, idle_reason and counters.', params: CampaignId, answers: { 200: json('The campaign.', Campaign) } }, async (c, { params }) =>
-    c.json(await findCampaign(c.get('services').store, tenantOf(c.get('principal')), params.id)),
+  .add(
+    {
+      method: 'patch',
+      path: '/{id}',
+      guard: companyWriters,
+      summary: "Change a campaign's calling window, retry policy or abandonment cap",
+      description: `${SETTINGS_TEXT} In any state; a running campaign dials by the new settings within about a second. A change is in the company's audit trail (\`vd.campaign.settings_changed\`).`,
+      params: CampaignId,
+      body: CampaignSettingsChange,
+      answers: { 200: json('The campaign.', Campaign) },
+    },
+    async (c, { params, body }) => {
+      const store = c.get('services').store;
+      const tenantId = tenantOf(c.get('principal'));
+      await changeCampaignSettings(store, tenantId, params.id, body, actorOf(c.get('principal')));
+      return c.json(await readCampaign(store, tenantId, params.id));
+    },
   );
 
 for (const { command, summary } of COMMANDS) {
   campaignRoutes.add(
     { method: 'post', path: `/{id}/${command}`, guard: companyWriters, summary, params: CampaignId, answers: { 200: json('The campaign after the command.', Campaign) }, errors: { 409: 'The campaign cannot take this command in its state.' } },
-    async (c, { params }) => c.json(await commandCampaign(c.get('services'), tenantOf(c.get('principal')), params.id, command, actorOf(c.get('principal')))),
+    async (c, { params }) => {
+      const done = await commandCampaign(c.get('services'), tenantOf(c.get('principal')), params.id, command, actorOf(c.get('principal')));
+      return c.json((await withAbandonment(c.get('services').store, [done]))[0]);
+    },
   );
 }

@@ -42,7 +42,8 @@ export const tenantReadRoutes = new ApiRoutes('Companies')
       path: '/{id}',
       guard: operators(),
       summary: 'One company in detail',
-      description: 'People with roles, sub-accounts, plan, live numbers, usage, audit lines and the health check.',
+      description:
+        "People with roles, sub-accounts, plan, live numbers, usage, audit lines and the health check. The health check's `caps_hit` names the plan's caps reached and `abandon_cap` while the abandonment cap holds any of its campaigns (named in `abandon_capped_campaigns`).",
       params: pathOf({ id: idParam('The company id (ten_…).') }),
       answers: { 200: json('The company detail.', Tenant) },
     },
