@@ -1,6 +1,7 @@
 /**
- * What the media agents report about calls, written down: the call rows, the campaign counters,
- * the people's next step, usage items and the outbox events (`vd.call.placed|answered|ended`,
+ * What the media agents report about calls, written down: the call rows, the campaign counters
+ * and hourly abandonment counts, the people's next step (retries by outcome: `retries.ts`), usage
+ * items and the outbox events (`vd.call.placed|answered|ended`,
  * `vd.journey.transfer_requested|bridged|completed`, `vd.journey.closed`, `vd.usage.recorded`).
  *
  * Events are batched: whatever arrived since the last flush is written in one transaction, in
@@ -21,14 +22,18 @@ import { emit, type NewEvent } from '../control-plane/runtime/outbox.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { aiSeconds, billableTransfer, callMinutes, meterUsage, type UsageItem } from '../control-plane/usage/meter.ts';
 import type { EventName } from '../shared/events.ts';
+import { systemClock, type Clock } from '../shared/clock.ts';
+import { FIXED_RETRY, notReachedAs, readRetryPolicies, retryRule, type NotReached, type RetryRule } from './retries.ts';
 
 /** A call that ended (or was refused by its node), for the instance that launched it. */
 export type EndedCall = { call_id: string; campaign_id: string | null; tenant_id: string; launched_by: string | null; node_id: string | null; refused: boolean };
 
 export type CallEventsOptions = {
-  /** A person not reached is tried again after this long, up to `maxAttempts` calls in all. */
-  retryDelayMs?: number;
-  maxAttempts?: number;
+  /**
+   * The time a person not reached is due again counts from (`next_attempt_at` = now + the delay);
+   * the dialer's claims compare `next_attempt_at` with the same clock. Default: the system clock.
+   */
+  clock?: Clock;
   /** Most events written in one transaction. */
   batch?: number;
   /** Call event writers working at once (default 2). */
@@ -61,8 +66,7 @@ export class CallEvents {
   readonly #store: Store;
   readonly #log: Logger;
   readonly #onEnded: (calls: EndedCall[]) => void;
-  readonly #retryDelayMs: number;
-  readonly #maxAttempts: number;
+  readonly #clock: Clock;
   readonly #batch: number;
   /**
    * Writers working at once, each on the calls whose id hashes to it. Their transactions touch
@@ -75,8 +79,7 @@ export class CallEvents {
     this.#store = deps.store;
     this.#log = deps.log.child({ part: 'call-events' });
     this.#onEnded = deps.onEnded;
-    this.#retryDelayMs = opts.retryDelayMs ?? 30 * 60_000;
-    this.#maxAttempts = opts.maxAttempts ?? 3;
+    this.#clock = opts.clock ?? systemClock;
     this.#batch = opts.batch ?? 2000;
     this.#lanes = Array.from({ length: Math.max(1, opts.writers ?? 2) }, () => ({ queue: [], failures: 0, flushing: null, timer: null }));
   }
@@ -164,32 +167,38 @@ export class CallEvents {
 
   /**
    * One batch in one transaction, phase by phase (placed, answered, hand-overs, ended, the people
-   * of ended calls, usage, campaign counters, events): a call whose events all came together is
-   * still written in order, and every phase is guarded by the call's state.
+   * of ended calls, usage, campaign counters, abandonment hours, events): a call whose events all
+   * came together is still written in order, and every phase is guarded by the call's state.
    */
   async #write(tx: Tx, batch: CallEvent[], lane: number): Promise<EndedCall[]> {
     const { placed, answered, transfers, ended } = sortEvents(batch);
-    const w: Writing = { tx, events: [], usage: [], counters: new Map() };
+    const w: Writing = { tx, events: [], usage: [], counters: new Map(), abandonHours: new Map() };
     await lockCalls(tx, [...placed, ...answered.keys(), ...transfers.map((t) => t.id), ...ended.keys()]);
     await writePlaced(w, placed);
     await writeAnswered(w, answered);
     await writeTransfers(w, transfers);
     const { done, people } = await writeEnded(w, ended);
-    await settlePeople(w, people, { retryDelayMs: this.#retryDelayMs, maxAttempts: this.#maxAttempts });
+    const now = this.#clock.now();
+    await settlePeople(w, people, now);
     w.events.push(...(await meterUsage(tx, w.usage)));
     await writeCounters(tx, w.counters, lane);
+    await writeAbandonHours(tx, w.abandonHours, lane, now);
     // The outbox consumers are woken once this transaction has committed (`emit` announces it).
     if (w.events.length) await emit(tx, w.events);
     return done;
   }
 }
 
-/** What a batch's write gathers as it goes: outbox events, usage items, campaign counter deltas. */
+/**
+ * What a batch's write gathers as it goes: outbox events, usage items, campaign counter deltas,
+ * and answered and abandoned calls by campaign and the hour they were answered in.
+ */
 type Writing = {
   tx: Tx;
   events: NewEvent[];
   usage: UsageItem[];
   counters: Map<string, { placed: number; answered: number; ended: number }>;
+  abandonHours: Map<string, { campaign_id: string; hour: string; answered: number; abandoned: number }>;
 };
 
 function count(w: Writing, campaign: string | null, k: 'placed' | 'answered' | 'ended'): void {
@@ -288,15 +297,31 @@ async function writeTransfers(w: Writing, transfers: Transfer[]): Promise<void> 
   }
 }
 
-/** What a call's end means for its person: reached, called and not reached, or never placed. */
-type PersonOutcome = { id: string; outcome: 'reached' | 'not_placed' | 'not_reached'; journey_id: string | null; campaign_id: string | null };
+/**
+ * What a call's end means for its person: reached, called and not reached (and why), or never
+ * placed. `manual`: a person at a screen placed the call (the campaign's policy does not apply).
+ */
+type PersonOutcome = { id: string; outcome: 'reached' | 'not_placed' | 'not_reached'; why: NotReached | null; manual: boolean; journey_id: string | null; campaign_id: string | null };
+
+/** Counts an answered call of a campaign in the hour it was answered in, and as abandoned when dropped. */
+function countAnswered(w: Writing, campaign: string | null, answeredAt: Date, dropped: boolean): void {
+  if (!campaign) return;
+  const hour = new Date(Math.floor(answeredAt.getTime() / 3_600_000) * 3_600_000).toISOString();
+  const key = `${campaign}|${hour}`;
+  let h = w.abandonHours.get(key);
+  if (!h) w.abandonHours.set(key, (h = { campaign_id: campaign, hour, answered: 0, abandoned: 0 }));
+  h.answered++;
+  if (dropped) h.abandoned++;
+}
 
 async function writeEnded(w: Writing, ended: Map<string, Ended>): Promise<{ done: EndedCall[]; people: PersonOutcome[] }> {
   const done: EndedCall[] = [];
   const people: PersonOutcome[] = [];
   if (ended.size === 0) return { done, people };
   const list = [...ended.values()].map((e) => ({ ...e, talk: Math.round(e.talk), ai: Math.ceil(e.ai) }));
-  const rows = await sql<CallRow & { was: string; was_transfer: string | null; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }>`
+  const rows = await sql<
+    CallRow & { was: string; was_transfer: string | null; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; dropped: boolean; manual: boolean; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }
+  >`
     update calls c set state = 'ended', ended_at = x.at, talk_seconds = x.talk, ai_seconds = x.ai, end_reason = x.reason, sip_status = x.sip,
       transfer_state = case when c.transfer_state = 'bridged' then 'completed' else c.transfer_state end,
       dropped = c.answered_at is not null and x.reason = any(${[...DROPPED_REASONS]}::text[])
@@ -304,13 +329,15 @@ async function writeEnded(w: Writing, ended: Map<string, Ended>): Promise<{ done
       (select id, state, transfer_state from calls where id = any(${list.map((e) => e.id)}::text[])) o
     where c.id = x.id and o.id = c.id and c.state <> 'ended'
     returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at, c.handler,
-      c.launched_by, c.node_id, o.state as was, o.transfer_state as was_transfer, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(w.tx);
+      c.launched_by, c.node_id, c.dropped, c.manual, o.state as was, o.transfer_state as was_transfer, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(w.tx);
   for (const r of rows.rows) {
     const wasPlaced = r.was !== 'dialing';
     done.push({ call_id: r.id, campaign_id: r.campaign_id, tenant_id: r.tenant_id, launched_by: r.launched_by, node_id: r.node_id, refused: r.refused });
-    if (r.person_id) people.push({ id: r.person_id, outcome: r.answered_at ? 'reached' : wasPlaced ? 'not_reached' : 'not_placed', journey_id: r.journey_id, campaign_id: r.campaign_id });
+    if (r.person_id) people.push(personOutcome(r, wasPlaced));
     if (!wasPlaced) continue;
     count(w, r.campaign_id, 'ended');
+    // Once per call: this update returns a call only on its first end.
+    if (r.answered_at) countAnswered(w, r.campaign_id, r.answered_at, r.dropped);
     const endedAt = new Date(r.at);
     if (r.was_transfer === 'bridged') {
       // The hand-over ends with the call, whether or not the agent said `completed` first.
@@ -339,26 +366,45 @@ async function writeEnded(w: Writing, ended: Map<string, Ended>): Promise<{ done
   return { done, people };
 }
 
+/** A person's outcome from their call's end (the ended call's row as `writeEnded` has it). */
+function personOutcome(r: { person_id: string | null; answered_at: Date | null; dropped: boolean; manual: boolean; campaign_id: string | null; journey_id: string | null; reason: string; sip: number }, wasPlaced: boolean): PersonOutcome {
+  const base = { id: r.person_id!, manual: r.manual, journey_id: r.journey_id, campaign_id: r.campaign_id };
+  if (!wasPlaced) return { ...base, outcome: 'not_placed', why: null };
+  // A manual call keeps the rule from before retries by outcome: answered is reached.
+  if (r.manual) return { ...base, outcome: r.answered_at ? 'reached' : 'not_reached', why: null };
+  const why = notReachedAs({ answered: r.answered_at !== null, dropped: r.dropped, reason: r.reason, sip: r.sip });
+  return { ...base, outcome: why ? 'not_reached' : 'reached', why };
+}
+
 /**
  * The people of ended calls take their next step: reached, done; called and not reached, due
- * again after the retry delay until their attempts are spent; never placed, due again with the
- * attempt given back. A person done closes their journey (`vd.journey.closed`). A person no
- * longer `calling` was taken out of dialing by an outcome while the call was up (a final one
- * closed them, or a callback made them due then) and is left as the outcome put them.
+ * again after their campaign's delay for that outcome (`retry`: no answer, busy, failed,
+ * abandoned) until its `max_attempts` are spent; never placed, due again with the attempt given
+ * back. A manual call's person (or one whose call has no campaign policy) follows `FIXED_RETRY`.
+ * The delay counts from `now` (the writer's clock), never the store's. A person done closes their
+ * journey (`vd.journey.closed`). A person no longer `calling` was taken out of dialing by an
+ * outcome while the call was up (a final one closed them, or a callback made them due then) and is
+ * left as the outcome put them.
  */
-async function settlePeople(w: Writing, people: PersonOutcome[], retry: { retryDelayMs: number; maxAttempts: number }): Promise<void> {
+async function settlePeople(w: Writing, people: PersonOutcome[], now: number): Promise<void> {
   if (people.length === 0) return;
   people.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  const policies = await readRetryPolicies(w.tx, [...new Set(people.filter((x) => !x.manual && x.campaign_id).map((x) => x.campaign_id!))]);
+  const input = people.map((x) => {
+    const policy = x.manual || !x.campaign_id ? undefined : policies.get(x.campaign_id);
+    // Only a person not reached uses the rule; `why` is null for a manual call's.
+    const rule: RetryRule = policy && x.why ? retryRule(policy, x.why) : FIXED_RETRY;
+    return { ...x, max_attempts: rule.maxAttempts, next_at: new Date(now + rule.delayMinutes * 60_000).toISOString() };
+  });
   const rows = await sql<{ person_id: string; status: string; tenant_id: string; journey_id: string | null; campaign_id: string | null; outcome: string }>`
     update people p set
       status = case when x.outcome = 'reached' then 'done'
                     when x.outcome = 'not_placed' then 'due'
-                    when p.attempts >= ${retry.maxAttempts} then 'done' else 'due' end,
+                    when p.attempts >= x.max_attempts then 'done' else 'due' end,
       attempts = case when x.outcome = 'not_placed' then greatest(p.attempts - 1, 0) else p.attempts end,
-      next_attempt_at = case when x.outcome = 'not_reached' and p.attempts < ${retry.maxAttempts}
-                             then now() + ${`${retry.retryDelayMs} milliseconds`}::interval else null end,
+      next_attempt_at = case when x.outcome = 'not_reached' and p.attempts < x.max_attempts then x.next_at else null end,
       claimed_by = null, claim_epoch = null
-    from jsonb_to_recordset(${JSON.stringify(people)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text),
+    from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as x(id text, outcome text, journey_id text, campaign_id text, max_attempts integer, next_at timestamptz),
       (select id from people where id = any(${people.map((x) => x.id)}::text[]) order by id for update) k
     -- A person an outcome took out of dialing during the call (closed, or a callback set) keeps what it said.
     where p.id = x.id and k.id = p.id and p.status = 'calling'
@@ -383,6 +429,33 @@ async function settlePeople(w: Writing, people: PersonOutcome[], retry: { retryD
     }
   }
 }
+
+/**
+ * The batch's answered and abandoned calls by campaign and hour, on this writer lane's own rows
+ * (summed when read: `abandonment.ts`), written beside the counters, last, in (campaign, hour)
+ * order. A row made for a new hour prunes its campaign's rows of this lane older than 31 days
+ * (the rate reads 30), in the same statement: once a campaign, lane and hour, by the primary key.
+ */
+async function writeAbandonHours(tx: Tx, hours: Writing['abandonHours'], lane: number, now: number): Promise<void> {
+  if (hours.size === 0) return;
+  const list = [...hours.values()].sort((a, b) => (a.campaign_id < b.campaign_id ? -1 : a.campaign_id > b.campaign_id ? 1 : a.hour < b.hour ? -1 : a.hour > b.hour ? 1 : 0));
+  const cutoff = new Date(now - ABANDON_HOURS_KEPT_DAYS * 86_400_000);
+  await sql`
+    with up as (
+      insert into campaign_abandon_hours as h (campaign_id, hour, lane, answered, abandoned)
+      select x.campaign_id, x.hour, ${lane}, x.answered, x.abandoned
+      from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(campaign_id text, hour timestamptz, answered integer, abandoned integer)
+      join campaigns c on c.id = x.campaign_id
+      order by x.campaign_id, x.hour
+      on conflict (campaign_id, hour, lane) do update set answered = h.answered + excluded.answered, abandoned = h.abandoned + excluded.abandoned
+      returning h.campaign_id, (h.xmax = 0) as fresh)
+    delete from campaign_abandon_hours o
+    using (select distinct campaign_id from up where fresh) f
+    where o.campaign_id = f.campaign_id and o.lane = ${lane} and o.hour < ${cutoff}::timestamptz`.execute(tx);
+}
+
+/** Hourly abandonment rows are kept this long: a day past the 30 the rate reads. */
+const ABANDON_HOURS_KEPT_DAYS = 31;
 
 /** The batch's counter deltas, on this writer lane's own rows (summed when read). */
 async function writeCounters(tx: Tx, counters: Writing['counters'], lane: number): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * The built-in simulated trunk: each call rings, then is answered, busy, unanswered or fails, by
- * a seeded random schedule (the same seed and call id give the same call). Answered calls talk a
+ * a seeded random schedule (the same seed and call id give the same call), or by the test number
+ * it is placed to (`TEST_NUMBERS`: `…0200` answers, `…0486` busy, …). Answered calls talk a
  * while; bot-handled ones run a bot session (reported as it starts, and as it ends or fails with
  * the AI upstream's reply times) that sometimes hands the call over to a person
  * (`transfer` events: requested when the bot session ends, bridged 1–3 s later, completed just
@@ -21,7 +22,7 @@ export type SimulatedTrunkOptions = {
   seed: number;
   /** Real time = simulated time × timeScale. */
   timeScale?: number;
-  /** Forces every call's outcome (tests); `random` draws it. */
+  /** Forces every call's outcome, test numbers included (tests); `random` draws it, or takes a test number's. */
   outcome?: SimulatedOutcome;
   /** Forces the talk time of answered calls, in simulated seconds (tests). */
   talkSeconds?: number;
@@ -69,6 +70,19 @@ export function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * Test numbers: a callee number ending in one of these has that outcome whatever the draw (unless
+ * the trunk forces one for every call), so integrators and tests can pick an outcome per person.
+ * `0299` is answered and then abandoned: nobody takes it within 2 s.
+ */
+export const TEST_NUMBERS: Readonly<Record<string, Exclude<SimulatedOutcome, 'random'>>> = {
+  '0200': 'answer',
+  '0486': 'busy',
+  '0480': 'no_answer',
+  '0503': 'failed',
+  '0299': 'abandoned',
+};
 
 /** Mixed into a call's seed for its bot session's draws. */
 const BOT_SALT = 0x0b07_5e55;
@@ -127,7 +141,9 @@ export class SimulatedTrunk implements Trunk {
     const rnd = mulberry32(this.#seed ^ hash(call.call_id));
     const draw = rnd();
     const outcome: Exclude<SimulatedOutcome, 'random'> =
-      this.#outcome !== 'random' ? this.#outcome : draw < 0.6 ? 'answer' : draw < 0.8 ? 'no_answer' : draw < 0.95 ? 'busy' : 'failed';
+      this.#outcome !== 'random'
+        ? this.#outcome
+        : (TEST_NUMBERS[call.to.slice(-4)] ?? (draw < 0.6 ? 'answer' : draw < 0.8 ? 'no_answer' : draw < 0.95 ? 'busy' : 'failed'));
     const ring = 2 + rnd() * 18; // 2–20 s of ringing
     if (outcome === 'no_answer') return { outcome };
     if (outcome === 'busy' || outcome === 'failed') return { outcome, ring_s: Math.min(ring, 3) };
