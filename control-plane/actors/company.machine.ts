@@ -5,7 +5,7 @@
  * (an absolute time, so it survives a restore), and a repeated suspend retries it at once.
  */
 import { assign, setup } from 'xstate';
-import { MIN_REASON, reasonLongEnough } from '../../shared/reason.ts';
+import { MIN_REASON, reasonGiven, reasonLongEnough } from '../../shared/reason.ts';
 import type { Who } from '../../shared/who.ts';
 
 export type StepFailure = { step: string; message: string };
@@ -39,7 +39,7 @@ export const companyMachine = setup({
   },
   guards: {
     suspendAllowed: ({ event }) => event.type === 'SUSPEND' && reasonLongEnough(event.reason),
-    closingAllowed: ({ event }) => event.type === 'SCHEDULE_CLOSING' && reasonLongEnough(event.reason) && dateOk(event.date),
+    closingAllowed: ({ event }) => event.type === 'SCHEDULE_CLOSING' && reasonGiven(event.reason) && dateOk(event.date),
     retryDue: ({ context, event }) => event.type === 'TICK' && context.chain.retryAt !== null && event.at >= context.chain.retryAt,
   },
   actions: {
@@ -97,9 +97,10 @@ export const companyMachine = setup({
 
 /** Why an event is refused in a state, for the caller. */
 export function companyRefusal(state: string, event: { type: string; reason?: unknown; date?: unknown }): { code: 'unprocessable' | 'conflict'; message: string } {
-  if ((event.type === 'SUSPEND' || event.type === 'SCHEDULE_CLOSING') && !reasonLongEnough(event.reason)) {
+  if (event.type === 'SUSPEND' && !reasonLongEnough(event.reason)) {
     return { code: 'unprocessable', message: `reason must be at least ${MIN_REASON} characters` };
   }
+  if (event.type === 'SCHEDULE_CLOSING' && !reasonGiven(event.reason)) return { code: 'unprocessable', message: 'reason must not be blank' };
   if (event.type === 'SCHEDULE_CLOSING' && !dateOk(event.date)) return { code: 'unprocessable', message: 'date must be a YYYY-MM-DD date' };
   if (event.type === 'RESUME' && state === 'closing') {
     return { code: 'conflict', message: 'a closing company cannot be resumed; cancel closing first (DELETE …/closing)' };

@@ -69,12 +69,17 @@ t('on or suspended → closing with a reason and a date; closing cannot be resum
   }
 });
 
-t('closing needs a valid date and a reason', () => {
+t('closing needs a valid date and a reason that is not blank (no 8-character minimum)', () => {
   const a = start();
   assert.is(tryEvent(a, { type: 'SCHEDULE_CLOSING', reason: REASON, date: '31/12/2026', by }).allowed, false);
   assert.is(tryEvent(a, { type: 'SCHEDULE_CLOSING', reason: REASON, date: '2026-02-30x', by }).allowed, false);
-  assert.is(tryEvent(a, { type: 'SCHEDULE_CLOSING', reason: 'short', date: '2026-12-31', by }).allowed, false);
+  assert.is(tryEvent(a, { type: 'SCHEDULE_CLOSING', reason: '   ', date: '2026-12-31', by }).allowed, false);
+  assert.equal(companyRefusal('on', { type: 'SCHEDULE_CLOSING', reason: ' ', date: '2026-12-31' }), { code: 'unprocessable', message: 'reason must not be blank' });
   assert.is(companyRefusal('on', { type: 'SCHEDULE_CLOSING', reason: REASON, date: 'x' }).code, 'unprocessable');
+  assert.equal(tryEvent(a, { type: 'SCHEDULE_CLOSING', reason: ' sold ', date: '2026-12-31', by }), { allowed: true, state: 'closing' });
+  assert.equal(a.getSnapshot().context.closing, { reason: 'sold', date: '2026-12-31' });
+  // The 8-character minimum stays for a suspend.
+  assert.equal(tryEvent(start(), { type: 'SUSPEND', reason: 'sold', by }).allowed, false);
 });
 
 t('DELETE closing leaves the company suspended, and then it can be resumed', () => {

@@ -195,9 +195,13 @@ t('closing: stops like suspend, cannot be resumed, DELETE closing leaves it susp
   const { key } = await makeKey(base, co.owner, ['read']);
   const bad = await call(base, 'POST', `/api/platform/tenants/${co.tenantId}/closing`, { session: owner, body: { reason: 'contract ended', date: 'tomorrow' } });
   assert.is(bad.status, 422);
-  const r = await call(base, 'POST', `/api/platform/tenants/${co.tenantId}/closing`, { session: owner, body: { reason: 'contract ended', date: '2026-12-31' } });
+  const blank = await call(base, 'POST', `/api/platform/tenants/${co.tenantId}/closing`, { session: owner, body: { reason: '   ', date: '2026-12-31' } });
+  assert.equal([blank.status, blank.body.error?.message], [422, 'reason must not be blank']);
+  // A short reason is enough for closing (the 8-character minimum is for suspend and dialing pauses).
+  const r = await call(base, 'POST', `/api/platform/tenants/${co.tenantId}/closing`, { session: owner, body: { reason: 'sold', date: '2026-12-31' } });
   assert.is(r.status, 200, r.text);
   assert.is(r.body.tenant.status, 'closing');
+  assert.is((await call(base, 'GET', `/api/platform/tenants/${co.tenantId}`, { session: owner })).body.tenant.status_reason, 'sold');
   assert.is(r.body.complete, true);
   assert.is((await call(base, 'GET', '/api/core/v1/lists', { key })).status, 401);
   const resume = await call(base, 'POST', `/api/platform/tenants/${co.tenantId}/resume`, { session: owner });
