@@ -33,7 +33,8 @@ const RuleFields = {
   end: ClockText,
   max_calls_per_day: z.number().int().min(1).max(1000).nullable(),
 };
-const startBeforeEnd = (r: { start: string; end: string }) => parseClock(r.start)! < parseClock(r.end)!;
+// A time that is not one is refused by its own field; the order is judged only between two times.
+const startBeforeEnd = (r: { start: string; end: string }) => parseClock(r.start) === null || parseClock(r.end) === null || parseClock(r.start)! < parseClock(r.end)!;
 const ORDER = { message: 'start must be before end', path: ['end'] };
 
 /** The legal rules as the API reads and writes them (`GET`/`PUT /api/platform/dialing/rules`). */
@@ -49,7 +50,13 @@ export const LegalRulesBody = z.strictObject({
         .refine(startBeforeEnd, ORDER),
     )
     .max(500)
-    .refine((rs) => new Set(rs.map((r) => r.region)).size === rs.length, 'each region at most once'),
+    .superRefine((rs, ctx) => {
+      const seen = new Set<string>();
+      rs.forEach((r, i) => {
+        if (seen.has(r.region)) ctx.addIssue({ code: 'custom', path: [i, 'region'], message: `${r.region} is already in an earlier row; each region at most once` });
+        seen.add(r.region);
+      });
+    }),
 });
 export type LegalRulesBody = z.infer<typeof LegalRulesBody>;
 

@@ -138,7 +138,7 @@ t('every bad rule is 422 naming its field, and nothing changes', async () => {
   const fl = SHIPPED.regions[0]!;
   const cases: Array<[string, unknown, RegExp]> = [
     ['9:00', { ...SHIPPED, default: { ...d, start: '9:00' } }, /^default\.start: /],
-    ['25:00', { ...SHIPPED, default: { ...d, end: '25:00' } }, /^default\.end: /],
+    ['25:00', { ...SHIPPED, default: { ...d, end: '25:00' } }, /^default\.end: expected a time HH:MM from 00:00 to 24:00$/],
     ['24:01', { ...SHIPPED, default: { ...d, end: '24:01' } }, /^default\.end: /],
     ['start = end', { ...SHIPPED, default: { ...d, start: '21:00' } }, /^default\.end: start must be before end/],
     ['start > end in a region', { ...SHIPPED, regions: [{ ...fl, start: '20:00', end: '08:00' }] }, /^regions\[0\]\.end: start must be before end/],
@@ -146,7 +146,7 @@ t('every bad rule is 422 naming its field, and nothing changes', async () => {
     ['bad region code', { ...SHIPPED, regions: [{ ...fl, region: 'Florida' }] }, /^regions\[0\]\.region: /],
     ['lower-case region', { ...SHIPPED, regions: [{ ...fl, region: 'us-fl' }] }, /^regions\[0\]\.region: /],
     ['the default as a region', { ...SHIPPED, regions: [{ ...fl, region: '*' }] }, /^regions\[0\]\.region: /],
-    ['duplicate region', { ...SHIPPED, regions: [fl, fl] }, /^regions: each region at most once/],
+    ['duplicate region', { ...SHIPPED, regions: [fl, { ...fl, start: '09:00' }] }, /^regions\[1\]\.region: US-FL is already in an earlier row/],
     ['max_calls_per_day 0', { ...SHIPPED, regions: [{ ...fl, max_calls_per_day: 0 }] }, /^regions\[0\]\.max_calls_per_day: /],
     ['max_calls_per_day 2.5', { ...SHIPPED, default: { ...d, max_calls_per_day: 2.5 } }, /^default\.max_calls_per_day: /],
     ['max_calls_per_day "3"', { ...SHIPPED, regions: [{ ...fl, max_calls_per_day: '3' }] }, /^regions\[0\]\.max_calls_per_day: /],
@@ -273,7 +273,7 @@ t('each bad window, retry or cap is 422 naming its field, on create and PATCH, a
     ['no day', { calling_window: { ...window, days: [] } }, /^calling_window\.days: /],
     ['a day twice', { calling_window: { ...window, days: ['mon', 'mon'] } }, /^calling_window\.days: each day at most once/],
     ['9:00', { calling_window: { ...window, start: '9:00' } }, /^calling_window\.start: /],
-    ['25:00', { calling_window: { ...window, end: '25:00' } }, /^calling_window\.end: /],
+    ['25:00', { calling_window: { ...window, end: '25:00' } }, /^calling_window\.end: expected a time HH:MM from 00:00 to 24:00$/],
     ['start = end', { calling_window: { ...window, start: '17:00' } }, /^calling_window\.end: start must be before end/],
     ['start > end', { calling_window: { ...window, start: '18:00' } }, /^calling_window\.end: start must be before end/],
     ['no end', { calling_window: { days: ['mon'], start: '09:00' } }, /^calling_window\.end: /],

@@ -180,7 +180,9 @@ ${Object.entries(u.items).map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl
 <section class="card"><h2>Health check</h2><dl class="facts">
 <dt>Suspended in the gateway</dt><dd>${h.gateway_suspended ? 'yes' : 'no'}</dd><dt>Suspended in core</dt><dd>${h.core_suspended ? 'yes' : 'no'}</dd>
 <dt>The two agree</dt><dd>${h.agree ? 'yes' : html`<strong class="error">no</strong>`}</dd>
-<dt>Caps hit</dt><dd>${h.caps_hit.length ? h.caps_hit.join(', ') : 'none'}</dd>
+<dt>Caps hit</dt><dd id="caps-hit">${h.caps_hit.length ? h.caps_hit.join(', ') : 'none'}${
+    h.abandon_capped_campaigns?.length ? html`<br><span class="muted">Abandonment cap holds: ${h.abandon_capped_campaigns.map((x) => x.name).join(', ')}</span>` : ''
+  }</dd>
 <dt>Kill switch holds it</dt><dd>${h.kill_switch.holds === null ? html`— ${h.kill_switch.message}` : h.kill_switch.holds ? 'yes' : 'no'}</dd>
 ${h.sources.map((s) => html`<dt>${s.name}</dt><dd>${s.ok ? badge('pass') : badge('fail')} ${s.ms} ms${s.message ? html` <span class="muted">${s.message}</span>` : ''}</dd>`)}
 </dl></section>

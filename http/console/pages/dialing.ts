@@ -3,7 +3,8 @@
  * maintenance mode with its message. Pausing asks for typed words (the spec's screen
  * confirmations): PAUSE ALL for the global pause, PAUSE for one company. The console's server
  * refuses a pause without them exactly as typed, and the kill switch's own rules (platform_owner,
- * a reason of at least 8 characters) apply as they do to the API.
+ * a reason of at least 8 characters) apply as they do to the API. The legal calling rules are
+ * shown below (`dialing-rules.ts`).
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
@@ -15,6 +16,7 @@ import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { MaintenanceBody, PauseBody } from '../../routes/platform/dialing.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
+import { dialingRulesPages, legalRulesCard } from './dialing-rules.ts';
 import { can, page, redirect, when, type H } from '../layout.ts';
 
 /** Who may pause, resume and set maintenance. */
@@ -85,11 +87,13 @@ async function cardBody(c: Context<AppEnv>): Promise<H> {
 <td>${owner ? html`<form hx-post="/console/dialing/tenants/${t.tenant_id}/resume" hx-target="#main" hx-select="#main" hx-swap="outerHTML"><button type="submit" class="secondary">Resume</button></form>` : ''}</td></tr>`,
         )}</tbody></table></div>`
       : html`<p class="muted">None.</p>`
-  }</section>`;
+  }</section>
+${await legalRulesCard(c)}`;
 }
 
 export function dialingPages(app: Hono<AppEnv>): void {
   app.get('/dialing', operators(), async (c) => page(c, 'Dialing', { nav: 'dialing', body: await cardBody(c) }));
+  dialingRulesPages(app);
   app.post('/dialing/global/pause', owners, (c) =>
     submit(c, ['reason', 'confirm'], globalPauseForm, async (v) => {
       confirmed(v.confirm, CONFIRM_GLOBAL);

@@ -1,18 +1,21 @@
 /**
  * A company's lists and campaigns: lists (create, add people one a line, the people with their
- * check) and campaigns (create, start, pause, stop, and the live counters polled every 10 s while
- * the page is visible). Everyone in the company reads; owners and admins change.
+ * check) and campaigns (create, start, pause, stop, the live counters polled every 10 s while the
+ * page is visible with why a running campaign waits, and its dialing settings: calling window,
+ * retry policy, abandonment cap and rate, changed with the API's own check). Everyone in the
+ * company reads; owners and admins change.
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { commandCampaign, createCampaign, findCampaign, listCampaigns, type CampaignView } from '../../../control-plane/core/campaigns.ts';
+import { commandCampaign, createCampaign, listCampaigns } from '../../../control-plane/core/campaigns.ts';
+import { CampaignSettingsChange, changeCampaignSettings, WEEK } from '../../../control-plane/core/campaign-settings.ts';
 import { createList, findList, listLists } from '../../../control-plane/core/lists.ts';
 import { addPeople, listPeople } from '../../../control-plane/core/people.ts';
 import { listResults } from '../../../control-plane/core/results.ts';
 import { listCalls } from '../../../control-plane/telephony/calls.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, companyMembers, companyWriters, tenantOf } from '../../middleware/guards.ts';
-import { NewCampaign } from '../../routes/core/campaigns.ts';
+import { NewCampaign, readCampaign, type CampaignRead } from '../../routes/core/campaigns.ts';
 import { NewList } from '../../routes/core/lists.ts';
 import { check, emptyForm, field, formAll, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
@@ -40,9 +43,79 @@ ${field(form, 'max_concurrent_calls', 'Calls at once', { in: 'new-campaign', typ
 <button type="submit">Create campaign</button></form>`;
 }
 
-function counters(x: CampaignView): H {
+/** Why a running campaign does not dial, in plain words (the code is shown beside them). */
+const IDLE_WORDS: Record<string, string> = {
+  outside_calling_hours: 'outside calling hours',
+  abandon_cap: 'the abandonment cap holds it (one call per agent online, and none is free)',
+  no_people: 'nobody is due to be called now',
+  concurrency_cap: 'as many calls as allowed are up',
+  no_capacity: 'no media node has room for another call',
+  platform_paused: 'dialing is paused by the platform',
+  tenant_paused: "the platform paused this company's dialing",
+  platform_pause_unreadable: "the platform's pause switch cannot be read; it waits to be safe",
+};
+
+function waiting(x: CampaignRead): H | string {
+  if (!x.idle_reason) return '';
+  const words = IDLE_WORDS[x.idle_reason] ?? x.idle_reason.replace(/_/g, ' ');
+  const until = x.idle_reason === 'outside_calling_hours' && x.next_window_at ? html` until ${when(x.next_window_at)}` : '';
+  return html`<dt>Waiting</dt><dd id="waiting">Waiting: ${words}${until} <small class="muted">(<code>${x.idle_reason}</code>)</small></dd>`;
+}
+
+function counters(x: CampaignRead): H {
+  const a = x.abandonment;
   return html`<section id="counters" class="card" hx-get="/console/campaigns/${x.id}/counters" hx-trigger="poll" hx-swap="outerHTML" data-poll="10" aria-live="polite"><h2>Live counters</h2>
-<dl class="facts"><dt>State</dt><dd>${badge(x.state)}${x.idle_reason ? html` <span class="muted">${x.idle_reason}</span>` : ''}</dd><dt>Placed</dt><dd>${x.counters.placed}</dd><dt>Answered</dt><dd>${x.counters.answered}</dd><dt>Ended</dt><dd>${x.counters.ended}</dd><dt>Live</dt><dd>${x.counters.live}</dd></dl></section>`;
+<dl class="facts"><dt>State</dt><dd>${badge(x.state)}</dd>${waiting(x)}<dt>Placed</dt><dd>${x.counters.placed}</dd><dt>Answered</dt><dd>${x.counters.answered}</dd><dt>Ended</dt><dd>${x.counters.ended}</dd><dt>Live</dt><dd>${x.counters.live}</dd>
+<dt>Abandoned (${a.window_days} days)</dt><dd id="abandonment">${a.rate} % <span class="muted">(${a.abandoned} of ${a.answered} answered; cap ${x.abandon_cap_percent} %)</span>${x.abandon_held ? html` <strong class="error">held by the cap</strong>` : ''}</dd></dl></section>`;
+}
+
+const DAY_NAMES: Record<string, string> = { mon: 'Mon', tue: 'Tue', wed: 'Wed', thu: 'Thu', fri: 'Fri', sat: 'Sat', sun: 'Sun' };
+
+/** The campaign's dialing settings in words. */
+function dialingFacts(x: CampaignRead): H {
+  const w = x.calling_window;
+  const r = x.retry;
+  return html`<dt>Calling window</dt><dd id="calling-window">${
+    w ? html`${w.days.map((d) => DAY_NAMES[d]).join(', ')} ${w.start}–${w.end}, callee's local time, inside the legal hours` : "Every day, the legal hours in the callee's local time"
+  }</dd>
+<dt>Retries</dt><dd id="retry-policy">At most ${r.max_attempts} ${r.max_attempts === 1 ? 'attempt' : 'attempts'}; again after ${r.no_answer_minutes} min (no answer), ${r.busy_minutes} min (busy), ${r.failed_minutes} min (failed), ${r.abandoned_minutes} min (abandoned)</dd>
+<dt>Abandonment cap</dt><dd>${x.abandon_cap_percent} % of answered calls over ${x.abandonment.window_days} days</dd>`;
+}
+
+const RETRY_FIELDS = [
+  ['retry.no_answer_minutes', 'Minutes before calling again after no answer'],
+  ['retry.busy_minutes', 'Minutes after busy'],
+  ['retry.failed_minutes', 'Minutes after a failed call'],
+  ['retry.abandoned_minutes', 'Minutes after an abandoned call'],
+  ['retry.max_attempts', 'Attempts a person gets'],
+] as const;
+const SETTINGS_FIELDS = ['window', 'calling_window.days', 'calling_window.start', 'calling_window.end', ...RETRY_FIELDS.map(([n]) => n), 'abandon_cap_percent'];
+
+/** The form's values for `x`'s current settings. */
+function settingsValues(x: CampaignRead): Record<string, string> {
+  const w = x.calling_window;
+  return {
+    window: w ? 'own' : 'legal',
+    'calling_window.days': (w?.days ?? ['mon', 'tue', 'wed', 'thu', 'fri']).join(','),
+    'calling_window.start': w?.start ?? '09:00',
+    'calling_window.end': w?.end ?? '17:00',
+    ...Object.fromEntries(RETRY_FIELDS.map(([n]) => [n, String(x.retry[n.slice('retry.'.length) as keyof CampaignRead['retry']])])),
+    abandon_cap_percent: String(x.abandon_cap_percent),
+  };
+}
+
+function settingsForm(id: string, form: FormState): H {
+  const days = (form.values['calling_window.days'] ?? '').split(',');
+  const f = (name: string, label: string, opts: Parameters<typeof field>[3] = {}) => field(form, name, label, { in: 'campaign-settings', ...opts });
+  return html`<form id="campaign-settings" class="card" hx-post="/console/campaigns/${id}/settings" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
+<h2>Dialing settings</h2>${topError(form)}<div class="grid"><div>
+${f('window', 'Calling window', { options: [['legal', "Every day, the legal hours"], ['own', 'Own days and hours (inside the legal hours)']] })}
+<fieldset><legend>Days (own window)</legend>${WEEK.map((d) => html`<label><input type="checkbox" name="calling_window.days" value="${d}"${days.includes(d) ? html` checked` : ''}> ${DAY_NAMES[d]}</label> `)}
+${form.errors['calling_window.days'] ? html`<span class="error" role="alert">${form.errors['calling_window.days']}</span>` : ''}</fieldset>
+<div class="row">${f('calling_window.start', 'From (HH:MM)', { autocomplete: 'off' })}${f('calling_window.end', 'Until (HH:MM)', { autocomplete: 'off', hint: "The callee's local time." })}</div></div>
+<div>${RETRY_FIELDS.map(([n, label]) => f(n, label, { type: 'number', required: true }))}
+${f('abandon_cap_percent', 'Abandonment cap (%, at most 3)', { required: true, autocomplete: 'off', hint: 'A percentage such as 2.5.' })}</div></div>
+<button type="submit">Save dialing settings</button></form>`;
 }
 
 /** A page link of the campaign page: its other list's cursor kept, so paging one leaves the other where it is. */
@@ -167,7 +240,7 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
     });
   });
   app.get('/campaigns/:id', companyMembers, async (c) => {
-    const x = await findCampaign(c.get('services').store, tenant(c), c.req.param('id'));
+    const x = await readCampaign(c.get('services').store, tenant(c), c.req.param('id'));
     const cursors = { calls: c.req.query('calls')?.slice(0, 500) || undefined, results: c.req.query('results')?.slice(0, 500) || undefined };
     const cmd = (name: string, label: string, cls = '') =>
       html`<form class="inline" hx-post="/console/campaigns/${x.id}/${name}" hx-target="#campaign-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit" class="${cls}">${label}</button></form>`;
@@ -175,14 +248,26 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
       nav: 'campaigns',
       body: html`<p><a href="/console/campaigns">← Campaigns</a></p><div class="grid">${counters(x)}
 <section class="card"><h2>Settings</h2><dl class="facts"><dt>Mode</dt><dd>${x.mode}</dd><dt>Handled by</dt><dd>${x.handler}</dd><dt>Calls at once</dt><dd>${x.max_concurrent_calls}</dd><dt>Calls a second</dt><dd>${x.calls_per_second}</dd><dt>Caller id</dt><dd>${x.caller_id ?? '—'}</dd>
-<dt>Lists</dt><dd>${x.list_ids.map((id) => html`<a href="/console/lists/${id}">${id}</a> `)}</dd><dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
+<dt>Lists</dt><dd>${x.list_ids.map((id) => html`<a href="/console/lists/${id}">${id}</a> `)}</dd>${dialingFacts(x)}<dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
 ${can(c, companyWriters) ? html`<div class="row">${cmd('start', 'Start')} ${cmd('pause', 'Pause', 'secondary')} ${cmd('stop', 'Stop', 'danger')}</div><div id="campaign-result"></div>` : ''}</section></div>
+${can(c, companyWriters) ? settingsForm(x.id, emptyForm(settingsValues(x))) : ''}
 ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     });
   });
   app.get('/campaigns/:id/calls', companyMembers, async (c) => c.html(await callsCard(c, c.req.param('id'), {})));
   app.get('/campaigns/:id/results', companyMembers, async (c) => c.html(await resultsCard(c, c.req.param('id'), {})));
-  app.get('/campaigns/:id/counters', companyMembers, async (c) => c.html(counters(await findCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
+  app.get('/campaigns/:id/counters', companyMembers, async (c) => c.html(counters(await readCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
+  app.post('/campaigns/:id/settings', companyWriters, (c) => {
+    const id = c.req.param('id');
+    const days = formAll(c, 'calling_window.days');
+    return submit(c, SETTINGS_FIELDS, (f) => settingsForm(id, { ...f, values: { ...f.values, 'calling_window.days': days.join(',') } }), async (v) => {
+      const retry = Object.fromEntries(RETRY_FIELDS.map(([n]) => [n.slice('retry.'.length), num(v[n])]));
+      const window = v.window === 'own' ? { days, start: v['calling_window.start'] ?? '', end: v['calling_window.end'] ?? '' } : null;
+      const body = check(CampaignSettingsChange, { calling_window: window, retry, abandon_cap_percent: num(v.abandon_cap_percent) });
+      await changeCampaignSettings(c.get('services').store, tenant(c), id, body, actorOf(c.get('principal')));
+      return redirect(c, `/console/campaigns/${id}`);
+    });
+  });
   for (const command of ['start', 'pause', 'stop'] as const) {
     app.post(`/campaigns/:id/${command}`, companyWriters, async (c) => {
       await commandCampaign(c.get('services'), tenant(c), c.req.param('id'), command, actorOf(c.get('principal')));
