@@ -63,10 +63,11 @@ export const callLaunches = new Counter({
 /**
  * Why a call about to be placed was not: the kill switch (paused or unreadable), the do-not-call
  * list, a concurrent-call cap, no media node with room, the node refusing it, or the campaign
- * stopping or pausing between its reservation and its launch.
+ * stopping or pausing between its reservation and its launch, the number called as often as
+ * 24 hours allow, or the callee's calling hours (a manual dial outside them).
  */
-export type DenyReason = 'kill_switch' | 'do_not_call' | 'concurrency_cap' | 'no_capacity' | 'node_refused' | 'stopped';
-export const DENY_REASONS: readonly DenyReason[] = ['kill_switch', 'do_not_call', 'concurrency_cap', 'no_capacity', 'node_refused', 'stopped'];
+export type DenyReason = 'kill_switch' | 'do_not_call' | 'concurrency_cap' | 'no_capacity' | 'node_refused' | 'stopped' | 'calls_per_number' | 'outside_calling_hours';
+export const DENY_REASONS: readonly DenyReason[] = ['kill_switch', 'do_not_call', 'concurrency_cap', 'no_capacity', 'node_refused', 'stopped', 'calls_per_number', 'outside_calling_hours'];
 
 export const callLaunchDenials = new Counter({
   name: 'vd_call_launch_denials_total',

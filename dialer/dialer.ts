@@ -26,7 +26,10 @@ import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
-import { claimPeople, findCallsOffNodes, findLostCalls, releaseClaims, releaseExpiredClaims, type Launch } from './launch-rows.ts';
+import { claimPeople, dueOutsideHours, findCallsOffNodes, findLostCalls, releaseClaims, releaseExpiredClaims, type Launch } from './launch-rows.ts';
+import { CallingHours } from './calling-hours.ts';
+import { readAbandonment } from './abandonment.ts';
+import { systemClock, type Clock } from '../shared/clock.ts';
 import { nobodyLeft } from './completion.ts';
 import { Launcher } from './launcher.ts';
 import { readRunSettings, type Company, type Settings } from './run-settings.ts';
@@ -52,9 +55,14 @@ export type DialerOptions = CallEventsOptions & {
   notices?: boolean;
   /** Called for every originate sent (benchmarks measure launches with it). */
   onLaunch?: (callId: string, tenantId: string, at: number) => void;
+  /**
+   * The time calling hours and due people are judged at (default the system clock). Tests move a
+   * `ManualClock` across hours and days instead of waiting.
+   */
+  clock?: Clock;
 };
 
-type Person = { id: string; phone: string; claimedAt: number };
+type Person = { id: string; phone: string; claimedAt: number; zoneId: number | null };
 type Run = {
   id: string;
   tenantId: string;
@@ -66,10 +74,16 @@ type Run = {
   exhausted: boolean;
   /** Claims in a row that found nobody due (the next one waits longer: `exhaustedWait`). */
   emptyClaims: number;
+  /** The last empty claim found people due but outside their calling hours; when the first opens. */
+  outside: boolean;
+  nextWindowAt: number | null;
+  /** The abandonment cap holds the campaign (read with the settings, with hysteresis). */
+  abandonHeld: boolean;
   lastRefill: number;
   idle: IdleReason | null;
   idleSince: number;
   written: IdleReason | null | undefined;
+  writtenWindowAt: number | null | undefined;
   completing: boolean;
   retired: boolean;
 };
@@ -109,7 +123,11 @@ export class Dialer {
   readonly #liveByCampaign = new Map<string, number>();
   readonly #liveByTenant = new Map<string, number>();
   readonly #companies = new Map<string, Company>();
-  readonly #idleWrites = new Map<string, IdleReason | null>();
+  readonly #idleWrites = new Map<string, { r: IdleReason | null; at: number | null }>();
+  readonly #clock: Clock;
+  readonly hours: CallingHours;
+  /** Agents online by company, for companies with a campaign the abandonment cap holds. */
+  readonly #agentsOnline = new Map<string, number>();
   readonly #tenantBuckets = new Map<string, PaceBucket>();
   readonly #manual: ManualDialing;
   readonly #launcher: Launcher;
@@ -127,6 +145,8 @@ export class Dialer {
     this.#tickMs = opts.tickMs ?? 100;
     this.#settingsEveryMs = opts.settingsEveryMs ?? 1000;
     this.#reconcileEveryMs = opts.reconcileEveryMs ?? 5000;
+    this.#clock = opts.clock ?? systemClock;
+    this.hours = new CallingHours(services.store);
     this.#ownReader = !opts.pauseReader;
     this.pause =
       opts.pauseReader ??
@@ -151,6 +171,8 @@ export class Dialer {
     });
     this.#manual = new ManualDialing({
       services,
+      clock: this.#clock,
+      hours: this.hours,
       pause: this.pause,
       stats: this.stats,
       addLive: (callId, campaignId, tenantId) => this.#addLive(callId, campaignId, tenantId),
@@ -160,6 +182,7 @@ export class Dialer {
 
   async start(): Promise<void> {
     if (this.#ownReader) await this.pause.start();
+    await this.hours.refresh(this.#clock.now(), true).catch((err) => this.#log.warn({ err }, 'calling hours could not be read; read again at the next refresh'));
     this.#s.agentHub.on('call', this.#onCall);
     this.#subs.push(
       lastingSubscribe(this.#s.coordinator, ENDED_CHANNEL(this.#me), (m) => {
@@ -257,10 +280,14 @@ export class Dialer {
         refilling: false,
         exhausted: false,
         emptyClaims: 0,
+        outside: false,
+        nextWindowAt: null,
+        abandonHeld: false,
         lastRefill: 0,
         idle: null,
         idleSince: now,
         written: undefined,
+        writtenWindowAt: undefined,
         completing: false,
         retired: false,
       };
@@ -275,6 +302,7 @@ export class Dialer {
     for (const run of this.#runs.values()) if (!running.has(run.id)) void this.#retire(run);
 
     const batch: Launch[] = [];
+    const closed: string[] = [];
     for (const run of this.#runs.values()) {
       const st = run.settings;
       const company = this.#companies.get(run.tenantId);
@@ -298,20 +326,33 @@ export class Dialer {
         freeNodes: this.#s.nodes.freeCapacity(),
         buffered: run.buffer.length,
         exhausted: run.exhausted,
+        outsideHours: run.outside,
+        agentsOnline: st.handler === 'agents' && run.abandonHeld ? (this.#agentsOnline.get(run.tenantId) ?? 0) : null,
       });
       let idle = decision.idle;
+      const at = this.#clock.now();
       for (let i = 0; i < decision.launch; i++) {
+        // A person claimed while their window was open whose window has closed since goes back.
+        let person = run.buffer.shift();
+        while (person && !this.hours.isOpen(st.window, person.zoneId, at)) {
+          closed.push(person.id);
+          person = run.buffer.shift();
+        }
+        if (!person) break;
         const callId = newId('call');
         const nodeId = this.#s.nodes.pick(callId);
         if (!nodeId) {
+          run.buffer.unshift(person);
           idle = 'no_capacity';
           break;
         }
-        const person = run.buffer.shift()!;
         run.bucket.take(1);
         tenantBucket.take(1);
         this.#addLive(callId, run.id, run.tenantId);
-        batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false });
+        batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false, legalPerDay: this.hours.legalCallsPerDay(person.zoneId) });
+      }
+      if (closed.length) {
+        releaseClaims(this.#s.store.db, run.id, run.epoch, closed.splice(0)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
       }
       this.#setIdle(run, idle, now);
       const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
@@ -320,7 +361,7 @@ export class Dialer {
         releaseClaims(this.#s.store.db, run.id, run.epoch, given.map((p) => p.id)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
       }
       const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
-      const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity';
+      const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity' || run.idle === 'outside_calling_hours' || run.idle === 'abandon_cap';
       if (mayRefill && !run.refilling && run.buffer.length < target / 2 && (!run.exhausted || now - run.lastRefill > exhaustedWait(run.emptyClaims))) {
         void this.#refill(run, target - run.buffer.length);
       }
@@ -348,28 +389,32 @@ export class Dialer {
       run.idle = idle;
       run.idleSince = now;
     }
-    if (run.written !== idle) this.#idleWrites.set(run.id, idle);
+    const windowAt = idle === 'outside_calling_hours' ? run.nextWindowAt : null;
+    if (run.written !== idle || run.writtenWindowAt !== windowAt) this.#idleWrites.set(run.id, { r: idle, at: windowAt });
   }
 
   async #writeIdle(): Promise<void> {
     if (this.#writingIdle) return;
     this.#writingIdle = true;
-    const list = [...this.#idleWrites].map(([id, r]) => ({ id, r }));
+    const list = [...this.#idleWrites].map(([id, w]) => ({ id, r: w.r, at: w.at === null ? null : new Date(w.at).toISOString() }));
     this.#idleWrites.clear();
     try {
       // Campaign rows in id order (the lock order of launches: docs/decisions.md). A row another
       // transaction holds is skipped, not waited for: it is changing (a pause, a stop), and an
       // idle reason is only worth writing to a campaign that keeps running; it is tried again at
       // the next tick if it still is.
-      const done = await sql<{ id: string }>`update campaigns c set idle_reason = x.r
-        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, r text),
+      const done = await sql<{ id: string }>`update campaigns c set idle_reason = x.r, next_window_at = x.at
+        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, r text, at timestamptz),
           (select id from campaigns where id = any(${list.map((l) => l.id)}::text[]) order by id for no key update skip locked) k
         where c.id = x.id and k.id = c.id and c.state = 'running'
         returning c.id`.execute(this.#s.store.db);
       const written = new Set(done.rows.map((r) => r.id));
-      for (const { id, r } of list) {
+      for (const { id, r, at } of list) {
         const run = this.#runs.get(id);
-        if (run && written.has(id)) run.written = r as IdleReason | null;
+        if (run && written.has(id)) {
+          run.written = r as IdleReason | null;
+          run.writtenWindowAt = at === null ? null : Date.parse(at);
+        }
       }
     } catch (err) {
       this.#log.debug({ err }, 'idle reasons could not be written');
@@ -392,16 +437,29 @@ export class Dialer {
     if (!st || n <= 0) return;
     run.refilling = true;
     try {
-      const rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD);
+      const now = this.#clock.now();
+      await this.hours.refresh(now);
+      const open = this.hours.open(st.window, now);
+      const rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD, { zones: open.ids, at: new Date(now) });
       run.lastRefill = Date.now();
       if (run.retired) {
         await releaseClaims(this.#s.store.db, run.id, run.epoch, rows.map((r) => r.id));
         return;
       }
       const at = Date.now();
-      run.buffer.push(...rows.map((r) => ({ id: r.id, phone: r.phone_number, claimedAt: at })));
+      run.buffer.push(...rows.map((r) => ({ id: r.id, phone: r.phone_number, claimedAt: at, zoneId: r.zone_id })));
       run.exhausted = rows.length === 0;
       run.emptyClaims = rows.length === 0 ? run.emptyClaims + 1 : 0;
+      if (rows.length === 0) {
+        // Nobody due inside their hours: are some due outside them, and when does the first open?
+        const closedZones = this.hours.closedIds(open.set);
+        const waiting = await dueOutsideHours(this.#s.store.db, run.tenantId, st.lists, closedZones, new Date(now));
+        run.outside = waiting.length > 0;
+        run.nextWindowAt = run.outside ? this.hours.nextOpening(st.window, waiting, now) : null;
+      } else {
+        run.outside = false;
+        run.nextWindowAt = null;
+      }
     } catch (err) {
       this.#log.warn({ err, campaign_id: run.id }, 'people could not be claimed');
     } finally {
@@ -437,10 +495,51 @@ export class Dialer {
         const run = this.#runs.get(id);
         if (run) run.settings = settings;
       }
+      await this.#abandonCap();
     } catch (err) {
       this.#log.warn({ err }, 'dialer could not re-read its campaigns');
     } finally {
       this.#refreshing = false;
+    }
+  }
+
+  /**
+   * The abandonment cap of the agents campaigns this instance paces: at or over the cap the
+   * campaign is held (at most one call up per agent online), and let go once its rate is half a
+   * point under the cap. The state is written to the campaign (`abandon_held`) when it changes, so
+   * the company's health check and a new owner see it; agents online are read for the companies
+   * of held campaigns only.
+   */
+  async #abandonCap(): Promise<void> {
+    const runs = [...this.#runs.values()].filter((r) => r.settings?.handler === 'agents');
+    if (runs.length === 0) return;
+    // The store's time, as the call-event writer's hours are (not the dialer's calling-hours clock).
+    const rates = await readAbandonment(this.#s.store.db, runs.map((r) => r.id), Date.now());
+    const changed: Array<{ id: string; held: boolean }> = [];
+    for (const run of runs) {
+      const st = run.settings!;
+      const rate = rates.get(run.id)!.rate;
+      const wasHeld = run.abandonHeld || st.abandonHeld;
+      const held = rates.get(run.id)!.answered > 0 && (rate >= st.abandonCap || (wasHeld && rate > st.abandonCap - 0.5));
+      run.abandonHeld = held;
+      if (held !== st.abandonHeld) {
+        st.abandonHeld = held;
+        changed.push({ id: run.id, held });
+      }
+    }
+    if (changed.length) {
+      await sql`update campaigns c set abandon_held = x.held
+        from jsonb_to_recordset(${JSON.stringify(changed)}::jsonb) as x(id text, held boolean)
+        where c.id = x.id`.execute(this.#s.store.db);
+    }
+    const tenants = [...new Set(runs.filter((r) => r.abandonHeld).map((r) => r.tenantId))];
+    this.#agentsOnline.clear();
+    if (tenants.length) {
+      const rows = await sql<{ tenant_id: string; n: number }>`
+        select u.tenant_id, count(distinct u.id)::int as n from company_users u join sessions s on s.user_id = u.id and s.user_kind = 'company'
+        where u.tenant_id = any(${tenants}::text[]) and 'agent' = any(u.roles) and s.ended_at is null and s.expires_at > now()
+        group by u.tenant_id`.execute(this.#s.store.db);
+      for (const r of rows.rows) this.#agentsOnline.set(r.tenant_id, r.n);
     }
   }
 

@@ -39,6 +39,8 @@ export type Launch = {
   handler: 'bot' | 'agents';
   nodeId: string;
   manual: boolean;
+  /** The legal calls-a-day limit of the callee's region (null: none); the company's own applies too. */
+  legalPerDay: number | null;
 };
 
 /**
@@ -51,39 +53,52 @@ export const NUMBER_BUSY_RETRY = '5 seconds';
  * Gives the claimed `people` back to their lists (their claim's attempt undone), only where the
  * claim is still the one this owner made: the campaign's, at `epoch` (null: a manual or preview
  * hold). A former owner's late give-back thus never undoes a claim of the campaign's new owner.
- * `after` leaves them due only after that long (a number that is busy for now).
+ * `after` leaves them due only after that long (a number that is busy for now), or from that time.
  */
-export async function releaseClaims(db: Store['db'] | Tx, campaign: string, epoch: number | null, people: string[], after?: string): Promise<void> {
+export async function releaseClaims(db: Store['db'] | Tx, campaign: string, epoch: number | null, people: string[], after?: string | Date): Promise<void> {
   if (people.length === 0) return;
   await sql`
     update people p set status = 'due', claimed_by = null, claim_epoch = null, attempts = greatest(p.attempts - 1, 0),
-      next_attempt_at = ${after ? sql`now() + ${after}::interval` : null}
+      next_attempt_at = ${after instanceof Date ? sql`${after}::timestamptz` : after ? sql`now() + ${after}::interval` : null}
     from (select id from people where id = any(${people}::text[]) order by id for update) k
     where p.id = k.id and p.claimed_by = ${campaign} and p.claim_epoch is not distinct from ${epoch === null ? null : String(epoch)}::bigint
       and p.status = 'calling'`.execute(db);
 }
 
+/** Where the claim looks: the zone sets open now (`CallingHours.open`) and the time they were judged at. */
+export type ClaimScope = { zones: number[]; at: Date };
+
 /**
  * Claims up to `n` due people of `lists` for the campaign, holding them for `hold`, stamped with
- * the owner's `epoch` (null for a manual or preview hold). A number already ringing for the
- * company is not claimed, and of several due people with one number only one is.
+ * the owner's `epoch` (null for a manual or preview hold). Only people whose zone set is open
+ * now (`scope.zones`) are taken: one index range per list and open zone set (`people_claim_zone`,
+ * in due order, each stopping at `n`), so a list mostly outside its hours costs no more than one
+ * inside them. A number already ringing for the company is not claimed, and of several due people
+ * with one number only one is. "Due" is judged at `scope.at` (the dialer's clock).
  */
-export async function claimPeople(s: Services, tenantId: string, campaignId: string, epoch: number | null, lists: string[], n: number, hold: string) {
-  const rows = await sql<{ id: string; phone_number: string }>`
+export async function claimPeople(s: Services, tenantId: string, campaignId: string, epoch: number | null, lists: string[], n: number, hold: string, scope: ClaimScope) {
+  if (lists.length === 0 || scope.zones.length === 0 || n <= 0) return [];
+  const rows = await sql<{ id: string; phone_number: string; zone_id: number }>`
     update people p set status = 'calling', claimed_by = ${campaignId}, claim_epoch = ${epoch === null ? null : String(epoch)}::bigint,
-      attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
+      attempts = p.attempts + 1, next_attempt_at = ${scope.at}::timestamptz + ${hold}::interval
     from (
-      select q.id from people q
-      where q.tenant_id = ${tenantId} and q.list_id = any(${lists}::text[]) and q.status in ('new', 'due') and q."check" = 'callable'
-        and (q.next_attempt_at is null or q.next_attempt_at <= now())
-        and ${notOnDncList('q')}
-        and not exists (select 1 from calls k where k.tenant_id = q.tenant_id and k.to_number = q.phone_number and k.live)
-      order by q.next_attempt_at nulls first, q.id
+      select c.id from unnest(${lists}::text[]) as l(id) cross join unnest(${scope.zones}::int[]) as z(id)
+      cross join lateral (
+        select q.id, q.next_attempt_at from people q
+        where q.list_id = l.id and q.zone_id = z.id and q.status in ('new', 'due') and q."check" = 'callable'
+          and q.tenant_id = ${tenantId}
+          and (q.next_attempt_at is null or q.next_attempt_at <= ${scope.at}::timestamptz)
+          and ${notOnDncList('q')}
+          and not exists (select 1 from calls k where k.tenant_id = q.tenant_id and k.to_number = q.phone_number and k.live)
+        order by q.next_attempt_at nulls first, q.id
+        limit ${n}
+        for update of q skip locked
+      ) c
+      order by c.next_attempt_at nulls first, c.id
       limit ${n}
-      for update skip locked
     ) pick
     where p.id = pick.id
-    returning p.id, p.phone_number`.execute(s.store.db);
+    returning p.id, p.phone_number, p.zone_id`.execute(s.store.db);
   // Two people of the campaign's lists with one number: the first is called, the other waits.
   const seen = new Set<string>();
   const twins: string[] = [];
@@ -97,11 +112,34 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
 }
 
 /**
+ * Of the zone sets `closed` (not open now), those in which `lists` hold a person due at `at`:
+ * what a campaign that claimed nobody waits for (`outside_calling_hours`). One index probe per
+ * list and zone set.
+ */
+export async function dueOutsideHours(db: Store['db'], tenantId: string, lists: string[], closed: number[], at: Date): Promise<number[]> {
+  if (lists.length === 0 || closed.length === 0) return [];
+  const rows = await sql<{ zone_id: number }>`
+    select distinct z.id as zone_id from unnest(${lists}::text[]) as l(id) cross join unnest(${closed}::int[]) as z(id)
+    where exists (
+      select 1 from people q
+      where q.list_id = l.id and q.zone_id = z.id and q.status in ('new', 'due') and q."check" = 'callable' and q.tenant_id = ${tenantId}
+        and (q.next_attempt_at is null or q.next_attempt_at <= ${at}::timestamptz))`.execute(db);
+  return rows.rows.map((r) => r.zone_id);
+}
+
+/**
  * Why a launch got no call row: its campaign stopped, its person or number is up already, the
  * company is at its cap, or its person is no longer the launch's to call (an outcome closed them
  * or set a callback since they were claimed: `not_claimed`).
  */
-export type DropReason = 'not_running' | 'duplicate' | 'number_busy' | 'over_cap' | 'not_claimed';
+export type DropReason = 'not_running' | 'duplicate' | 'number_busy' | 'over_cap' | 'not_claimed' | 'calls_per_number';
+
+/**
+ * A call counts against its number's calls in 24 hours once it has left for the trunk (a SIP
+ * status came back, it was answered, or it is still up); one ended before it left (not launched,
+ * refused by its node) was never placed and does not.
+ */
+const PLACED = sql`(k.live or k.sip_status is not null or k.answered_at is not null)`;
 
 /**
  * Inside `tx`: the journeys and call rows of a launch batch. A number found on the company's
@@ -114,13 +152,15 @@ export type DropReason = 'not_running' | 'duplicate' | 'number_busy' | 'over_cap
  * is exact across instances. Campaigns come next (`for share`: a pause or stop committing now is
  * waited for, and seen), then the new calls, people and journeys.
  */
-export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{ blocked: Set<string>; dropped: Map<string, DropReason> }> {
+export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{ blocked: Set<string>; dropped: Map<string, DropReason>; perNumberUntil: Map<string, Date> }> {
   const blocked = new Set<string>();
   const dropped = new Map<string, DropReason>();
+  const perNumberUntil = new Map<string, Date>();
   const tenants = [...new Set(batch.map((l) => l.tenantId))].sort();
   const campaigns = [...new Set(batch.map((l) => l.campaignId))].sort();
-  const companies = await sql<{ id: string; on: boolean; plan: PlanName }>`
-    select id, (status = 'on' and not core_hold) as on, plan from companies where id = any(${tenants}::text[]) order by id for no key update`.execute(tx);
+  const companies = await sql<{ id: string; on: boolean; plan: PlanName; per_number: number }>`
+    select id, (status = 'on' and not core_hold) as on, plan, max_calls_per_number_per_day as per_number
+    from companies where id = any(${tenants}::text[]) order by id for no key update`.execute(tx);
   const running = await sql<{ id: string }>`
     select id from campaigns where id = any(${campaigns}::text[]) and state = 'running' order by id for share`.execute(tx);
   const upNow = await sql<{ tenant_id: string; n: number }>`
@@ -137,6 +177,16 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
     join unnest(${tenantsOf}::text[], ${numbersOf}::text[]) as x(t, n) on k.tenant_id = x.t and k.to_number = x.n
     where k.live`.execute(tx);
   const busyNumbers = new Map(ringing.rows.map((r) => [`${r.tenant_id}|${r.to_number}`, r.person_id]));
+  // Calls to each number in the last 24 hours, counted under the company locks above: every
+  // launch of the company (any instance, campaign or manual) counts after the one before it
+  // committed, so the limit is exact.
+  const recent = await sql<{ tenant_id: string; to_number: string; n: number; oldest: Date }>`
+    select k.tenant_id, k.to_number, count(*)::int as n, min(k.started_at) as oldest from calls k
+    join (select distinct t, n from unnest(${tenantsOf}::text[], ${numbersOf}::text[]) as x(t, n)) x on k.tenant_id = x.t and k.to_number = x.n
+    where k.started_at > now() - interval '24 hours' and ${PLACED}
+    group by k.tenant_id, k.to_number`.execute(tx);
+  const calledToday = new Map(recent.rows.map((r) => [`${r.tenant_id}|${r.to_number}`, { n: r.n, oldest: new Date(r.oldest) }]));
+  const perNumber = new Map(companies.rows.map((c) => [c.id, c.per_number]));
   const ok: Launch[] = [];
   const people = new Set<string>();
   for (const l of batch) {
@@ -147,14 +197,21 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
     else if (l.personId && people.has(l.personId)) dropped.set(l.callId, 'duplicate');
     else if (busyNumbers.has(number)) dropped.set(l.callId, l.personId && busyNumbers.get(number) === l.personId ? 'duplicate' : 'number_busy');
     else if (left <= 0) dropped.set(l.callId, 'over_cap');
-    else {
+    else if ((calledToday.get(number)?.n ?? 0) >= Math.min(perNumber.get(l.tenantId) ?? Infinity, l.legalPerDay ?? Infinity)) {
+      dropped.set(l.callId, 'calls_per_number');
+      // Due again once the oldest of those calls is 24 hours old.
+      const oldest = calledToday.get(number)?.oldest ?? new Date();
+      perNumberUntil.set(l.callId, new Date(oldest.getTime() + 86_400_000));
+    } else {
+      const today = calledToday.get(number);
+      calledToday.set(number, { n: (today?.n ?? 0) + 1, oldest: today?.oldest ?? new Date() });
       room.set(l.tenantId, left - 1);
       if (l.personId) people.add(l.personId);
       busyNumbers.set(number, l.personId);
       ok.push(l);
     }
   }
-  if (ok.length === 0) return { blocked, dropped: await doneWithBlocked(tx, batch, blocked, dropped) };
+  if (ok.length === 0) return { blocked, dropped: await doneWithBlocked(tx, batch, blocked, dropped), perNumberUntil };
   // Journey ids are chosen before the call rows are written; a person's journey in a campaign is
   // found again (the upsert) after them, in (campaign, person) order.
   const journeyOf = new Map(ok.map((l) => [l.callId, newId('jny')]));
@@ -174,7 +231,7 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
   await dropUnclaimed(tx, batch, written, dropped);
   await doneWithBlocked(tx, batch, blocked, dropped);
   const made = ok.filter((l) => written.has(l.callId)).sort((a, b) => (a.campaignId + '|' + (a.personId ?? '') < b.campaignId + '|' + (b.personId ?? '') ? -1 : 1));
-  if (made.length === 0) return { blocked, dropped };
+  if (made.length === 0) return { blocked, dropped, perNumberUntil };
   const rows = await sql<{ id: string; campaign_id: string; person_id: string | null }>`
     insert into journeys (id, tenant_id, campaign_id, person_id)
     select * from unnest(${made.map((l) => journeyOf.get(l.callId)!)}::text[], ${made.map((l) => l.tenantId)}::text[], ${made.map((l) => l.campaignId)}::text[],
@@ -188,7 +245,7 @@ export async function writeCalls(tx: Tx, batch: Launch[], me: string): Promise<{
     const list = moved.map((l) => ({ id: l.callId, j: kept.get(`${l.campaignId}|${l.personId}`)! }));
     await sql`update calls c set journey_id = x.j from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, j text) where c.id = x.id`.execute(tx);
   }
-  return { blocked, dropped };
+  return { blocked, dropped, perNumberUntil };
 }
 
 /**

@@ -88,9 +88,10 @@ export class Launcher {
     try {
       let blocked: Set<string>;
       let dropped: Map<string, DropReason>;
+      let perNumberUntil: Map<string, Date>;
       const started = performance.now();
       try {
-        ({ blocked, dropped } = await this.#d.store.transaction((tx) => writeCalls(tx, batch, this.#d.me)));
+        ({ blocked, dropped, perNumberUntil } = await this.#d.store.transaction((tx) => writeCalls(tx, batch, this.#d.me)));
         const ms = performance.now() - started;
         this.launchCost.batches++;
         this.launchCost.calls += batch.length;
@@ -108,6 +109,7 @@ export class Launcher {
       const cancelled: Launch[] = [];
       const why: DenyReason[] = [];
       const busy: Launch[] = [];
+      const calledEnough: Launch[] = [];
       for (const l of batch) {
         if (blocked.has(l.callId)) {
           this.#d.endLocal(l.callId);
@@ -138,6 +140,14 @@ export class Launcher {
           if (l.personId) busy.push(l);
           continue;
         }
+        if (dropReason === 'calls_per_number') {
+          // The number was called as often as 24 hours allow: its person waits for the oldest
+          // of those calls to be a day old (a manual dial is told so).
+          this.#d.endLocal(l.callId);
+          this.#d.stats.denied(l.tenantId, 'calls_per_number');
+          if (l.personId) calledEnough.push(l);
+          continue;
+        }
         if (dropReason === 'not_running') {
           cancelled.push(l);
           why.push('stopped');
@@ -158,6 +168,11 @@ export class Launcher {
       if (cancelled.length) await this.#cancel(cancelled, why);
       for (const l of busy) {
         await releaseClaims(this.#d.store.db, l.campaignId, l.run?.epoch ?? null, [l.personId!], NUMBER_BUSY_RETRY).catch((err) =>
+          this.#log.warn({ err }, 'a claimed person could not be given back; the reconcile will'),
+        );
+      }
+      for (const l of calledEnough) {
+        await releaseClaims(this.#d.store.db, l.campaignId, l.run?.epoch ?? null, [l.personId!], perNumberUntil.get(l.callId)).catch((err) =>
           this.#log.warn({ err }, 'a claimed person could not be given back; the reconcile will'),
         );
       }

@@ -15,6 +15,10 @@ import type { Services } from '../control-plane/context.ts';
 import type { DialStats } from './dial-stats.ts';
 import { claimPeople, releaseClaims, type DropReason, type Launch } from './launch-rows.ts';
 import type { KillSwitchReader } from './kill-switch-reader.ts';
+import type { CallingHours } from './calling-hours.ts';
+import type { Clock } from '../shared/clock.ts';
+import { describeLocal } from '../control-plane/compliance/calling-window.ts';
+import { zonesOfNumber } from '../control-plane/compliance/callee-zones.ts';
 
 /** A preview's person is held this long for the person at the screen. */
 const PREVIEW_HOLD = '10 minutes';
@@ -22,6 +26,9 @@ const PREVIEW_HOLD = '10 minutes';
 /** What manual dialing needs of the dialer: its reader, counters and launch path. */
 export type LaunchPort = {
   services: Services;
+  /** The dialer's clock and calling hours: a manual dial and a preview keep the callee's hours too. */
+  clock: Clock;
+  hours: CallingHours;
   pause: KillSwitchReader;
   stats: DialStats;
   /** Counts a call about to launch as live (its campaign's and company's caps see it). */
@@ -50,7 +57,7 @@ export class ManualDialing {
     const row = await this.#d.services.store.db
       .selectFrom('campaigns as c')
       .innerJoin('companies as co', 'co.id', 'c.tenant_id')
-      .select(['c.id', 'c.state', 'c.mode', 'c.handler', 'c.caller_id', 'c.list_ids', 'c.max_concurrent_calls', 'co.status', 'co.core_hold', 'co.plan'])
+      .select(['c.id', 'c.state', 'c.mode', 'c.handler', 'c.caller_id', 'c.list_ids', 'c.max_concurrent_calls', 'c.calling_window', 'co.status', 'co.core_hold', 'co.plan'])
       .where('c.id', '=', campaignId)
       .where('c.tenant_id', '=', tenantId)
       .executeTakeFirst();
@@ -60,16 +67,35 @@ export class ManualDialing {
     return row;
   }
 
+  /** A zone set the dialer has not read yet (made by a list check a moment ago). */
+  async #zoneSet(id: number): Promise<{ zones: readonly string[]; region: string } | null> {
+    await this.#d.hours.refresh(this.#d.clock.now(), true);
+    return this.#d.hours.zoneSet(id) ?? null;
+  }
+
+  /**
+   * The zones and region of a number dialed by hand: those the list check found for a person of
+   * the company with that number, else resolved from the number itself.
+   */
+  async #calleeOfNumber(tenantId: string, to: string): Promise<{ zones: readonly string[]; region: string } | null> {
+    const row = await sql<{ zones: string[]; region: string }>`
+      select z.zones, z.region from people p join callee_zones z on z.id = p.zone_id
+      where p.tenant_id = ${tenantId} and p.phone_number = ${to} and p.timezone is null limit 1`.execute(this.#d.services.store.db);
+    if (row.rows[0]) return row.rows[0];
+    return zonesOfNumber(to);
+  }
+
   /** `POST /api/dialer/v1/calls`: a person places one call now, for a running campaign. */
   async dial(tenantId: string, input: { campaign_id: string; to?: string; person_id?: string }) {
     this.#checkPause(tenantId);
     const c = await this.#campaignFor(tenantId, input.campaign_id);
     let to: string | null;
     let personId: string | null = null;
+    let callee: { zones: readonly string[]; region: string } | null;
     if (input.person_id) {
       const known = await this.#d.services.store.db
         .selectFrom('people')
-        .select(['id', 'status', 'check', 'check_reason'])
+        .select(['id', 'status', 'check', 'check_reason', 'zone_id'])
         .where('id', '=', input.person_id)
         .where('tenant_id', '=', tenantId)
         .where('list_id', 'in', c.list_ids.length ? c.list_ids : [''])
@@ -81,9 +107,21 @@ export class ManualDialing {
       }
       personId = known.id;
       to = null;
+      callee = known.zone_id === null ? null : (this.#d.hours.zoneSet(known.zone_id) ?? (await this.#zoneSet(known.zone_id)));
     } else {
       to = toE164(input.to ?? '');
       if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
+      callee = await this.#calleeOfNumber(tenantId, to);
+    }
+    // The callee's calling hours, as for the campaign's own calls.
+    const at = this.#d.clock.now();
+    await this.#d.hours.refresh(at);
+    if (!callee) throw new ApiError('unprocessable', "unknown_timezone: the callee's time zone cannot be told from the number, so they are not called");
+    const judged = this.#d.hours.judge(c.calling_window, callee, at);
+    if (!judged.open) {
+      this.#d.stats.denied(tenantId, 'outside_calling_hours');
+      const opens = judged.next === null ? 'the window never opens for this campaign' : `their window opens at ${new Date(judged.next).toISOString()}`;
+      throw new ApiError('unprocessable', `outside_calling_hours: the callee's local time is ${describeLocal(callee.zones, at)}; ${opens}`);
     }
     if (to && (await isOnDncList(this.#d.services.store.db, tenantId, to))) {
       this.#d.stats.denied(tenantId, 'do_not_call');
@@ -126,12 +164,13 @@ export class ManualDialing {
       throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
     }
     this.#d.addLive(callId, c.id, tenantId);
-    const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to: to!, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true };
+    const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to: to!, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true, legalPerDay: judged.legalPerDay };
     const { sent, dropped } = await this.#d.launch([launch]);
     if (sent.length === 0) {
       const why = dropped.get(callId);
       if (why === 'over_cap') throw new ApiError('conflict', `concurrency_cap: the company has ${limits.concurrent_calls} calls up, its plan's most; wait for one to end`);
       if (why === 'number_busy' || why === 'duplicate') throw new ApiError('conflict', 'this number is being called already');
+      if (why === 'calls_per_number') throw new ApiError('conflict', 'calls_per_number: this number has been called as often as 24 hours allow (the company setting, lowered by the legal rule of its region)');
       if (why === 'not_claimed') throw new ApiError('conflict', 'an outcome for this person arrived meanwhile (closed, or a callback set); not called');
       if (await isOnDncList(this.#d.services.store.db, tenantId, to!)) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
       this.#checkPause(tenantId);
@@ -146,7 +185,10 @@ export class ManualDialing {
     this.#checkPause(tenantId);
     const c = await this.#campaignFor(tenantId, campaignId);
     if (c.mode !== 'preview') throw new ApiError('conflict', 'this is a progressive campaign: the dialer calls its people itself');
-    const [p] = await claimPeople(this.#d.services, tenantId, c.id, null, c.list_ids, 1, PREVIEW_HOLD);
+    const at = this.#d.clock.now();
+    await this.#d.hours.refresh(at);
+    const open = this.#d.hours.open(c.calling_window, at);
+    const [p] = await claimPeople(this.#d.services, tenantId, c.id, null, c.list_ids, 1, PREVIEW_HOLD, { zones: open.ids, at: new Date(at) });
     if (!p) return { person: null, held_until: null };
     const row = await this.#d.services.store.db
       .selectFrom('people')

@@ -2,11 +2,13 @@
  * The pacing decision for one running campaign at one tick, pure: how many calls to launch now,
  * and when none, why (the idle reason). The caps: the campaign's calls a second (a token bucket
  * holding at most one second of calls) and concurrent calls, the company plan's concurrent calls
- * across all its campaigns, free room on accepting media nodes, and the people due.
+ * across all its campaigns, free room on accepting media nodes, the people due (and inside their
+ * calling hours), and, while the abandonment cap holds an agents campaign, one call up per agent
+ * online.
  */
 import type { PauseCheck } from './kill-switch-reader.ts';
 
-export type IdleReason = 'platform_paused' | 'platform_pause_unreadable' | 'tenant_paused' | 'no_capacity' | 'no_people' | 'concurrency_cap';
+export type IdleReason = 'platform_paused' | 'platform_pause_unreadable' | 'tenant_paused' | 'no_capacity' | 'no_people' | 'concurrency_cap' | 'outside_calling_hours' | 'abandon_cap';
 
 export type PaceInput = {
   pause: PauseCheck;
@@ -25,6 +27,13 @@ export type PaceInput = {
   buffered: number;
   /** The last look for due people found none. */
   exhausted: boolean;
+  /** ... and some are due but outside their calling window now. */
+  outsideHours: boolean;
+  /**
+   * The abandonment cap holds the campaign: at most one call up per agent online (`agentsOnline`);
+   * null when it does not hold.
+   */
+  agentsOnline: number | null;
 };
 
 /** `idle` is null while the campaign dials, or only waits for its pace. */
@@ -35,9 +44,11 @@ export function pace(i: PaceInput): PaceDecision {
   if (!i.companyOn) return { launch: 0, idle: 'tenant_paused' };
   const room = Math.min(i.maxConcurrent - i.live, i.tenantCap - i.tenantLive);
   if (room <= 0) return { launch: 0, idle: 'concurrency_cap' };
-  if (i.buffered <= 0) return { launch: 0, idle: i.exhausted ? 'no_people' : null };
+  if (i.buffered <= 0) return { launch: 0, idle: i.exhausted ? (i.outsideHours ? 'outside_calling_hours' : 'no_people') : null };
+  if (i.agentsOnline !== null && i.agentsOnline - i.live <= 0) return { launch: 0, idle: 'abandon_cap' };
   if (i.freeNodes <= 0) return { launch: 0, idle: 'no_capacity' };
-  const n = Math.floor(Math.min(i.tokens, room, i.freeNodes, i.buffered));
+  const capped = i.agentsOnline === null ? Infinity : i.agentsOnline - i.live;
+  const n = Math.floor(Math.min(i.tokens, room, i.freeNodes, i.buffered, capped));
   return { launch: Math.max(0, n), idle: null };
 }
 

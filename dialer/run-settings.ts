@@ -1,12 +1,13 @@
 /**
  * What the pacing loop reads of its running campaigns once a second: each campaign's settings
- * (lists, pace and caps, capped by its company's plan), its company's state and plan, and the
+ * (lists, pace and caps, capped by its company's plan, its calling window and abandonment cap), its company's state and plan, and the
  * calls other instances have up for them (so caps hold across instances between launches).
  */
 import { sql } from 'kysely';
 import { planLimits } from '../control-plane/companies/plans.ts';
 import type { PlanName } from '../control-plane/db/schema/index.ts';
 import type { Store } from '../control-plane/db/store.ts';
+import type { CampaignWindow } from '../control-plane/compliance/calling-window.ts';
 
 export type Settings = {
   lists: string[];
@@ -17,6 +18,11 @@ export type Settings = {
   mode: 'progressive' | 'preview';
   /** Calls of the campaign up on other instances. */
   foreignLive: number;
+  /** The campaign's own calling window (null: every day, the legal window). */
+  window: CampaignWindow;
+  /** The abandonment cap in percent, and whether it holds the campaign now (as stored). */
+  abandonCap: number;
+  abandonHeld: boolean;
 };
 
 /** A campaign's company as the pacing loop needs it. */
@@ -35,13 +41,16 @@ export async function readRunSettings(store: Store, me: string, ids: string[]): 
     caller_id: string | null;
     handler: 'bot' | 'agents';
     mode: 'progressive' | 'preview';
+    calling_window: CampaignWindow;
+    abandon_cap_percent: string;
+    abandon_held: boolean;
     status: string;
     core_hold: boolean;
     plan: PlanName;
     foreign_live: number;
   }>`
     select c.id, c.tenant_id, c.list_ids, c.calls_per_second, c.max_concurrent_calls, c.caller_id, c.handler, c.mode,
-      co.status, co.core_hold, co.plan,
+      c.calling_window, c.abandon_cap_percent, c.abandon_held, co.status, co.core_hold, co.plan,
       (select count(*) from calls k where k.campaign_id = c.id and k.live and k.launched_by is distinct from ${me})::int as foreign_live
     from campaigns c join companies co on co.id = c.tenant_id
     where c.id = any(${ids}::text[])`.execute(store.db);
@@ -62,6 +71,9 @@ export async function readRunSettings(store: Store, me: string, ids: string[]): 
       handler: r.handler,
       mode: r.mode,
       foreignLive: r.foreign_live,
+      window: r.calling_window,
+      abandonCap: Number(r.abandon_cap_percent),
+      abandonHeld: r.abandon_held,
     });
   }
   return { settings, companies };

@@ -15,6 +15,7 @@ import { claimPeople, releaseClaims, releaseExpiredClaims } from '../../dialer/l
 import { Redis } from 'ioredis';
 import { createTestDatabase, TEST_REDIS_URL, testRedisPrefix } from '../support/db.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
+import { everyZone } from '../support/claims.ts';
 import { call } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
@@ -121,6 +122,37 @@ t('one number in two lists of one campaign never rings twice at once; both peopl
   await stopAgents();
 });
 
+t('calls to one number in 24 hours are exact across two instances, campaigns and manual dials at once: the limit, never one more', async () => {
+  agents.push(startAgent(a, 'node_per_number_a', 50, { talkSeconds: 1 }));
+  agents.push(startAgent(b, 'node_per_number_b', 50, { talkSeconds: 1 }));
+  await eventually('agents registered', () => a.services.nodes.freeCapacity() >= 50 && b.services.nodes.freeCapacity() >= 50, 10_000);
+  const co = await makeCompany(a);
+  await sql`update companies set max_calls_per_number_per_day = 3 where id = ${co.tenantId}`.execute(a.services.store.db);
+  const number = '+14155559001';
+  // Six campaigns (three started on each instance), each on a list of its own holding the number.
+  const made: Array<{ campaignId: string; listId: string }> = [];
+  for (let i = 0; i < 6; i++) made.push(await makeCampaign(i % 2 ? b : a, co.tenantId, co.owner, { people: 1, numbers: [number], start: false, name: `Per number ${i}` }));
+  await Promise.all(made.map((m, i) => call((i % 2 ? b : a).url, 'POST', `/api/core/v1/campaigns/${m.campaignId}/start`, { session: co.owner })));
+  // Manual dials from both instances while the campaigns launch.
+  const manual = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => call((i % 2 ? b : a).url, 'POST', '/api/dialer/v1/calls', { session: co.owner, body: { campaign_id: made[i % 6]!.campaignId, to: number } })),
+  );
+  assert.ok(manual.every((m) => [201, 409].includes(m.status)), manual.map((m) => `${m.status} ${m.text}`).join('\n'));
+  // Every campaign person is either called or waits for the oldest call to be a day old.
+  const settled = async () => {
+    const rows = await sql<{ status: string; next_attempt_at: Date | null }>`
+      select status, next_attempt_at from people where tenant_id = ${co.tenantId}`.execute(a.services.store.db);
+    const live = await sql<{ n: number }>`select count(*)::int as n from calls where tenant_id = ${co.tenantId} and live`.execute(a.services.store.db);
+    return live.rows[0]!.n === 0 && rows.rows.every((r) => r.status === 'done' || (r.status === 'due' && r.next_attempt_at && r.next_attempt_at.getTime() > Date.now() + 23 * 3_600_000));
+  };
+  await eventually('every person called or waiting a day', settled, 30_000);
+  const placed = await sql<{ n: number }>`select count(*)::int as n from calls where tenant_id = ${co.tenantId} and (sip_status is not null or answered_at is not null)`.execute(a.services.store.db);
+  assert.is(placed.rows[0]!.n, 3, 'exactly three calls placed to the number');
+  const refused = manual.filter((m) => m.status === 409);
+  assert.ok(refused.length >= 5 && refused.every((m) => /^(calls_per_number|this number is being called already)/.test(m.body.error.message)), refused.map((m) => m.text).join('\n'));
+  await stopAgents();
+});
+
 t("a campaign's lease lost: the dialer stops its work at once through the runtime's abort signal, not at its next tick", async () => {
   // A slow pacing loop (a tick every 4 s) and fast lease renewals: only the abort can act in time.
   const c = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, runtime: { leaseTtlMs: 3000, renewEveryMs: 200, adoptEveryMs: 60_000 }, dialer: { tickMs: 4000 } });
@@ -147,13 +179,13 @@ t("a campaign's lease lost: the dialer stops its work at once through the runtim
 t("a former owner's late give-back leaves the new owner's claim alone", async () => {
   const co = await makeCompany(a);
   const { campaignId, listId } = await makeCampaign(a, co.tenantId, co.owner, { people: 1, start: false, name: 'Epochs' });
-  const [claimed] = await claimPeople(a.services, co.tenantId, campaignId, 7, [listId], 1, '1 minute');
+  const [claimed] = await claimPeople(a.services, co.tenantId, campaignId, 7, [listId], 1, '1 minute', await everyZone(a.services.store));
   assert.ok(claimed, 'the old owner (epoch 7) claims the person');
   // The old owner stalls past the claim's hold; the sweep gives the person back; the new owner
   // (epoch 8) claims them.
   await a.services.store.db.updateTable('people').set({ next_attempt_at: new Date(Date.now() - 1000) }).where('id', '=', claimed.id).execute();
   await releaseExpiredClaims(a.services.store, []);
-  const [again] = await claimPeople(b.services, co.tenantId, campaignId, 8, [listId], 1, '1 minute');
+  const [again] = await claimPeople(b.services, co.tenantId, campaignId, 8, [listId], 1, '1 minute', await everyZone(b.services.store));
   assert.is(again?.id, claimed.id, 'the new owner claims the same person');
   // The old owner wakes and gives back what it thinks it holds.
   await releaseClaims(a.services.store.db, campaignId, 7, [claimed.id]);

@@ -17,6 +17,8 @@ const base: PaceInput = {
   freeNodes: 100,
   buffered: 100,
   exhausted: false,
+  outsideHours: false,
+  agentsOnline: null,
 };
 
 t('launches the smallest of pace, room, company room, node room and people', () => {
@@ -37,6 +39,10 @@ t('the idle reasons, in order of what holds the campaign', () => {
   assert.equal(pace({ ...base, buffered: 0, exhausted: true }).idle, 'no_people');
   assert.equal(pace({ ...base, buffered: 0, exhausted: false }).idle, null, 'still looking for people');
   assert.equal(pace({ ...base, freeNodes: 0 }).idle, 'no_capacity');
+  assert.equal(pace({ ...base, buffered: 0, exhausted: true, outsideHours: true }).idle, 'outside_calling_hours');
+  assert.equal(pace({ ...base, agentsOnline: 2, live: 2 }).idle, 'abandon_cap', 'held by the cap: no call past one per agent online');
+  assert.equal(pace({ ...base, agentsOnline: 0 }).idle, 'abandon_cap', 'held with no agent online: nothing');
+  assert.equal(pace({ ...base, agentsOnline: 3, live: 1 }), { launch: 2, idle: null }, 'held: up to one call per agent online');
   // A pause wins over everything else.
   assert.equal(pace({ ...base, pause: { launch: false, idle_reason: 'platform_paused' }, companyOn: false, live: 10, freeNodes: 0 }).idle, 'platform_paused');
 });
@@ -55,6 +61,8 @@ t('property: never launches past any cap, and never while paused', () => {
         freeNodes: fc.nat(1000),
         buffered: fc.nat(200),
         exhausted: fc.boolean(),
+        outsideHours: fc.boolean(),
+        agentsOnline: fc.option(fc.nat(50)),
       }),
       (r) => {
         const d = pace({ ...r, pause: r.paused ? { launch: false, idle_reason: 'platform_paused' } : { launch: true, idle_reason: null } });
@@ -64,6 +72,8 @@ t('property: never launches past any cap, and never while paused', () => {
         assert.ok(r.live + d.launch <= Math.max(r.live, r.maxConcurrent));
         assert.ok(r.tenantLive + d.launch <= Math.max(r.tenantLive, r.tenantCap));
         if (d.launch > 0) assert.is(d.idle, null);
+        // The abandonment cap: never more calls up than agents online.
+        if (r.agentsOnline !== null) assert.ok(d.launch === 0 || r.live + d.launch <= r.agentsOnline);
       },
     ),
   );

@@ -11,6 +11,7 @@ import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { call, type Session } from '../support/http.ts';
 import { makeCompany, makeKey } from '../support/fixtures.ts';
+import { everyZone } from '../support/claims.ts';
 import { startTestServer } from '../support/server.ts';
 
 const t = suite('inbound leads and list checks');
@@ -172,7 +173,7 @@ t('the check rejects numbers on the do-not-call list and invalid numbers; the di
   assert.equal(by, { '+13125550160': 'rejected:dnc', '+13125550161': 'callable:null', '+15550001': 'rejected:invalid_number' });
   // A person not checked yet is not claimed either.
   await sql`insert into people (id, tenant_id, list_id, phone_number) values ('per_unchecked000000000000001', ${co.tenantId}, ${listId}, '+13125550162')`.execute(cp.services.store.db);
-  const claimed = await claimPeople(cp.services, co.tenantId, 'cmp_test', null, [listId], 10, '1 minute');
+  const claimed = await claimPeople(cp.services, co.tenantId, 'cmp_test', null, [listId], 10, '1 minute', await everyZone(cp.services.store));
   assert.equal(claimed.map((p) => p.phone_number), ['+13125550161']);
   // The re-check was new work: its own usage item.
   assert.equal((await usageOf(again.body.check.id)).map((u) => Number(u.quantity)), [3]);
