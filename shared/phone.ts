@@ -43,12 +43,15 @@ export function toE164(input: string, defaultCountry: CountryCode = 'US', opts: 
   const parsed = parsePhoneNumberFromString(s, defaultCountry);
   if (!parsed || !parsed.isValid()) return null;
   // People's numbers are checked again by the list check soon after: keep what it would find.
-  if (opts.keepCheck) remember(parsed.number, { valid: true, lineType: parsed.getType() ?? null });
+  if (opts.keepCheck) remember(parsed.number, { valid: true, lineType: parsed.getType() ?? null, country: parsed.country ?? null });
   return parsed.number;
 }
 
-/** What the full metadata says of an E.164 number: valid for its region, and its line type. */
-export type NumberCheck = { valid: boolean; lineType: string | null };
+/**
+ * What the full metadata says of an E.164 number: valid for its region, its line type, and its
+ * region (`US`, `PR`, `GB`; null for a non-geographic code such as +800 or an invalid number).
+ */
+export type NumberCheck = { valid: boolean; lineType: string | null; country: string | null };
 
 // A number's check is a pure function of the number (the metadata is fixed for the process), and
 // the list check usually runs right after an import parsed the same numbers: kept here, bounded.
@@ -57,13 +60,14 @@ const CHECKED_MAX = 500_000;
 
 /**
  * Checks a stored (E.164) number with libphonenumber's full metadata: whether it is a valid number
- * of its region, and its line type (`MOBILE`, `FIXED_LINE`, `FIXED_LINE_OR_MOBILE`, `TOLL_FREE`, …).
+ * of its region, its line type (`MOBILE`, `FIXED_LINE`, `FIXED_LINE_OR_MOBILE`, `TOLL_FREE`, …)
+ * and its region (the callee's zone is told from it when nothing better is known).
  */
 export function checkNumber(e164: string): NumberCheck {
   const known = CHECKED.get(e164);
   if (known) return known;
   const parsed = e164.startsWith('+') && e164.length <= 20 ? parsePhoneNumberFromString(e164) : undefined;
-  const result: NumberCheck = parsed && parsed.isValid() ? { valid: true, lineType: parsed.getType() ?? null } : { valid: false, lineType: null };
+  const result: NumberCheck = parsed && parsed.isValid() ? { valid: true, lineType: parsed.getType() ?? null, country: parsed.country ?? null } : { valid: false, lineType: null, country: null };
   remember(e164, result);
   return result;
 }
