@@ -1,9 +1,11 @@
 /**
  * The list check: before anyone calls a person, their number is checked with libphonenumber's
  * full metadata (a valid number of its region; its line type is kept on the person) and against
- * the company's do-not-call list. People arrive `unchecked` from every path; a check makes each
- * `callable` or `rejected` (`invalid_number`, `dnc`). The dialer calls only callable people, and
- * still re-reads the do-not-call list at launch (a number added after the check).
+ * the company's do-not-call list, and their zones and legal region are resolved
+ * (`compliance/callee-zones.ts`; the person points at its `callee_zones` row). People arrive
+ * `unchecked` from every path; a check makes each `callable` or `rejected` (`invalid_number`,
+ * `dnc`, `unknown_timezone`). The dialer calls only callable people, within their zones' hours,
+ * and still re-reads the do-not-call list at launch (a number added after the check).
  *
  * A check is a `list_checks` row: queued in the transaction that added people (joined by the
  * batches that follow while it waits) or on demand (a re-check of everyone), then run in the
@@ -17,7 +19,9 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { checkNumber } from '../../shared/phone.ts';
+import { checkNumber, type NumberCheck } from '../../shared/phone.ts';
+import { resolveCalleeZones, type CalleeZones } from '../compliance/callee-zones.ts';
+import { CalleeZoneIds } from '../compliance/callee-zone-ids.ts';
 import type { ListCheckStatus } from '../db/schema/index.ts';
 import type { Store, Tx } from '../db/store.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
@@ -83,6 +87,11 @@ export type ListChecksOptions = {
   leaseMs?: number;
   /** People per chunk (one transaction each). */
   chunk?: number;
+  /**
+   * Bench only (bench/list-check.bench.ts's baseline): false checks as before issue 25, with no
+   * zones resolved and none required. Never set in production.
+   */
+  resolveZones?: boolean;
 };
 
 /** Runs the list checks on this instance, one at a time. */
@@ -94,6 +103,8 @@ export class ListChecks {
   readonly #chunk: number;
   readonly #loop: WakeLoop;
   readonly #coordinator: Coordinator | undefined;
+  readonly #zoneIds: CalleeZoneIds;
+  readonly #resolveZones: boolean;
   #notices: { stop(): Promise<void> } | null = null;
 
   /** With `coordinator`, checks queued on any instance wake this one (`announceQueued`). */
@@ -105,6 +116,8 @@ export class ListChecks {
     this.#loop = new WakeLoop(() => this.#drain(), opts.pollMs ?? (deps.coordinator ? CHECKS_FALLBACK_POLL_MS : 1000));
     this.#leaseMs = opts.leaseMs ?? 30_000;
     this.#chunk = opts.chunk ?? 2000;
+    this.#zoneIds = new CalleeZoneIds(deps.store.db);
+    this.#resolveZones = opts.resolveZones ?? true;
   }
 
   start(): void {
@@ -202,18 +215,25 @@ export class ListChecks {
     if (check.upto === null) return 'done';
     const people = await this.#store.transaction(async (tx) => {
       await byIndex(tx);
-      let q = tx.selectFrom('people').select(['id', 'phone_number']).where('list_id', '=', check.list_id).where('id', '<=', check.upto).orderBy('id').limit(this.#chunk);
+      let q = tx.selectFrom('people').select(['id', 'phone_number', 'timezone', 'postal_code', 'state']).where('list_id', '=', check.list_id).where('id', '<=', check.upto).orderBy('id').limit(this.#chunk);
       if (check.scope === 'unchecked') q = q.where('check', '=', 'unchecked');
       if (check.done_upto) q = q.where('id', '>', check.done_upto);
       return q.execute();
     });
     if (people.length === 0) return 'done';
-    // The numbers, in slices so one chunk does not hold the event loop for long.
-    const found: Array<{ valid: boolean; lineType: string | null }> = [];
+    // The numbers and zones, in slices so one chunk does not hold the event loop for long.
+    const found: NumberCheck[] = [];
+    const zones: Array<CalleeZones | null> = [];
     for (let i = 0; i < people.length; i += 250) {
-      for (const p of people.slice(i, i + 250)) found.push(checkNumber(p.phone_number));
+      for (const p of people.slice(i, i + 250)) {
+        const number = checkNumber(p.phone_number);
+        found.push(number);
+        zones.push(number.valid && this.#resolveZones ? resolveCalleeZones({ ...p, country: number.country }) : null);
+      }
       if (i + 250 < people.length) await yieldToLoop();
     }
+    await this.#zoneIds.ensure(zones.filter((z) => z !== null));
+    const zoneIds = zones.map((z) => (z ? this.#zoneIds.idOf(z) : null));
     const last = people[people.length - 1].id;
     const lease = `${this.#leaseMs} milliseconds`;
     return this.#store.transaction(async (tx) => {
@@ -229,12 +249,13 @@ export class ListChecks {
       await byIndex(tx);
       const r = await sql<{ callable: boolean }>`
         update people p set "check" = case when x.reason is null then 'callable' else 'rejected' end,
-          check_reason = x.reason, line_type = x.line_type
+          check_reason = x.reason, line_type = x.line_type, zone_id = x.zone_id
         from (
-          select u.id, u.line_type,
-            case when not u.valid then 'invalid_number' when d.listed then 'dnc' end as reason
+          select u.id, u.line_type, u.zone_id,
+            case when not u.valid then 'invalid_number' when d.listed then 'dnc'
+              when u.zone_id is null and ${this.#resolveZones} then 'unknown_timezone' end as reason
           from unnest(${people.map((p) => p.id)}::text[], ${found.map((f) => f.valid)}::boolean[], ${found.map((f) => f.lineType)}::text[],
-            ${people.map((p) => p.phone_number)}::text[]) as u(id, valid, line_type, phone)
+            ${people.map((p) => p.phone_number)}::text[], ${zoneIds}::int[]) as u(id, valid, line_type, phone, zone_id)
           left join lateral (select true as listed from dnc_numbers d where d.tenant_id = ${check.tenant_id} and d.number = u.phone limit 1) d on true
           offset 0
         ) x
