@@ -1,6 +1,7 @@
 /**
- * A recording's duration, read while it streams past (`AudioInfo.push` each chunk, `duration()`
- * at the end), keeping only the first bytes it needs (at most 64 KB), never the file.
+ * A recording's format, told by its first bytes (`audioFormatOf`), and its duration, read while
+ * it streams past (`AudioInfo.push` each chunk, `duration()` at the end), keeping only the first
+ * bytes it needs (at most 64 KB), never the file.
  * - WAV: the RIFF `fmt ` chunk's byte rate and the `data` chunk's size (when the size is missing
  *   or past the end, as in a recording written while it streamed, the bytes after the data
  *   chunk's start are taken instead).
@@ -9,6 +10,28 @@
  */
 
 const HEAD_BYTES = 64 * 1024;
+
+/** The bytes `audioFormatOf` looks at: a RIFF header's 12. */
+export const FORMAT_HEAD_BYTES = 12;
+
+/**
+ * What a file's first bytes say it is, whatever its name or declared type: `wav` for a RIFF
+ * header of form WAVE, `mp3` for an ID3v2 tag or an MPEG audio frame header (11 sync bits, then
+ * a version, layer, bit rate and sample rate that are not the reserved values); null for anything
+ * else (text, JSON, an empty file, another format).
+ */
+export function audioFormatOf(head: Buffer): 'wav' | 'mp3' | null {
+  if (head.length >= 12 && head.toString('latin1', 0, 4) === 'RIFF' && head.toString('latin1', 8, 12) === 'WAVE') return 'wav';
+  if (head.length >= 3 && head.toString('latin1', 0, 3) === 'ID3') return 'mp3';
+  if (head.length >= 4 && head[0] === 0xff && (head[1] & 0xe0) === 0xe0) {
+    const version = (head[1] >> 3) & 3; // 1 is reserved
+    const layer = (head[1] >> 1) & 3; // 0 is reserved
+    const bitIndex = head[2] >> 4; // 15 is bad
+    const rateIndex = (head[2] >> 2) & 3; // 3 is reserved
+    if (version !== 1 && layer !== 0 && bitIndex !== 15 && rateIndex !== 3) return 'mp3';
+  }
+  return null;
+}
 
 const MP3_BITRATES: Record<string, number[]> = {
   // kbit/s by index, for MPEG-1 layer III and MPEG-2/2.5 layer III.

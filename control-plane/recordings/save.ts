@@ -1,17 +1,21 @@
 /**
- * Saving a recording, whatever brought it (a media agent's upload, a recording import): its row
- * is found or made, the file streams into the recording store under `<tenant>/<id>.<format>`
- * (its duration read on the way), and then ONE transaction marks the row stored, emits
- * `vd.call.recording_stored` and runs the "recording stored" hooks (the QA Bot queues its review
- * there), so a stored recording is never without its event or its review.
+ * Saving a recording, whatever brought it (a media agent's upload, a recording import): its first
+ * bytes say whether it is audio at all and which format (WAV or MP3, whatever its name or
+ * declared type), its row is found or made, the file streams into the recording store under
+ * `<tenant>/<id>.<format>` (its duration read on the way), and then ONE transaction marks the row
+ * stored, emits `vd.call.recording_stored` and runs the "recording stored" hooks (the QA Bot
+ * queues its review there), so a stored recording is never without its event or its review. A
+ * file that is not audio is never stored, so never scored or billed.
  */
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Selectable } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import type { RecordingFormat, RecordingSource } from '../db/schema/index.ts';
 import type { RecordingsTable } from '../db/schema/recordings.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { emit } from '../runtime/outbox.ts';
-import { AudioInfo } from './audio-info.ts';
+import { AudioInfo, audioFormatOf, FORMAT_HEAD_BYTES } from './audio-info.ts';
 import { contentTypeOf, RecordingIncomplete, RecordingTooLarge, type PutBody, type RecordingStore } from './store.ts';
 
 export type RecordingRow = Selectable<RecordingsTable>;
@@ -34,6 +38,7 @@ export type SaveRecordingInput = {
   connectorId?: string | null;
   sourceId?: string | null;
   sourceName?: string | null;
+  /** The format the sender named (a Content-Type, a file's extension); the bytes decide. */
   format: RecordingFormat;
   body: PutBody;
   /** The body's length when known (Content-Length). */
@@ -51,13 +56,21 @@ export class RecordingAlreadyStored extends Error {
   }
 }
 
+/** The file's first bytes are neither WAV nor MP3. Not worth retrying: the same bytes come next time. */
+export class NotAnAudioFile extends Error {
+  constructor() {
+    super('not an audio file');
+    this.name = 'NotAnAudioFile';
+  }
+}
+
 /**
  * Why a save failed, as the company may read it (a recording's `error`, an import file's): the
  * size limit, or a body that broke off or did not match its length, say so; anything else is our
  * own store's failure, whose details (a folder's paths, a bucket's answers) stay in the logs.
  */
 export function saveFailureReason(err: unknown): string {
-  if (err instanceof RecordingTooLarge || err instanceof RecordingIncomplete) return err.message.slice(0, 500);
+  if (err instanceof RecordingTooLarge || err instanceof RecordingIncomplete || err instanceof NotAnAudioFile) return err.message.slice(0, 500);
   return 'the recording store failed: try again';
 }
 
@@ -117,19 +130,64 @@ async function claim(store: Store, input: SaveRecordingInput): Promise<Recording
 }
 
 /**
+ * The first `n` bytes of `body` (fewer when it ends sooner), and the whole body again as a
+ * stream that starts with them. A body that breaks off before is `RecordingIncomplete`.
+ */
+async function peek(body: PutBody, n: number): Promise<{ head: Buffer; body: Readable }> {
+  const source = body instanceof Readable ? body : Readable.fromWeb(body as WebReadableStream<Uint8Array>);
+  const it: AsyncIterator<Buffer | string> = source[Symbol.asyncIterator]();
+  const first: Buffer[] = [];
+  let size = 0;
+  let ended = false;
+  try {
+    while (size < n) {
+      const next = await it.next();
+      if (next.done) {
+        ended = true;
+        break;
+      }
+      const b = Buffer.from(next.value);
+      first.push(b);
+      size += b.length;
+    }
+  } catch (err) {
+    throw new RecordingIncomplete(`the body broke off: ${(err as Error)?.message ?? String(err)}`);
+  }
+  const head = Buffer.concat(first, size);
+  const whole = Readable.from(
+    (async function* () {
+      if (head.length) yield head;
+      if (ended) return;
+      for (let next = await it.next(); !next.done; next = await it.next()) yield Buffer.from(next.value);
+    })(),
+  );
+  return { head: head.subarray(0, n), body: whole };
+}
+
+/**
  * Streams `input.body` into the recording store and marks the recording stored (event and hooks
- * in the same transaction). A body past `maxBytes` marks the recording `failed` (it would be as
- * large next time) and throws `RecordingTooLarge`; any other failure keeps it `waiting_upload`
- * with the reason noted (`saveFailureReason`: never the store's own details), and throws, for
- * the sender to try again (a recording import marks it `failed` when it gives the file up).
+ * in the same transaction). The format is the one its first bytes show (`audioFormatOf`); bytes
+ * that are neither WAV nor MP3 mark the recording `failed` with `not an audio file` and throw
+ * `NotAnAudioFile` before anything is stored. A body past `maxBytes` marks the recording `failed`
+ * (it would be as large next time) and throws `RecordingTooLarge`; any other failure keeps it
+ * `waiting_upload` with the reason noted (`saveFailureReason`: never the store's own details),
+ * and throws, for the sender to try again (a recording import marks it `failed` when it gives
+ * the file up).
  */
 export async function saveRecording(deps: RecordingDeps, input: SaveRecordingInput): Promise<RecordingRow> {
-  const row = await claim(deps.store, input);
+  const { head, body } = await peek(input.body, FORMAT_HEAD_BYTES);
+  const format = audioFormatOf(head);
+  const row = await claim(deps.store, { ...input, format: format ?? input.format });
+  if (format === null) {
+    body.destroy();
+    await deps.store.db.updateTable('recordings').set({ status: 'failed', error: 'not an audio file' }).where('id', '=', row.id).where('status', '<>', 'stored').execute();
+    throw new NotAnAudioFile();
+  }
   const key = storageKey(row);
-  const info = new AudioInfo(input.format);
+  const info = new AudioInfo(format);
   let bytes: number;
   try {
-    ({ bytes } = await deps.recordings.put(key, input.body, { maxBytes: input.maxBytes, contentType: contentTypeOf(input.format), length: input.length, onChunk: (c) => info.push(c) }));
+    ({ bytes } = await deps.recordings.put(key, body, { maxBytes: input.maxBytes, contentType: contentTypeOf(format), length: input.length, onChunk: (c) => info.push(c) }));
   } catch (err) {
     const tooLarge = err instanceof RecordingTooLarge;
     await deps.store.db

@@ -1,6 +1,7 @@
 /**
  * The company's calls, read (`GET /api/dialer/v1/calls`, `…/calls/{id}`): state, times, SIP
- * status, talk seconds and the recording (null until recordings are stored). Paged by call id
+ * status, talk seconds and the call's recording (its id whatever its status, null when the call
+ * has none: `GET /api/core/v1/recordings/{id}` tells whether it is stored). Paged by call id
  * (time-ordered); `campaign_id` keeps one campaign's calls, `since` those started at or after
  * it. Another company's call or campaign is 404.
  */
@@ -32,10 +33,12 @@ export type CallView = {
   recording_id: string | null;
 };
 
-type Row = Omit<CallView, 'started_at' | 'answered_at' | 'ended_at' | 'recording_id'> & { started_at: Date; answered_at: Date | null; ended_at: Date | null };
+type Row = Omit<CallView, 'started_at' | 'answered_at' | 'ended_at'> & { started_at: Date; answered_at: Date | null; ended_at: Date | null };
 
+// A call has at most one recording: a probe of the unique index on recordings.call_id a row.
 const COLUMNS = sql`id, campaign_id, person_id, journey_id, direction, from_number, to_number, state, handler, manual, started_at, answered_at, ended_at,
-  end_reason, sip_status, talk_seconds, dropped, transfer_state`;
+  end_reason, sip_status, talk_seconds, dropped, transfer_state,
+  (select r.id from recordings r where r.call_id = calls.id and r.tenant_id = calls.tenant_id) as recording_id`;
 
 function view(r: Row): CallView {
   return {
@@ -43,8 +46,6 @@ function view(r: Row): CallView {
     started_at: r.started_at.toISOString(),
     answered_at: r.answered_at?.toISOString() ?? null,
     ended_at: r.ended_at?.toISOString() ?? null,
-    // Recordings are stored by a later issue; until then no call has one.
-    recording_id: null,
   };
 }
 

@@ -2,14 +2,15 @@
  * `PUT /agent/v1/recordings/{call_id}`: a media agent uploads a call's recording (INTERFACE.md
  * "Recordings"; docs/agent-protocol.md "Recordings"). Outside `/api`: the agents' bearer token
  * (the one the WebSocket takes) and the node's id in `X-VD-Node-Id`; the call must be that node's,
- * else 404. `audio/wav` or `audio/mpeg`; the body streams into the recording store under its own
+ * else 404. `audio/wav` or `audio/mpeg` (the bytes decide the format: a body that is neither WAV
+ * nor MP3 is 422 `not an audio file`, and the recording is failed); the body streams into the recording store under its own
  * limit (VD_RECORDING_MAX_MB, not the 10 MB body limit of `/api`), counted as it arrives; a
  * declared length over it is refused before a byte is read. 201 with the stored recording; a
  * second upload of a stored one is 409 (the agent takes it as done).
  */
 import { Hono } from 'hono';
 import { ApiError } from '../../shared/errors.ts';
-import { RecordingAlreadyStored, recordingView, saveRecording } from '../../control-plane/recordings/save.ts';
+import { NotAnAudioFile, RecordingAlreadyStored, recordingView, saveRecording } from '../../control-plane/recordings/save.ts';
 import { RecordingIncomplete, RecordingStoreError, RecordingTooLarge } from '../../control-plane/recordings/store.ts';
 import type { AppEnv } from '../env.ts';
 
@@ -41,6 +42,7 @@ export const agentRecordingRoutes = new Hono<AppEnv>().put('/recordings/:call_id
     return c.json({ recording: recordingView(stored) }, 201);
   } catch (err) {
     if (err instanceof RecordingAlreadyStored) throw new ApiError('conflict', `the recording of call ${callId} is already stored (${err.recording.id})`);
+    if (err instanceof NotAnAudioFile) throw new ApiError('unprocessable', 'not an audio file: the bytes are neither WAV (RIFF/WAVE) nor MP3 (an ID3 tag or an MPEG frame)');
     if (err instanceof RecordingTooLarge) throw new ApiError('payload_too_large', err.message, {});
     if (err instanceof RecordingIncomplete) throw new ApiError('bad_request', err.message);
     if (err instanceof RecordingStoreError) throw new ApiError('unavailable', 'the recording store did not take the file; try again', {}, err);

@@ -11,8 +11,8 @@
  *   then it takes up to "recordings per run" waiting files, oldest first listed, each streamed
  *   from the source into the recording store by `saveRecording` (the QA Bot's hook queues its
  *   review). A file over the largest size fails and is never taken again (by its listed size,
- *   its Content-Length, or its bytes as they stream), and so does one whose address the guarded
- *   client refuses; any other failure (an error answer, no answer, a body cut off or stalled)
+ *   its Content-Length, or its bytes as they stream), and so do one whose bytes are neither WAV
+ *   nor MP3 (`not an audio file`) and one whose address the guarded client refuses; any other failure (an error answer, no answer, a body cut off or stalled)
  *   leaves it waiting for the next run until it has been tried 3 times in all. One bad file never
  *   ends a run: only a source that cannot be listed (the index or the bucket listing) ends it
  *   `failed`.
@@ -29,7 +29,7 @@ import type { Logger } from '../../../shared/logger.ts';
 import type { Store } from '../../db/store.ts';
 import { WakeLoop } from '../../runtime/wake-loop.ts';
 import { recordingImportRuns } from '../../metrics.ts';
-import { RecordingAlreadyStored, saveFailureReason, saveRecording, type RecordingDeps } from '../../recordings/save.ts';
+import { NotAnAudioFile, RecordingAlreadyStored, saveFailureReason, saveRecording, type RecordingDeps } from '../../recordings/save.ts';
 import { RecordingTooLarge } from '../../recordings/store.ts';
 import type { OutboundClient } from '../guarded-client.ts';
 import { sourceIdentity, type ImportSettings } from './settings.ts';
@@ -462,6 +462,8 @@ export class RecordingImports {
       if (err instanceof RecordingAlreadyStored) return this.#ended(run, file, 'imported', null, err.recording.id, false);
       if (signal.aborted) return { kind: 'lost', message: 'stopped' };
       if (err instanceof RecordingTooLarge) return this.#ended(run, file, 'failed', tooLarge, null, true);
+      // Bytes that are neither WAV nor MP3 (whatever the name): never stored, so never scored or billed.
+      if (err instanceof NotAnAudioFile) return this.#ended(run, file, 'failed', err.message, null, true);
       // The store's own details (paths, its answers) in the logs only; the company reads the reason.
       this.#deps.log.warn({ err, run_id: run.id, connector_id: run.connector_id, file: file.name }, 'recording import: a file could not be saved');
       return this.#ended(run, file, 'failed', `could not import: ${saveFailureReason(err)}`, null, false);
