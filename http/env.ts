@@ -17,5 +17,10 @@ export type AppEnv = {
     principal: Principal | null;
     /** The request body as read under the body limit; null for a method without a body. */
     rawBody: Buffer | null;
+    /**
+     * Set by `onError` when a 5xx answer is a refusal raised on purpose (an ApiError with no
+     * cause: `platform_paused`, `no_capacity`, the meter behind), which is not a server error.
+     */
+    refusal?: true;
   };
 };

@@ -65,7 +65,8 @@ export async function assertMeterCurrent(store: Store, month: string, timeoutMs 
   asked.catch(() => {}); // answered below, or too late to matter
   try {
     const answer = await Promise.race([asked, late]).catch((err: unknown) => {
-      throw new ApiError('unavailable', `insights: the usage of ${month} could not be read (${err instanceof Error ? err.message : 'no answer'}); try again`);
+      // With its cause: the store failing is a server error (`/ops/services`), the meter behind is not.
+      throw new ApiError('unavailable', `insights: the usage of ${month} could not be read (${err instanceof Error ? err.message : 'no answer'}); try again`, {}, err);
     });
     if (answer === 'late') throw new ApiError('unavailable', `insights: the usage of ${month} did not answer within ${timeoutMs} ms; try again`);
     if (answer > 0) throw new ApiError('unavailable', `insights: the usage meter is behind for ${month} (${answer} usage item${answer === 1 ? '' : 's'} not counted yet); try again shortly`);

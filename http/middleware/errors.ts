@@ -18,11 +18,15 @@ export function errorResponse(code: ErrorCode, message: string, headers: Record<
 
 /**
  * `app.onError`: ApiErrors as they are; the store or coordinator out of reach 503 (try again);
- * anything else logged and answered 500 without details.
+ * anything else logged and answered 500 without details. A 5xx ApiError without a cause is a
+ * refusal the code chose (a policy, a limit, something not ready by design): it is marked so
+ * that `/ops/services` does not count it among the instance's server errors (`request-log.ts`).
+ * One with a cause wraps a failure of ours, and counts.
  */
 export function onError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof ApiError) {
     if (err.status >= 500 && err.cause !== undefined) (c.get('log') ?? console).error({ err: err.cause }, err.message);
+    else if (err.status >= 500) c.set('refusal', true);
     return errorResponse(err.code, err.message, err.headers);
   }
   if (err instanceof HTTPException) {

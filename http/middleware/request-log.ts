@@ -18,8 +18,9 @@ export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
   const started = performance.now();
   await next();
   c.res.headers.set('x-request-id', requestId);
-  // The instance's server errors over 5 minutes (`/ops/services`).
-  if (c.res.status >= 500) c.get('services').instances.serverErrors.add();
+  // The instance's server errors over 5 minutes (`/ops/services`): faults of ours (a 500, a
+  // backing service out of reach, a wrapped failure), not the refusals `onError` marks.
+  if (c.res.status >= 500 && !c.get('refusal')) c.get('services').instances.serverErrors.add();
   const p = c.get('principal');
   log.info(
     {
