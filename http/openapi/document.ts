@@ -4,6 +4,7 @@
  */
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { KEY_SCOPES } from '../../control-plane/auth/principal.ts';
+import { PLANS, type PlanLimits } from '../../control-plane/companies/plans.ts';
 import type { AppEnv } from '../env.ts';
 import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE } from '../middleware/auth.ts';
 
@@ -13,6 +14,11 @@ const SCOPES: Record<(typeof KEY_SCOPES)[number], string> = {
   'dnc:write': 'POST /api/integrations/v1/inbound/dnc',
   'outcomes:write': 'POST /api/integrations/v1/inbound/outcomes',
 };
+
+/** Each plan's request rate and burst, as the rate limiter applies them with the default settings. */
+const RATES = (Object.entries(PLANS) as Array<[string, PlanLimits]>)
+  .map(([plan, l]) => `${l.requests_per_second.toLocaleString('en-US')} a second (bursts of ${l.request_burst.toLocaleString('en-US')}) on ${plan}`)
+  .join(', ');
 
 const DESCRIPTION = `The control plane of a multi-tenant outbound calling platform.
 
@@ -24,7 +30,7 @@ uses no cookies and no CSRF header. A signed-in session (\`POST /api/auth/v1/sig
 equal to the \`${CSRF_COOKIE}\` cookie. Each operation lists what it accepts; for a session, the listed scopes are
 the roles of which the caller needs one (none listed: any role).
 
-**Limits.** 200 requests a second a company (bursts of 1,000), shared by its people and keys: 429 with
+**Limits.** A company's requests, shared by its people and keys, by its plan: ${RATES}; 429 with
 Retry-After past it. Bodies up to 10 MB: 413 past it.`;
 
 /** The security schemes, by the names the operations use (`openapi/route.ts` securityOf). */
