@@ -4,6 +4,9 @@
  * that repeats in the request, or is already in the list, is skipped and the list's row left as
  * it is. The lead fields follow the spec's lead import rules, so the CSV import can share
  * `normaliseLead`. People arrive as `new`: the do-not-call check happens before anyone calls them.
+ * A person's own `timezone` (an IANA name, optional) must be one this runtime knows: one that is
+ * not fails the whole request (422 naming it), since a wrong zone would put calls outside the
+ * callee's hours.
  */
 import { sql } from 'kysely';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -11,6 +14,9 @@ import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import { newIds } from '../../shared/ids.ts';
 import { toE164 } from '../../shared/phone.ts';
+import { isKnownZone } from '../compliance/calling-window.ts';
+import { readLegalRules } from '../compliance/legal-rules.ts';
+import { NextCalls } from './next-call.ts';
 import type { PersonCheck, PersonStatus } from '../db/schema/index.ts';
 import type { Store, Tx } from '../db/store.ts';
 import { findList } from './lists.ts';
@@ -29,7 +35,7 @@ export const REJECTED_ROWS_LISTED = 50;
 const text = (max: number) => z.union([z.string(), z.number()]).transform(String).pipe(z.string().max(max)).nullish();
 
 /** The longest text each lead field takes (the file import checks the same per row, without zod). */
-export const LEAD_FIELD_MAX = { phone_number: 40, phone_code: 8, lead_id: 200, first_name: 200, last_name: 200, state: 100, postal_code: 20, date_of_birth: 10, email: 320 } as const;
+export const LEAD_FIELD_MAX = { phone_number: 40, phone_code: 8, lead_id: 200, first_name: 200, last_name: 200, state: 100, postal_code: 20, date_of_birth: 10, email: 320, timezone: 64 } as const;
 
 /** One person as a caller sends it. Numbers are accepted where a spreadsheet would give them. */
 export const LeadInput = z.object({
@@ -42,6 +48,7 @@ export const LeadInput = z.object({
   postal_code: text(LEAD_FIELD_MAX.postal_code),
   date_of_birth: text(LEAD_FIELD_MAX.date_of_birth),
   email: text(LEAD_FIELD_MAX.email),
+  timezone: text(LEAD_FIELD_MAX.timezone),
 });
 export type LeadInput = z.infer<typeof LeadInput>;
 
@@ -55,6 +62,8 @@ export type Lead = {
   postal_code: string | null;
   email: string | null;
   date_of_birth: string | null;
+  /** The person's own IANA zone, as given (checked by `checkTimezones`). */
+  timezone: string | null;
 };
 
 /** A lead's fields cleaned up per the lead import rules, or why it cannot be imported. */
@@ -79,6 +88,7 @@ export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok
       postal_code: blankToNull(input.postal_code),
       email: blankToNull(input.email),
       date_of_birth: dob,
+      timezone: blankToNull(input.timezone),
     },
   };
 }
@@ -106,6 +116,27 @@ function birthDate(v: string | null | undefined): string | null | false {
   return day <= (month === 2 ? (leap ? 29 : 28) : DAYS_IN_MONTH[month - 1]) ? s : false;
 }
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+const knownZones = new Set<string>();
+
+/**
+ * Refuses the whole batch (422 naming the field, `body[3].timezone`) when an element's
+ * `timezone` is given and is not an IANA zone this runtime knows.
+ */
+function checkTimezones(items: readonly unknown[], path: string): void {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (typeof item !== 'object' || item === null || !('timezone' in item)) continue;
+    const tz = (item as { timezone: unknown }).timezone;
+    if (tz === null || tz === undefined || (typeof tz === 'string' && tz.trim() === '')) continue;
+    const name = typeof tz === 'string' ? tz.trim() : null;
+    if (name !== null && (knownZones.has(name) || isKnownZone(name))) {
+      if (knownZones.size < 2000) knownZones.add(name);
+      continue;
+    }
+    throw new ApiError('unprocessable', `${path}[${i}].timezone: expected an IANA time zone name such as America/Chicago, got ${JSON.stringify(tz)?.slice(0, 80)}`);
+  }
+}
 
 function blankToNull(v: string | null | undefined): string | null {
   const s = v?.trim() ?? '';
@@ -158,6 +189,7 @@ export async function importLeadBatch(
     throw new ApiError('unprocessable', `at most ${MAX_PEOPLE_PER_REQUEST} ${what === 'lead' ? 'leads' : 'people'} a request (got ${items.length}); split them`);
   }
   if (items.length === 0) throw new ApiError('unprocessable', `no ${what} sent`);
+  checkTimezones(items, what === 'lead' ? 'leads' : 'body');
   await findList(store, tenantId, listId);
   const byNumber = new Set<string>();
   const rejected_rows: LeadBatchResult['rejected_rows'] = [];
@@ -212,11 +244,12 @@ export async function insertLeads(tx: Tx, tenantId: string, listId: string, lead
   const col = <K extends keyof Lead>(k: K) => leads.map((l) => l[k]);
   const r = await sql<{ n: number }>`
     with added as (
-      insert into people (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth)
-      select x.id, ${tenantId}, ${listId}, x.lead_id, x.phone_number, x.first_name, x.last_name, x.state, x.postal_code, x.email, x.date_of_birth::date
+      insert into people (id, tenant_id, list_id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth, timezone)
+      select x.id, ${tenantId}, ${listId}, x.lead_id, x.phone_number, x.first_name, x.last_name, x.state, x.postal_code, x.email, x.date_of_birth::date, x.timezone
       from unnest(${newIds('per', leads.length)}::text[], ${col('lead_id')}::text[], ${col('phone_number')}::text[], ${col('first_name')}::text[],
-        ${col('last_name')}::text[], ${col('state')}::text[], ${col('postal_code')}::text[], ${col('email')}::text[], ${col('date_of_birth')}::text[])
-        as x(id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth)
+        ${col('last_name')}::text[], ${col('state')}::text[], ${col('postal_code')}::text[], ${col('email')}::text[], ${col('date_of_birth')}::text[],
+        ${col('timezone')}::text[])
+        as x(id, lead_id, phone_number, first_name, last_name, state, postal_code, email, date_of_birth, timezone)
       on conflict (list_id, phone_number) do nothing
       returning 1
     )
@@ -258,20 +291,28 @@ export type PersonView = Lead & {
   check: PersonCheck;
   check_reason: string | null;
   line_type: string | null;
+  /** The IANA zones the check resolved for the person (sorted); null until checked. */
+  timezone_used: string[] | null;
+  /** When the person's legal calling window next opens (at or after their next attempt); null when nobody will call them. */
+  next_call_at: string | null;
   created_at: string;
 };
 
 function personQuery(store: Store, tenantId: string) {
   return store.db
-    .selectFrom('people')
-    .select(['id', 'list_id', 'lead_id', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'email', 'status', 'attempts', 'next_attempt_at', 'check', 'check_reason', 'line_type', 'created_at'])
-    .select(sql<string | null>`to_char(date_of_birth, 'YYYY-MM-DD')`.as('date_of_birth'))
-    .where('tenant_id', '=', tenantId);
+    .selectFrom('people as p')
+    .leftJoin('callee_zones as z', 'z.id', 'p.zone_id')
+    .select([
+      'p.id', 'p.list_id', 'p.lead_id', 'p.phone_number', 'p.first_name', 'p.last_name', 'p.state', 'p.postal_code', 'p.email', 'p.status', 'p.attempts',
+      'p.next_attempt_at', 'p.check', 'p.check_reason', 'p.line_type', 'p.created_at', 'p.timezone', 'p.closed_at', 'z.zones', 'z.region',
+    ])
+    .select(sql<string | null>`to_char(p.date_of_birth, 'YYYY-MM-DD')`.as('date_of_birth'))
+    .where('p.tenant_id', '=', tenantId);
 }
 
 type PersonRow = Awaited<ReturnType<ReturnType<typeof personQuery>['executeTakeFirstOrThrow']>>;
 
-function personView(r: PersonRow): PersonView {
+function personView(r: PersonRow, next: NextCalls): PersonView {
   return {
     id: r.id,
     list_id: r.list_id,
@@ -283,31 +324,36 @@ function personView(r: PersonRow): PersonView {
     postal_code: r.postal_code,
     email: r.email,
     date_of_birth: r.date_of_birth,
+    timezone: r.timezone,
     status: r.status,
     attempts: r.attempts,
     next_attempt_at: r.next_attempt_at?.toISOString() ?? null,
     check: r.check,
     check_reason: r.check_reason,
     line_type: r.line_type,
+    timezone_used: r.zones,
+    next_call_at: next.of(r),
     created_at: r.created_at.toISOString(),
   };
 }
 
-/** A page of the people in the company's list `listId`, in id (creation) order. */
-export async function listPeople(store: Store, tenantId: string, listId: string, cursor: string | undefined): Promise<{ items: PersonView[]; next_cursor: string | null }> {
+/** A page of the people in the company's list `listId`, in id (creation) order; `next_call_at` as of `now`. */
+export async function listPeople(store: Store, tenantId: string, listId: string, cursor: string | undefined, now = Date.now()): Promise<{ items: PersonView[]; next_cursor: string | null }> {
   await findList(store, tenantId, listId);
-  let q = personQuery(store, tenantId).where('list_id', '=', listId).orderBy('id').limit(PAGE_SIZE.people + 1);
+  let q = personQuery(store, tenantId).where('p.list_id', '=', listId).orderBy('p.id').limit(PAGE_SIZE.people + 1);
   const after = checkCursor(cursor, 'per');
-  if (after) q = q.where('id', '>', after);
-  const page = pageOf(await q.execute(), PAGE_SIZE.people);
-  return { items: page.items.map(personView), next_cursor: page.next_cursor };
+  if (after) q = q.where('p.id', '>', after);
+  const [rows, rules] = await Promise.all([q.execute(), readLegalRules(store.db)]);
+  const page = pageOf(rows, PAGE_SIZE.people);
+  const next = new NextCalls(rules, now);
+  return { items: page.items.map((r) => personView(r, next)), next_cursor: page.next_cursor };
 }
 
 /** The company's person `id`; 404 when it is not one of the company's. */
-export async function findPerson(store: Store, tenantId: string, id: string): Promise<PersonView> {
-  const row = await personQuery(store, tenantId).where('id', '=', id).executeTakeFirst();
+export async function findPerson(store: Store, tenantId: string, id: string, now = Date.now()): Promise<PersonView> {
+  const [row, rules] = await Promise.all([personQuery(store, tenantId).where('p.id', '=', id).executeTakeFirst(), readLegalRules(store.db)]);
   if (!row) throw new ApiError('not_found', `no person ${id}`);
-  return personView(row);
+  return personView(row, new NextCalls(rules, now));
 }
 
 /** A lead as `POST /inbound/leads` takes it: the lead fields, with the caller's own id as `external_id`. */

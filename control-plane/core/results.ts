@@ -3,11 +3,15 @@
  * (an outcome's disposition), each with the result, how many calls they got and the last one's
  * start, and whether they are closed (nobody calls them again). Paged by person id; `campaign_id`
  * keeps the people of that campaign's lists, `since` those whose result changed at or after it.
+ * Each also carries the person's zones (`timezone`, `timezone_used`) and `next_call_at`.
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Store } from '../db/store.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import type { PersonCheck, PersonStatus } from '../db/schema/index.ts';
+import { readLegalRules } from '../compliance/legal-rules.ts';
+import { NextCalls } from './next-call.ts';
 
 /** One person's result as the API shows it. */
 export type ResultView = {
@@ -25,13 +29,23 @@ export type ResultView = {
   closed: boolean;
   /** When a final outcome closed the person's journey; null otherwise. */
   closed_at: string | null;
+  /** The person's own IANA zone, as given; null when none was. */
+  timezone: string | null;
+  /** The zones the list check resolved (sorted); null until checked. */
+  timezone_used: string[] | null;
+  /** When the person's legal calling window next opens, at or after their next attempt; null when nobody will call them. */
+  next_call_at: string | null;
 };
 
-type Row = Omit<ResultView, 'callback_at' | 'result_at' | 'last_call_at' | 'closed_at'> & {
+type Row = Omit<ResultView, 'callback_at' | 'result_at' | 'last_call_at' | 'closed_at' | 'next_call_at'> & {
   callback_at: Date | null;
   result_at: Date;
   last_call_at: Date | null;
   closed_at: Date | null;
+  status: PersonStatus;
+  check: PersonCheck;
+  next_attempt_at: Date | null;
+  region: string | null;
 };
 
 /** A page of the company's results after `cursor`; a campaign not the company's is 404. */
@@ -39,6 +53,7 @@ export async function listResults(
   store: Store,
   tenantId: string,
   q: { campaign_id?: string; since?: string; cursor?: string },
+  now = Date.now(),
 ): Promise<{ items: ResultView[]; next_cursor: string | null }> {
   const after = checkCursor(q.cursor, 'per');
   let lists: string[] | null = null;
@@ -49,9 +64,11 @@ export async function listResults(
   }
   const rows = await sql<Row>`
     select p.id as person_id, p.list_id, p.lead_id as external_id, p.disposition, p.note, p.facts, p.callback_at, p.result_at,
-      k.calls, k.last_call_at, p.status = 'done' as closed, p.closed_at
+      k.calls, k.last_call_at, p.status = 'done' as closed, p.closed_at,
+      p.timezone, z.zones as timezone_used, z.region, p.status, p."check", p.next_attempt_at
     from people p
     cross join lateral (select count(*)::int as calls, max(started_at) as last_call_at from calls where person_id = p.id) k
+    left join callee_zones z on z.id = p.zone_id
     where p.tenant_id = ${tenantId} and p.result_at is not null
       ${lists ? sql`and p.list_id = any(${lists}::text[])` : sql``}
       ${q.since ? sql`and p.result_at >= ${q.since}::timestamptz` : sql``}
@@ -59,13 +76,15 @@ export async function listResults(
     order by p.id
     limit ${PAGE_SIZE.results + 1}`.execute(store.db);
   const page = pageOf(rows.rows, PAGE_SIZE.results, (r) => r.person_id);
+  const next = new NextCalls(await readLegalRules(store.db), now);
   return {
-    items: page.items.map((r) => ({
+    items: page.items.map(({ status, check, next_attempt_at, region, ...r }) => ({
       ...r,
       callback_at: r.callback_at?.toISOString() ?? null,
       result_at: r.result_at.toISOString(),
       last_call_at: r.last_call_at?.toISOString() ?? null,
       closed_at: r.closed_at?.toISOString() ?? null,
+      next_call_at: next.of({ status, check, closed_at: r.closed_at, next_attempt_at, zones: r.timezone_used, region }),
     })),
     next_cursor: page.next_cursor,
   };

@@ -14,7 +14,10 @@ const LeadsBody = z.object({
     .array(z.unknown())
     .min(1)
     .max(MAX_PEOPLE_PER_REQUEST)
-    .openapi({ description: 'Each `{phone_number, phone_code?, external_id?, first_name?, last_name?, state?, postal_code?, date_of_birth?, email?}`; one bad lead is listed, not fatal.' }),
+    .openapi({
+      description:
+        'Each `{phone_number, phone_code?, external_id?, first_name?, last_name?, state?, postal_code?, date_of_birth?, email?, timezone?}`; one bad lead is listed, not fatal, except a `timezone` that is not an IANA name this platform knows: 422 naming it, nothing stored.',
+    }),
 });
 const LeadsResult = z.object({
   received: z.number(),

@@ -9,10 +9,23 @@ import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/sch
 /** A new list (also the console's form). */
 export const NewList = z.object({ name: z.string().trim().min(1).max(200) });
 /** Each element is checked on its own by the list import, so one bad person is listed instead of failing the rest. */
-const NewPeople = z.array(z.unknown()).openapi({ description: 'People: `{phone_number, first_name?, last_name?, …}` each; up to 10,000 a request.' });
+const NewPeople = z.array(z.unknown()).openapi({
+  description:
+    'People: `{phone_number, first_name?, last_name?, state?, postal_code?, timezone?, …}` each; up to 10,000 a request. `timezone` is an IANA name (America/Chicago): one this platform does not know fails the whole request (422 naming it).',
+});
 
 const List = record('List', { id: z.string(), name: z.string(), people: z.number(), created_at: z.string() });
-const Person = record('Person', { id: z.string(), list_id: z.string(), phone_number: z.string(), check: z.enum(['unchecked', 'callable', 'rejected']), check_reason: z.string().nullable(), line_type: z.string().nullable() });
+const Person = record('Person', {
+  id: z.string(),
+  list_id: z.string(),
+  phone_number: z.string(),
+  check: z.enum(['unchecked', 'callable', 'rejected']),
+  check_reason: z.string().nullable().openapi({ description: '`invalid_number`, `dnc` or `unknown_timezone` (no zone could be told from the timezone, ZIP, state or number).' }),
+  line_type: z.string().nullable(),
+  timezone: z.string().nullable().openapi({ description: 'The IANA zone given for the person, as given.' }),
+  timezone_used: z.array(z.string()).nullable().openapi({ description: 'The IANA zones the check resolved (several where the source spans more than one: the window must be open in each); null until checked.' }),
+  next_call_at: z.string().nullable().openapi({ description: "When the legal calling window of the person's region next opens in all of their zones, at or after their next attempt; null when nobody will call them (not callable, done, closed, or in a call)." }),
+});
 const AddResult = z.looseObject({ added: z.number(), skipped_duplicates: z.number(), rejected: z.number(), check_id: z.string() });
 const Check = record('ListCheck', {
   id: z.string(),
@@ -41,7 +54,7 @@ export const listRoutes = new ApiRoutes('Lists and people')
   )
   .add(
     { method: 'get', path: '/lists/{id}/people', guard: companyReaders, summary: 'The people of a list', params: ListId, query: Paging, answers: { 200: json('A page of people.', pageOf(Person)) } },
-    async (c, { params, query }) => c.json(await listPeople(c.get('services').store, tenantOf(c.get('principal')), params.id, query.cursor)),
+    async (c, { params, query }) => c.json(await listPeople(c.get('services').store, tenantOf(c.get('principal')), params.id, query.cursor, c.get('services').clock.now())),
   )
   .add(
     {
@@ -72,5 +85,5 @@ export const listRoutes = new ApiRoutes('Lists and people')
     c.json(await c.get('services').checks.find(tenantOf(c.get('principal')), params.id, params.check_id)),
   )
   .add({ method: 'get', path: '/people/{id}', guard: companyReaders, summary: 'One person', params: PersonId, answers: { 200: json('The person.', Person) } }, async (c, { params }) =>
-    c.json(await findPerson(c.get('services').store, tenantOf(c.get('principal')), params.id)),
+    c.json(await findPerson(c.get('services').store, tenantOf(c.get('principal')), params.id, c.get('services').clock.now())),
   );

@@ -18,6 +18,9 @@ const Result = record('Result', {
   last_call_at: z.string().nullable(),
   closed: z.boolean(),
   closed_at: z.string().nullable(),
+  timezone: z.string().nullable().openapi({ description: 'The IANA zone given for the person, as given.' }),
+  timezone_used: z.array(z.string()).nullable().openapi({ description: 'The IANA zones the list check resolved; null until checked.' }),
+  next_call_at: z.string().nullable().openapi({ description: "When the person's legal calling window next opens, at or after their next attempt; null when nobody will call them." }),
 });
 
 /** `since` of the reads: an ISO 8601 time with its offset. */
@@ -35,9 +38,9 @@ export const resultRoutes = new ApiRoutes('Results').add(
     path: '/results',
     guard: companyReaders,
     summary: "People's results",
-    description: 'Each person with a saved result: disposition, note, facts, calls, last call, closed. 100 a page, in person id order.',
+    description: 'Each person with a saved result: disposition, note, facts, calls, last call, closed, their zones and next call. 100 a page, in person id order.',
     query: Query,
     answers: { 200: json('A page of results.', pageOf(Result)) },
   },
-  async (c, { query }) => c.json(await listResults(c.get('services').store, tenantOf(c.get('principal')), query)),
+  async (c, { query }) => c.json(await listResults(c.get('services').store, tenantOf(c.get('principal')), query, c.get('services').clock.now())),
 );
