@@ -176,7 +176,7 @@ t('the tours run as written against `npm start`, in order, to the end', async ()
     50,
   );
   base = printed.address;
-  await eventually('/ready to answer 200', async () => (await fetch(`${printed.address}/ready`)).status === 200, START_LIMIT_MS);
+  await eventually('/ready to answer 200', async () => (await fetch(`${printed.address}/ready`)).status === 200, 15_000);
 
   let out = '';
   tour = spawn('bash', ['-c', tourScript(blocks, printed.address, printed.password)], { cwd: dir, env: { PATH: env.PATH, HOME: dir }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
