@@ -68,6 +68,22 @@ function quote(p: string): string {
   return JSON.stringify(p.length > 60 ? `${p.slice(0, 60)}…` : p);
 }
 
+/**
+ * What to say of patterns that can match none of `names` (the events the platform emits,
+ * `shared/events.ts`): one warning each, in the list's order. Such a pattern is valid and kept
+ * (a later release may emit a name it matches); the answer only says it matches nothing now.
+ */
+export function patternWarnings(patterns: readonly string[], names: readonly string[]): string[] {
+  const warnings: string[] = [];
+  for (const p of patterns) {
+    if (names.some((n) => matchesPattern(p, n))) continue;
+    const parts = p.split('.');
+    const hint = parts.at(-1) !== '>' && parts.length !== 3 ? ': event names have three parts, like vd.call.ended (vd.call.* for a group, vd.> for every event)' : '';
+    warnings.push(`events ${quote(p)} matches no event the platform sends${hint}`);
+  }
+  return warnings;
+}
+
 /** Whether `subject` (an event name) matches `pattern`. */
 export function matchesPattern(pattern: string, subject: string): boolean {
   const p = pattern.split('.');

@@ -3,13 +3,15 @@
  * connections (their settings in `recording-imports/settings.ts`), and legacy connections (a name
  * only: the target of the legacy lead and do-not-call imports). Settings are
  * checked on the way in (the address by the guarded client's rules, the event patterns by the
- * spec's syntax, the campaign filter against the company's campaigns) and every refusal says why.
+ * spec's syntax, the campaign filter against the company's campaigns) and every refusal says why;
+ * a webhook's view lists in `warnings` the patterns that match no event the platform emits.
  * The signing secret is returned by creation and rotation only; no view carries it, nor any of a
  * recording import's secrets.
  */
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
-import { checkPatterns } from '../../shared/event-patterns.ts';
+import { checkPatterns, patternWarnings } from '../../shared/event-patterns.ts';
+import { EVENT_NAMES } from '../../shared/events.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Store, Tx } from '../db/store.ts';
@@ -94,6 +96,8 @@ export function connectorView(r: Row, now: number) {
     previous_secret_valid_until: r.previous_secret_until && r.previous_secret_until.getTime() > now ? r.previous_secret_until.toISOString() : null,
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
+    // Patterns that match no event the platform emits are kept, and said so here.
+    warnings: patternWarnings(r.events ?? [], EVENT_NAMES),
   };
 }
 

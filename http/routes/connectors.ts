@@ -51,7 +51,7 @@ export const connectorRoutes = new ApiRoutes('Connections')
       path: '/',
       guard: companyWriters,
       summary: 'Create a connection',
-      description: 'kind `webhook` `{kind, name, url, events, campaign_ids?, full_numbers?}` answers with `signing_secret` (whsec_…), shown only here; `recording_import` `{kind, name, source: web_index|bucket, check_every_minutes (0 or 5–10080), per_run (default 50, at most 500), max_file_mb (default 100, at most 500), campaign_label, index_url, authorization, bucket, endpoint, prefix, region, access_key, secret_key}` (the secrets are never shown again); `legacy` `{kind, name}`.',
+      description: 'kind `webhook` `{kind, name, url, events, campaign_ids?, full_numbers?}` answers with `signing_secret` (whsec_…), shown only here, and `warnings` (as every read of a webhook connection): the patterns that match no event the platform sends, accepted all the same; `recording_import` `{kind, name, source: web_index|bucket, check_every_minutes (0 or 5–10080), per_run (default 50, at most 500), max_file_mb (default 100, at most 500), campaign_label, index_url, authorization, bucket, endpoint, prefix, region, access_key, secret_key}` (the secrets are never shown again); `legacy` `{kind, name}`.',
       body: NewConnector,
       answers: { 201: json('The new connection.', Connector) },
     },

@@ -29,7 +29,7 @@ type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 function webhookForm(form: FormState): H {
   return html`<form id="new-webhook" class="card" hx-post="/console/connections/webhook" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
 <h2>New webhook</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'new-webhook', required: true })}${field(form, 'url', 'Address (https://…)', { in: 'new-webhook', type: 'url', required: true })}
-${field(form, 'events', 'Events', { in: 'new-webhook', required: true, hint: 'Event names or patterns, separated by spaces or commas (vd.call.*, vd.journey.closed).' })}
+${field(form, 'events', 'Events', { in: 'new-webhook', required: true, hint: 'Event names or patterns, separated by spaces or commas (vd.call.*, vd.journey.closed; vd.> for every event).' })}
 <div class="field"><label><input type="checkbox" name="full_numbers" value="true"${form.values.full_numbers === 'true' ? html` checked` : ''}> Send full phone numbers</label></div>
 <button type="submit">Create webhook</button></form>`;
 }
@@ -40,6 +40,12 @@ function webhookEditForm(id: string, form: FormState): H {
 ${field(form, 'events', 'Events', { in: 'edit-webhook', required: true })}
 <div class="field"><label><input type="checkbox" name="full_numbers" value="true"${form.values.full_numbers === 'true' ? html` checked` : ''}> Send full phone numbers</label></div>
 <button type="submit">Save</button></form>`;
+}
+
+/** The webhook's patterns that match no event the platform sends, said where the events are shown. */
+function patternWarnings(warnings: string[] | undefined): H | string {
+  if (!warnings?.length) return '';
+  return html`<div class="alert" role="alert" id="event-warnings">${warnings.map((w) => html`<p>${w}</p>`)}</div>`;
 }
 
 /** Delete a connection (its deliveries and their log go with it). */
@@ -75,7 +81,7 @@ async function webhookDetail(c: Context<AppEnv>, con: Awaited<ReturnType<typeof 
   const log = await listDeliveries(c.get('services').store, tenant(c), id, { status: filter, cursor: c.req.query('cursor') || undefined });
   const v = con as Record<string, unknown>;
   return html`<div class="grid"><section class="card"><h2>Settings</h2><dl class="facts"><dt>State</dt><dd>${badge(con.state)}</dd><dt>Address</dt><dd>${String(v.url ?? '')}</dd>
-<dt>Events</dt><dd>${((v.events as string[]) ?? []).join(', ')}</dd><dt>Failures in a row</dt><dd>${String(v.failures_in_a_row ?? 0)}</dd>
+<dt>Events</dt><dd>${((v.events as string[]) ?? []).join(', ')}${patternWarnings(v.warnings as string[] | undefined)}</dd><dt>Failures in a row</dt><dd>${String(v.failures_in_a_row ?? 0)}</dd>
 ${v.previous_secret_valid_until ? html`<dt>Previous secret valid until</dt><dd>${when(v.previous_secret_valid_until as string)}</dd>` : ''}</dl>
 <div class="row">
 <form hx-post="/console/connections/${id}/test" hx-target="#action-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit">Test</button></form>
@@ -135,7 +141,7 @@ export function connectionPages(app: Hono<AppEnv>): void {
           ? items.map((i) => html`<tr><td data-label="Name"><a href="/console/connections/${i.id}">${i.name}</a></td><td data-label="Kind">${i.kind.replace('_', ' ')}</td><td data-label="State">${badge(i.state)}</td><td data-label="Created">${when(i.created_at)}</td></tr>`)
           : html`<tr><td colspan="4">No connection yet.</td></tr>`
       }</tbody></table></div></section>
-<div class="grid">${webhookForm(emptyForm({ events: 'vd.*' }))}${legacyForm(emptyForm())}</div>
+<div class="grid">${webhookForm(emptyForm({ events: 'vd.>' }))}${legacyForm(emptyForm())}</div>
 ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0', per_run: '50', max_file_mb: '100' }))}`,
     });
   });
@@ -143,9 +149,9 @@ ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0',
     submit(c, ['name', 'url', 'events'], webhookForm, async (v) => {
       const events = (v.events ?? '').split(/[\s,]+/).filter(Boolean);
       const body = check(NewConnector, { kind: 'webhook', name: v.name ?? '', url: v.url ?? '', events, full_numbers: v.full_numbers === 'true' });
-      const made = (await createConnector(connectorDeps(c), tenant(c), sessionOf(c.get('principal')).userId, body)) as { id: string; name: string; signing_secret?: string };
+      const made = (await createConnector(connectorDeps(c), tenant(c), sessionOf(c.get('principal')).userId, body)) as { id: string; name: string; signing_secret?: string; warnings?: string[] };
       c.get('log').info({ connector_id: made.id }, 'connection created');
-      return c.html(html`<div id="new-webhook" class="card success" role="status"><h2>Webhook ${made.name} is created</h2>
+      return c.html(html`<div id="new-webhook" class="card success" role="status"><h2>Webhook ${made.name} is created</h2>${patternWarnings(made.warnings)}
 <p>Its signing secret, shown only now (the receiver checks X-Service-Signature with it):</p>
 <p><code class="secret" id="signing-secret">${made.signing_secret ?? ''}</code> <button type="button" class="secondary" data-copy="signing-secret">Copy</button></p>
 <p><a href="/console/connections/${made.id}">Open it</a></p></div>`);
