@@ -34,8 +34,11 @@ export const REJECTED_ROWS_LISTED = 50;
 
 const text = (max: number) => z.union([z.string(), z.number()]).transform(String).pipe(z.string().max(max)).nullish();
 
-/** The longest text each lead field takes (the file import checks the same per row, without zod). */
-export const LEAD_FIELD_MAX = { phone_number: 40, phone_code: 8, lead_id: 200, first_name: 200, last_name: 200, state: 100, postal_code: 20, date_of_birth: 10, email: 320, timezone: 64 } as const;
+/**
+ * The longest text each lead field takes (the file import checks the same per row, without zod).
+ * A date of birth has no limit: one that is not a date is left empty (`normaliseLead`).
+ */
+export const LEAD_FIELD_MAX = { phone_number: 40, phone_code: 8, lead_id: 200, first_name: 200, last_name: 200, state: 100, postal_code: 20, email: 320, timezone: 64 } as const;
 
 /** One person as a caller sends it. Numbers are accepted where a spreadsheet would give them. */
 export const LeadInput = z.object({
@@ -46,7 +49,8 @@ export const LeadInput = z.object({
   last_name: text(LEAD_FIELD_MAX.last_name),
   state: text(LEAD_FIELD_MAX.state),
   postal_code: text(LEAD_FIELD_MAX.postal_code),
-  date_of_birth: text(LEAD_FIELD_MAX.date_of_birth),
+  // Anything: a value that is not a date leaves the date empty and warns (`normaliseLead`).
+  date_of_birth: z.unknown().optional(),
   email: text(LEAD_FIELD_MAX.email),
   timezone: text(LEAD_FIELD_MAX.timezone),
 });
@@ -66,8 +70,15 @@ export type Lead = {
   timezone: string | null;
 };
 
-/** A lead's fields cleaned up per the lead import rules, or why it cannot be imported. */
-export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok: false; reason: string } {
+/** Why a lead was imported with a field left empty (counted in the result's `warnings`). */
+export const BAD_BIRTH_DATE = 'date_of_birth is not a date (YYYY-MM-DD): left empty';
+
+/**
+ * A lead's fields cleaned up per the lead import rules, or why it cannot be imported. Only the
+ * phone number refuses a lead (rule 4): a date of birth that is not a date is left empty, as one
+ * starting 0000 is, and the lead carries a `warning` saying so.
+ */
+export function normaliseLead(input: LeadInput): { ok: true; lead: Lead; warning: string | null } | { ok: false; reason: string } {
   const raw = input.phone_number?.trim() ?? '';
   if (raw === '') return { ok: false, reason: 'missing phone_number' };
   const code = callingCode(input.phone_code);
@@ -76,9 +87,9 @@ export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok
   const phone = toE164(dialled, 'US', { keepCheck: true });
   if (!phone) return { ok: false, reason: 'invalid phone number' };
   const dob = birthDate(input.date_of_birth);
-  if (dob === false) return { ok: false, reason: 'invalid date_of_birth (YYYY-MM-DD)' };
   return {
     ok: true,
+    warning: dob === false ? BAD_BIRTH_DATE : null,
     lead: {
       phone_number: phone,
       lead_id: blankToNull(input.lead_id),
@@ -87,7 +98,7 @@ export function normaliseLead(input: LeadInput): { ok: true; lead: Lead } | { ok
       state: blankToNull(input.state)?.toUpperCase() ?? null,
       postal_code: blankToNull(input.postal_code),
       email: blankToNull(input.email),
-      date_of_birth: dob,
+      date_of_birth: dob === false ? null : dob,
       timezone: blankToNull(input.timezone),
     },
   };
@@ -103,8 +114,10 @@ function callingCode(v: string | null | undefined): string {
 }
 
 /** `YYYY-MM-DD`, null when empty or starting 0000 (rule 3), false when not a real date. */
-function birthDate(v: string | null | undefined): string | null | false {
-  const s = v?.trim() ?? '';
+function birthDate(v: unknown): string | null | false {
+  if (v === null || v === undefined) return null;
+  if (typeof v !== 'string' && typeof v !== 'number') return false;
+  const s = String(v).trim();
   if (s === '' || s.startsWith('0000')) return null;
   if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
   // A real day of the (proleptic Gregorian) calendar, worked out without a Date a row.
@@ -149,6 +162,8 @@ export type AddPeopleResult = {
   skipped_duplicates: number;
   rejected: number;
   rejected_rows: Array<{ index: number; phone_number: string | null; reason: string }>;
+  /** People added with a field left empty (a date of birth that is not a date). */
+  warnings: number;
   /** The list check that will check the people added (they are `unchecked` until it has). */
   check_id: string;
 };
@@ -167,6 +182,8 @@ export type LeadBatchResult = {
   unchanged: number;
   rejected: number;
   rejected_rows: Array<{ index: number; phone_number: string | null; reason: string }>;
+  /** Leads taken with a field left empty (a date of birth that is not a date). */
+  warnings: number;
   check_id: string;
 };
 
@@ -195,6 +212,7 @@ export async function importLeadBatch(
   const rejected_rows: LeadBatchResult['rejected_rows'] = [];
   let rejected = 0;
   let repeated = 0;
+  let warnings = 0;
   const { created, check_id } = await store.transaction(async (tx, afterCommit) => {
     // Read in slices, each slice's new people sent to the store while the next is read: the
     // store writes while this process parses numbers.
@@ -208,7 +226,10 @@ export async function importLeadBatch(
         if (!result.ok) {
           rejected++;
           if (rejected_rows.length < REJECTED_ROWS_LISTED) rejected_rows.push({ index, phone_number: rawPhone(item), reason: result.reason });
-        } else if (byNumber.has(result.lead.phone_number)) repeated++;
+          continue;
+        }
+        if (result.warning) warnings++;
+        if (byNumber.has(result.lead.phone_number)) repeated++;
         else {
           byNumber.add(result.lead.phone_number);
           fresh.push(result.lead);
@@ -231,7 +252,7 @@ export async function importLeadBatch(
     afterCommit(() => deps.checks.wake());
     return { created, check_id: await queueListCheck(tx, tenantId, listId) };
   });
-  return { received: items.length, created, duplicates: repeated, unchanged: byNumber.size - created, rejected, rejected_rows, check_id };
+  return { received: items.length, created, duplicates: repeated, unchanged: byNumber.size - created, rejected, rejected_rows, warnings, check_id };
 }
 
 /**
@@ -266,7 +287,7 @@ export async function addPeople(deps: PeopleDeps, tenantId: string, listId: stri
     const parsed = LeadInput.safeParse(item);
     return parsed.success ? { ok: true, input: parsed.data } : { ok: false, reason: fieldProblem(parsed.error) };
   });
-  return { received: r.received, added: r.created, skipped_duplicates: r.duplicates + r.unchanged, rejected: r.rejected, rejected_rows: r.rejected_rows, check_id: r.check_id };
+  return { received: r.received, added: r.created, skipped_duplicates: r.duplicates + r.unchanged, rejected: r.rejected, rejected_rows: r.rejected_rows, warnings: r.warnings, check_id: r.check_id };
 }
 
 function fieldProblem(error: z.ZodError): string {

@@ -26,6 +26,7 @@ const LeadsResult = z.object({
   unchanged: z.number(),
   rejected: z.number(),
   rejected_rows: z.array(z.object({ index: z.number(), reason: z.string() })),
+  warnings: z.number().openapi({ description: 'Leads taken with a field left empty: a date_of_birth that is not a date (YYYY-MM-DD).' }),
   check_id: z.string(),
 });
 

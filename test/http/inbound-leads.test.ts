@@ -92,6 +92,7 @@ t('leads by the lead import rules: created, duplicates, unchanged, rejected with
       { index: 4, reason: 'missing phone_number' },
       { index: 7, reason: 'not a person object' },
     ],
+    warnings: 0,
     check_id: 'string',
   });
   const check = await checkDone(listId, r.body.check_id);

@@ -61,6 +61,8 @@ export type LeadImportResult = {
   forwarded: number;
   rejected: number;
   rejected_rows: Array<{ row: number; reason: string }>;
+  /** Rows taken with a field left empty (a date of birth that is not a date). */
+  warnings: number;
   core: { created: number; duplicates: number; unchanged: number; check_id: string };
 };
 
@@ -151,6 +153,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
         let rows = 0;
         let forwarded = 0;
         let rejected = 0;
+        let warnings = 0;
         const rejected_rows: LeadImportResult['rejected_rows'] = [];
         let ids: string[] = [];
         try {
@@ -162,6 +165,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
               continue;
             }
             forwarded++;
+            if (r.warning) warnings++;
             if (ids.length === 0) ids = newIds('per', IDS_AT_ONCE).reverse();
             const l = r.lead;
             // One flat string a row while it waits for its piece (see stage.ts).
@@ -184,6 +188,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
           forwarded,
           rejected,
           rejected_rows,
+          warnings,
           core: { created, duplicates: forwarded - distinct, unchanged: distinct - created, check_id },
         };
         await saveRecord(tx, req, { id, kind: 'leads', listId: req.listId, started, bytes: tally.bytes, result, error: null });

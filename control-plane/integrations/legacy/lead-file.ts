@@ -39,7 +39,8 @@ export const MAX_RECORD_CHARS = 1_000_000;
 /** How much of the start is looked at for the first line's delimiter. */
 const SNIFF_BYTES = 64 * 1024;
 
-export type LeadRow = { row: number } & ({ ok: true; lead: Lead } | { ok: false; reason: string });
+/** A data row: a lead (with a warning when a field was left empty) or why it is refused. */
+export type LeadRow = { row: number } & ({ ok: true; lead: Lead; warning: string | null } | { ok: false; reason: string });
 
 /**
  * The data rows of the file in `source`, each normalised or refused with its reason. Throws 422
@@ -93,16 +94,19 @@ function headerColumns(record: string[]): Record<Used, number> | null {
 
 /**
  * One record as a lead, normalised. Its fields are text already, so they are checked against the
- * lead fields' lengths directly (what `LeadInput` checks, at a tenth of the cost a row).
+ * lead fields' lengths directly (what `LeadInput` checks, at a tenth of the cost a row); a date
+ * of birth has no length, `normaliseLead` leaves one that is not a date empty.
  */
-function leadOf(record: string[], columns: Record<Used, number>): { ok: true; lead: Lead } | { ok: false; reason: string } {
+function leadOf(record: string[], columns: Record<Used, number>): Omit<Extract<LeadRow, { ok: true }>, 'row'> | { ok: false; reason: string } {
+  // A NUL anywhere refuses the row, as it refuses a do-not-call line (no store takes it as text).
+  for (const v of record) if (v.includes('\u0000')) return { ok: false, reason: 'the row holds a NUL byte' };
   const input: LeadInput = {};
   for (const u of USED) {
     const i = columns[u];
     const v = i >= 0 ? record[i] : undefined;
     if (v === undefined || v === '') continue;
-    // Too long for the field, or a NUL the store cannot hold: the row is refused by the field's name.
-    if (v.length > LEAD_FIELD_MAX[u] || v.includes('\u0000')) return { ok: false, reason: `invalid ${u}` };
+    // Too long for the field: the row is refused by the field's name.
+    if (u !== 'date_of_birth' && v.length > LEAD_FIELD_MAX[u]) return { ok: false, reason: `invalid ${u}` };
     input[u] = v;
   }
   return normaliseLead(input);

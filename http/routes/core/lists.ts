@@ -26,7 +26,7 @@ const Person = record('Person', {
   timezone_used: z.array(z.string()).nullable().openapi({ description: 'The IANA zones the check resolved (several where the source spans more than one: the window must be open in each); null until checked.' }),
   next_call_at: z.string().nullable().openapi({ description: "When the legal calling window of the person's region next opens in all of their zones, at or after their next attempt; null when nobody will call them (not callable, done, closed, or in a call)." }),
 });
-const AddResult = z.looseObject({ added: z.number(), skipped_duplicates: z.number(), rejected: z.number(), check_id: z.string() });
+const AddResult = z.looseObject({ added: z.number(), skipped_duplicates: z.number(), rejected: z.number(), warnings: z.number().openapi({ description: 'People added with a field left empty: a date_of_birth that is not a date.' }), check_id: z.string() });
 const Check = record('ListCheck', {
   id: z.string(),
   list_id: z.string(),
