@@ -211,11 +211,12 @@ t('the tours run as written against `npm start`, in order, to the end', async ()
   const runs = await call(base, 'GET', `/api/integrations/v1/connectors/${v.RIC}/recording-imports`, { session: ada });
   assert.equal([runs.body?.items?.[0]?.status, runs.body?.items?.[0]?.imported], ['done', 1], runs.text);
   const campaign = await call(base, 'GET', `/api/core/v1/campaigns/${v.CMP}`, { session: ada });
-  assert.is(campaign.body?.state, 'running', 'the campaign paused for the webhook runs again');
-  // The example AI upstream was removed: Services has no red item left.
+  // Started again after the webhook's pause: running still (the busy number waits for its retry), or done with everyone.
+  assert.ok(['running', 'completed'].includes(campaign.body?.state), `the campaign paused for the webhook went on: ${campaign.text}`);
+  // The example AI upstream was removed: Services no longer shows it red (`warn`: none configured).
   const op = await signIn(base, 'owner@platform.local', 'a long new operator password');
   const services = await call(base, 'GET', '/api/platform/ops/services', { session: op });
-  assert.equal(services.body.items.filter((i: { status: string }) => i.status === 'fail'), [], services.text);
+  assert.equal(services.body.items.filter((i: { kind: string }) => i.kind === 'ai_upstream').map((i: { status: string }) => i.status), ['warn'], services.text);
   const ai = await call(base, 'GET', '/api/platform/ai/settings', { session: op });
   assert.ok(ai.body.providers.every((p: { base_url: string | null }) => p.base_url === null), ai.text);
 });
