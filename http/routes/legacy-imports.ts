@@ -34,12 +34,15 @@ export function upload(c: Context<AppEnv>) {
 const ConnectorId = pathOf({ id: idParam('The legacy connection id (con_…).') });
 const ListQuery = z.object({ list_id: queryParam(z.string().min(1)).openapi({ description: 'The list the leads go into (lst_…).' }) });
 const RejectedRow = z.object({ row: z.number(), reason: z.string() });
+const Encoding = z.enum(['utf-8', 'windows-1252']).openapi({ description: 'How the bytes were read: UTF-8, or Windows-1252 from the first byte sequence that is not UTF-8.' });
 const LeadImportResult = record('LeadImportResult', {
   import_id: z.string(),
   rows: z.number(),
   forwarded: z.number(),
   rejected: z.number(),
   rejected_rows: z.array(RejectedRow),
+  warnings: z.number().openapi({ description: 'Rows taken with a field left empty: a date_of_birth that is not a date.' }),
+  encoding: Encoding,
   core: z.object({ created: z.number(), duplicates: z.number(), unchanged: z.number(), check_id: z.string() }),
 });
 const DncImportResult = record('DncImportResult', {
@@ -49,6 +52,7 @@ const DncImportResult = record('DncImportResult', {
   added: z.number(),
   rejected: z.number(),
   rejected_rows: z.array(RejectedRow.extend({ number: z.string() })),
+  encoding: Encoding,
 });
 const Import = record('Import', {
   id: z.string(),
@@ -67,7 +71,8 @@ export const legacyImportRoutes = new ApiRoutes('Legacy imports')
       guard: companyWriters,
       summary: 'Import a legacy lead file into a list',
       description:
-        'The body is the file: comma CSV (RFC 4180 quoting) or the legacy list download (tab-delimited; the delimiter is taken from the first line). ' +
+        'The body is the file: comma CSV (RFC 4180 quoting; a quote inside a field that did not start with one is text) or the legacy list download (tab-delimited; the delimiter is taken from the first line), UTF-8 or Windows-1252 (`encoding` says which). ' +
+        'A row that cannot be read (a quote never closed, a NUL byte) is refused as a row. ' +
         'A first row naming a phone_number column is a header; without one the legacy standard column order applies. Up to 50 MB and 200,000 data rows; ' +
         'the whole file is stored or nothing is. The people arrive unchecked; `core.check_id` is their list check.',
       params: ConnectorId,
@@ -76,7 +81,7 @@ export const legacyImportRoutes = new ApiRoutes('Legacy imports')
       answers: { 200: json('The lead import result.', LeadImportResult) },
       errors: {
         413: 'The file is over 50 MB (counted as it arrives; nothing is stored).',
-        422: 'The file has more than 200,000 data rows, no row with a valid phone number, or cannot be read as CSV; nothing is stored.',
+        422: 'The file is empty (no data row: no import record), has more than 200,000 data rows, no row with a valid phone number, or a row longer than 1,000,000 characters; nothing is stored.',
         429: 'Too many imports are running on this instance; Retry-After gives the seconds to wait.',
       },
     },
@@ -94,14 +99,14 @@ export const legacyImportRoutes = new ApiRoutes('Legacy imports')
       guard: companyWriters,
       summary: 'Import a legacy do-not-call file',
       description:
-        "Plain text, one number per line; blank and # lines skipped, a first line phone_number is a header, text after , | ; or a tab ignored. The numbers join the company's " +
+        "Plain text (UTF-8 or Windows-1252: `encoding` says which), one number per line; blank and # lines skipped, a first line phone_number is a header, text after , | ; or a tab ignored, a line with a NUL byte refused. The numbers join the company's " +
         'do-not-call list with the source legacy_import (numbers already on it stay as they were). Up to 50 MB and 1,000,000 lines; the whole file is stored or nothing is. ' +
         'One vd.compliance.dnc_imported event per file.',
       params: ConnectorId,
       fileBody: { contentTypes: ['text/plain'], description: 'The do-not-call file.' },
       answers: { 200: json('The do-not-call import result.', DncImportResult) },
       errors: {
-        422: 'The file is over 50 MB or 1,000,000 lines; nothing is stored.',
+        422: 'The file is over 50 MB or 1,000,000 lines, or holds no number (empty: no import record); nothing is stored.',
         429: 'Too many imports are running on this instance; Retry-After gives the seconds to wait.',
       },
     },

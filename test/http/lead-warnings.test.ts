@@ -4,6 +4,7 @@
  * lead file, the list's own JSON people): the lead is imported with the date left empty and
  * counted in the result's `warnings`; only the phone number refuses a lead.
  */
+import { sql } from 'kysely';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
@@ -30,8 +31,8 @@ async function newList(name: string): Promise<string> {
 }
 
 async function birthDates(listId: string): Promise<Record<string, string | null>> {
-  const rows = await cp.services.store.db.selectFrom('people').select(['phone_number', 'date_of_birth']).where('list_id', '=', listId).orderBy('phone_number').execute();
-  return Object.fromEntries(rows.map((r) => [r.phone_number, r.date_of_birth ? r.date_of_birth.toISOString().slice(0, 10) : null]));
+  const rows = await sql<{ phone_number: string; dob: string | null }>`select phone_number, to_char(date_of_birth, 'YYYY-MM-DD') as dob from people where list_id = ${listId} order by phone_number`.execute(cp.services.store.db);
+  return Object.fromEntries(rows.rows.map((r) => [r.phone_number, r.dob]));
 }
 
 t.before(async () => {

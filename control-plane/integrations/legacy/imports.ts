@@ -13,6 +13,10 @@
  *
  * Each import holds a store connection while its file streams in; at most `MAX_RUNNING` run at
  * once in a process, and one more is refused with 429 rather than left to take the pool.
+ *
+ * A file is read as UTF-8, or as Windows-1252 from its first byte sequence that is not UTF-8
+ * (`encoding.ts`); the result says which (`encoding`). An empty file (no data row, no number) is
+ * 422 and leaves no import record: nothing was imported and nothing failed.
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../../shared/errors.ts';
@@ -25,6 +29,7 @@ import { REJECTED_ROWS_LISTED } from '../../core/people.ts';
 import { emit } from '../../runtime/outbox.ts';
 import { checkCursor, pageOf } from '../../db/page.ts';
 import { checkedDncLines, readDncFile } from './dnc-file.ts';
+import { asUtf8, type FileEncoding } from './encoding.ts';
 import { phonePool } from '../../../shared/phone-pool.ts';
 import { readLeadFile } from './lead-file.ts';
 import { Pieces } from './pieces.ts';
@@ -63,6 +68,8 @@ export type LeadImportResult = {
   rejected_rows: Array<{ row: number; reason: string }>;
   /** Rows taken with a field left empty (a date of birth that is not a date). */
   warnings: number;
+  /** How the file's bytes were read. */
+  encoding: FileEncoding;
   core: { created: number; duplicates: number; unchanged: number; check_id: string };
 };
 
@@ -74,7 +81,16 @@ export type DncImportResult = {
   added: number;
   rejected: number;
   rejected_rows: Array<{ row: number; number: string; reason: string }>;
+  /** How the file's bytes were read. */
+  encoding: FileEncoding;
 };
+
+/** A file with nothing in it to import: 422, and no import record (`recorded` keeps none). */
+class EmptyFile extends ApiError {
+  constructor(message: string) {
+    super('unprocessable', message);
+  }
+}
 
 let running = 0;
 const runningFor = new Map<string, number>();
@@ -156,8 +172,9 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
         let warnings = 0;
         const rejected_rows: LeadImportResult['rejected_rows'] = [];
         let ids: string[] = [];
+        const read = { encoding: 'utf-8' as FileEncoding };
         try {
-          for await (const r of readLeadFile(counted(req.body, LEAD_FILE_MAX_BYTES, tooLarge, tally), LEAD_FILE_MAX_ROWS)) {
+          for await (const r of readLeadFile(asUtf8(counted(req.body, LEAD_FILE_MAX_BYTES, tooLarge, tally), read), LEAD_FILE_MAX_ROWS)) {
             rows = r.row;
             if (!r.ok) {
               rejected++;
@@ -177,7 +194,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
           throw err;
         }
         if (forwarded === 0) {
-          if (rows === 0) throw new ApiError('unprocessable', 'the file holds no data row');
+          if (rows === 0) throw new EmptyFile('the file holds no data row');
           throw new ApiError('unprocessable', `no row has a valid phone number (row ${rejected_rows[0].row}: ${rejected_rows[0].reason})`);
         }
         const { distinct, created } = await movePeople(tx, req.tenantId, req.listId);
@@ -189,6 +206,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
           rejected,
           rejected_rows,
           warnings,
+          encoding: read.encoding,
           core: { created, duplicates: forwarded - distinct, unchanged: distinct - created, check_id },
         };
         await saveRecord(tx, req, { id, kind: 'leads', listId: req.listId, started, bytes: tally.bytes, result, error: null });
@@ -289,11 +307,14 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
         const pieces = new Pieces<string>(DNC_PIECE, (numbers) => stage.load(numbers));
         const lines = { lines: 0 };
         let rejected = 0;
+        let candidates = 0;
         const rejected_rows: DncImportResult['rejected_rows'] = [];
+        const seen = { encoding: 'utf-8' as FileEncoding };
         try {
-          const read = readDncFile(counted(req.body, DNC_FILE_MAX_BYTES, tooLarge, tally), DNC_FILE_MAX_LINES, lines);
+          const read = readDncFile(asUtf8(counted(req.body, DNC_FILE_MAX_BYTES, tooLarge, tally), seen), DNC_FILE_MAX_LINES, lines);
           const pool = phonePool();
           for await (const l of checkedDncLines(read, (texts) => pool.check(texts), 5000, pool.size * 2)) {
+            candidates++;
             if (l.ok) await pieces.add(l.number);
             else {
               rejected++;
@@ -305,8 +326,10 @@ export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<D
           await pieces.abort();
           throw err;
         }
+        // Only blank lines, comments or a header: as a lead file with no data row.
+        if (candidates === 0) throw new EmptyFile('the file holds no number (only blank lines, comments or a header, if anything)');
         const { accepted, added } = await moveDncNumbers(tx, req.tenantId);
-        const result: DncImportResult = { import_id: id, lines: lines.lines, accepted, added, rejected, rejected_rows };
+        const result: DncImportResult = { import_id: id, lines: lines.lines, accepted, added, rejected, rejected_rows, encoding: seen.encoding };
         await emit(tx, [{ subject: 'vd.compliance.dnc_imported', tenant_id: req.tenantId, about: req.connectorId, data: { import_id: id, connector_id: req.connectorId, accepted } }]);
         await saveRecord(tx, req, { id, kind: 'dnc', listId: null, started, bytes: tally.bytes, result, error: null });
         afterCommit(() => {
@@ -362,7 +385,8 @@ async function saveRecord(tx: Tx | Store['db'], req: ImportRequest, f: RecordFie
 
 /**
  * Runs an import; when it fails after it started reading, its failure is recorded (nothing else
- * is: the import's own transaction has rolled back) so the connection's history shows it.
+ * is: the import's own transaction has rolled back) so the connection's history shows it. An
+ * empty file and a refusal for want of a free slot (429) leave no record.
  */
 async function recorded<T>(
   deps: ImportDeps,
@@ -374,7 +398,7 @@ async function recorded<T>(
     return await run();
   } catch (err) {
     const error = err instanceof ApiError ? { code: err.code, message: err.message } : { code: 'internal', message: 'the import failed; nothing was stored' };
-    if (!(err instanceof ApiError && err.code === 'too_many_requests')) {
+    if (!(err instanceof EmptyFile) && !(err instanceof ApiError && err.code === 'too_many_requests')) {
       await saveRecord(deps.store.db, req, { ...r, bytes: r.tally.bytes, result: null, error }).catch((e) =>
         deps.log.warn({ err: e, import_id: r.id, tenant_id: req.tenantId }, 'could not record a failed import'),
       );

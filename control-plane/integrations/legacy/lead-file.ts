@@ -3,7 +3,11 @@
  *
  * - The delimiter is taken from the first line: a tab there means the legacy dialer's list
  *   download (tab-delimited, never quoted, so a `"` is an ordinary character); otherwise comma CSV
- *   with RFC 4180 quoting. CRLF or LF; a UTF-8 BOM is skipped; blank lines are not rows.
+ *   with RFC 4180 quoting, where a quote inside a field that did not start with one is text (a
+ *   spreadsheet's `=HYPERLINK("x")`). CRLF or LF; a UTF-8 BOM is skipped; blank lines are not
+ *   rows. The bytes arrive as UTF-8 (`encoding.ts` re-encodes a Windows-1252 file).
+ * - A row that still cannot be read (a quote that opens a field and is never closed, which takes
+ *   the rest of the file into that row) is refused as a row, with its number.
  * - A first row with a column named phone_number (any case, any position) is a header and names
  *   the columns; otherwise the legacy download's standard order applies (phone_number 12th).
  * - Each data row (row 1 = the first data row, with or without a header) is normalised by core's
@@ -44,21 +48,31 @@ export type LeadRow = { row: number } & ({ ok: true; lead: Lead; warning: string
 
 /**
  * The data rows of the file in `source`, each normalised or refused with its reason. Throws 422
- * past `maxRows` data rows, or when the file cannot be read as CSV; errors of `source` (the size
- * limit, a cut-off upload) pass through.
+ * past `maxRows` data rows, or when a row is past `MAX_RECORD_CHARS`; errors of `source` (the
+ * size limit, a cut-off upload) pass through.
  */
 export async function* readLeadFile(source: AsyncIterable<Uint8Array>, maxRows: number): AsyncGenerator<LeadRow> {
   const { head, rest } = await firstBytes(source);
   const text = head.toString('utf8', head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0);
   const firstLine = text.slice(0, text.search(/\r|\n|$/));
   const tabs = firstLine.includes('\t');
+  // A quote never closed is known only at the file's end: skipped there (not an error, which
+  // would drop the records still buffered before it) and refused as the last row below. Any other
+  // error of the parser still fails the file.
+  let unclosed = false;
   const parser = parse({
     delimiter: tabs ? '\t' : ',',
     quote: tabs ? false : '"',
+    relax_quotes: true,
     bom: true,
     relax_column_count: true,
     skip_empty_lines: true,
     max_record_size: MAX_RECORD_CHARS,
+    skip_records_with_error: true,
+    on_skip: (err) => {
+      if (err?.code !== 'CSV_QUOTE_NOT_CLOSED') throw err;
+      unclosed = true;
+    },
   });
   const input = Readable.from(chain(head, rest));
   input.on('error', (err) => parser.destroy(err));
@@ -73,8 +87,12 @@ export async function* readLeadFile(source: AsyncIterable<Uint8Array>, maxRows: 
         if (columns) continue;
         columns = STANDARD_ORDER;
       }
-      if (++row > maxRows) throw new ApiError('unprocessable', `the file has more than ${maxRows.toLocaleString('en-US')} data rows; split it into files of at most that many`);
+      if (++row > maxRows) throw tooManyRows(maxRows);
       yield { row, ...leadOf(record, columns) };
+    }
+    if (unclosed) {
+      if (++row > maxRows) throw tooManyRows(maxRows);
+      yield { row, ok: false, reason: 'a quote opened in this row is never closed (the rest of the file was read as part of it)' };
     }
   } catch (err) {
     if (err instanceof CsvError) throw new ApiError('unprocessable', `the file cannot be read as CSV: ${csvProblem(err)}`);
@@ -84,6 +102,8 @@ export async function* readLeadFile(source: AsyncIterable<Uint8Array>, maxRows: 
     parser.destroy();
   }
 }
+
+const tooManyRows = (maxRows: number) => new ApiError('unprocessable', `the file has more than ${maxRows.toLocaleString('en-US')} data rows; split it into files of at most that many`);
 
 /** The header's column of each used field, or null when the record is not a header. */
 function headerColumns(record: string[]): Record<Used, number> | null {

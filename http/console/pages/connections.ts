@@ -58,13 +58,18 @@ function legacyForm(form: FormState): H {
 <h2>New legacy import connection</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'new-legacy', required: true })}<button type="submit">Create</button></form>`;
 }
 
+/** How the file was read, said only when it was not UTF-8. */
+function encodingNote(encoding: string): string {
+  return encoding === 'windows-1252' ? ' The file is not UTF-8: it was read as Windows-1252.' : '';
+}
+
 function leadResult(r: LeadImportResult, listId: string): H {
-  return html`<div class="success" role="status"><strong>Imported.</strong> ${r.rows} rows: ${r.core.created} new people, ${r.core.duplicates} repeated in the file, ${r.core.unchanged} already in the list, ${r.rejected} refused.</div>
+  return html`<div class="success" role="status"><strong>Imported.</strong> ${r.rows} rows: ${r.core.created} new people, ${r.core.duplicates} repeated in the file, ${r.core.unchanged} already in the list, ${r.rejected} refused.${r.warnings ? ` ${r.warnings} with the date of birth left empty (not a date).` : ''}${encodingNote(r.encoding)}</div>
 <div id="check-progress" hx-get="/console/lists/${listId}/checks/${r.core.check_id}" hx-trigger="load" hx-swap="outerHTML"></div>${rejectedRows(r.rejected_rows)}`;
 }
 
 function dncResult(r: DncImportResult): H {
-  return html`<div class="success" role="status"><strong>Imported.</strong> ${r.lines} lines: ${r.accepted} accepted (${r.added} new on the list), ${r.rejected} refused.</div>${rejectedRows(r.rejected_rows)}`;
+  return html`<div class="success" role="status"><strong>Imported.</strong> ${r.lines} lines: ${r.accepted} accepted (${r.added} new on the list), ${r.rejected} refused.${encodingNote(r.encoding)}</div>${rejectedRows(r.rejected_rows)}`;
 }
 
 function rejectedRows(rows: Array<{ row: number; reason: string; number?: string }>): H | string {
