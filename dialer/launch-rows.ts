@@ -80,7 +80,8 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
   if (lists.length === 0 || scope.zones.length === 0 || n <= 0) return [];
   const rows = await sql<{ id: string; phone_number: string; zone_id: number }>`
     update people p set status = 'calling', claimed_by = ${campaignId}, claim_epoch = ${epoch === null ? null : String(epoch)}::bigint,
-      attempts = p.attempts + 1, next_attempt_at = ${scope.at}::timestamptz + ${hold}::interval
+      -- The hold is the store's time, as the sweep that gives back expired claims reads it.
+      attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
     from (
       select c.id from unnest(${lists}::text[]) as l(id) cross join unnest(${scope.zones}::int[]) as z(id)
       cross join lateral (
@@ -114,16 +115,22 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
 /**
  * Of the zone sets `closed` (not open now), those in which `lists` hold a person due at `at`:
  * what a campaign that claimed nobody waits for (`outside_calling_hours`). One index probe per
- * list and zone set.
+ * list and zone set: the first entry of its `people_claim_zone` range (the earliest due: the
+ * range is in due order, never-tried people first), due if any is. Written as a lateral with
+ * `limit 1`: as an `exists`, Postgres made it a semi-join and read the whole table (a sequential
+ * scan of 1,000,000 people, 400 ms, bench/claim.bench.ts).
  */
 export async function dueOutsideHours(db: Store['db'], tenantId: string, lists: string[], closed: number[], at: Date): Promise<number[]> {
   if (lists.length === 0 || closed.length === 0) return [];
   const rows = await sql<{ zone_id: number }>`
-    select distinct z.id as zone_id from unnest(${lists}::text[]) as l(id) cross join unnest(${closed}::int[]) as z(id)
-    where exists (
-      select 1 from people q
+    select z.id as zone_id from unnest(${lists}::text[]) as l(id) cross join unnest(${closed}::int[]) as z(id)
+    cross join lateral (
+      select q.next_attempt_at from people q
       where q.list_id = l.id and q.zone_id = z.id and q.status in ('new', 'due') and q."check" = 'callable' and q.tenant_id = ${tenantId}
-        and (q.next_attempt_at is null or q.next_attempt_at <= ${at}::timestamptz))`.execute(db);
+      order by q.next_attempt_at nulls first, q.id
+      limit 1) first
+    where first.next_attempt_at is null or first.next_attempt_at <= ${at}::timestamptz
+    group by z.id`.execute(db);
   return rows.rows.map((r) => r.zone_id);
 }
 
