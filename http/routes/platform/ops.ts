@@ -18,7 +18,7 @@ const Service = record('Service', {
   version: z.string().nullable(),
   answer_ms: z.number().nullable().openapi({ description: 'Measured now: the round trip of this ask.' }),
   uptime_s: z.number().int().nullable(),
-  server_errors_5m: z.number().int().nullable().openapi({ description: 'Control-plane instances: answers with a 5xx status in the last 5 minutes.' }),
+  server_errors_5m: z.number().int().nullable().openapi({ description: 'Control-plane instances: server errors in the last 5 minutes, the 5xx answers that are faults (a 500, a store or coordinator out of reach); a refusal made on purpose, such as 503 platform_paused, is not one.' }),
   observed_at: z.string(),
 });
 
