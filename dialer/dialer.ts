@@ -182,7 +182,7 @@ export class Dialer {
 
   async start(): Promise<void> {
     if (this.#ownReader) await this.pause.start();
-    await this.hours.refresh(this.#clock.now(), true).catch((err) => this.#log.warn({ err }, 'calling hours could not be read; read again at the next refresh'));
+    await this.hours.refresh(true).catch((err) => this.#log.warn({ err }, 'calling hours could not be read; read again at the next refresh'));
     this.#s.agentHub.on('call', this.#onCall);
     this.#subs.push(
       lastingSubscribe(this.#s.coordinator, ENDED_CHANNEL(this.#me), (m) => {
@@ -438,7 +438,7 @@ export class Dialer {
     run.refilling = true;
     try {
       const now = this.#clock.now();
-      await this.hours.refresh(now);
+      await this.hours.refresh();
       const open = this.hours.open(st.window, now);
       const rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD, { zones: open.ids, at: new Date(now) });
       run.lastRefill = Date.now();
@@ -451,6 +451,8 @@ export class Dialer {
       run.exhausted = rows.length === 0;
       run.emptyClaims = rows.length === 0 ? run.emptyClaims + 1 : 0;
       if (rows.length === 0) {
+        // Zone sets a list check made since the last read (their people could not be claimed).
+        await this.hours.refreshZones();
         // Nobody due inside their hours: are some due outside them, and when does the first open?
         const closedZones = this.hours.closedIds(open.set);
         const waiting = await dueOutsideHours(this.#s.store.db, run.tenantId, st.lists, closedZones, new Date(now));

@@ -80,7 +80,8 @@ export async function claimPeople(s: Services, tenantId: string, campaignId: str
   if (lists.length === 0 || scope.zones.length === 0 || n <= 0) return [];
   const rows = await sql<{ id: string; phone_number: string; zone_id: number }>`
     update people p set status = 'calling', claimed_by = ${campaignId}, claim_epoch = ${epoch === null ? null : String(epoch)}::bigint,
-      attempts = p.attempts + 1, next_attempt_at = ${scope.at}::timestamptz + ${hold}::interval
+      -- The hold is the store's time, as the sweep that gives back expired claims reads it.
+      attempts = p.attempts + 1, next_attempt_at = now() + ${hold}::interval
     from (
       select c.id from unnest(${lists}::text[]) as l(id) cross join unnest(${scope.zones}::int[]) as z(id)
       cross join lateral (

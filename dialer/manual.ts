@@ -69,7 +69,7 @@ export class ManualDialing {
 
   /** A zone set the dialer has not read yet (made by a list check a moment ago). */
   async #zoneSet(id: number): Promise<{ zones: readonly string[]; region: string } | null> {
-    await this.#d.hours.refresh(this.#d.clock.now(), true);
+    await this.#d.hours.refresh(true);
     return this.#d.hours.zoneSet(id) ?? null;
   }
 
@@ -115,7 +115,7 @@ export class ManualDialing {
     }
     // The callee's calling hours, as for the campaign's own calls.
     const at = this.#d.clock.now();
-    await this.#d.hours.refresh(at);
+    await this.#d.hours.refresh();
     if (!callee) throw new ApiError('unprocessable', "unknown_timezone: the callee's time zone cannot be told from the number, so they are not called");
     const judged = this.#d.hours.judge(c.calling_window, callee, at);
     if (!judged.open) {
@@ -186,7 +186,8 @@ export class ManualDialing {
     const c = await this.#campaignFor(tenantId, campaignId);
     if (c.mode !== 'preview') throw new ApiError('conflict', 'this is a progressive campaign: the dialer calls its people itself');
     const at = this.#d.clock.now();
-    await this.#d.hours.refresh(at);
+    await this.#d.hours.refresh();
+    await this.#d.hours.refreshZones();
     const open = this.#d.hours.open(c.calling_window, at);
     const [p] = await claimPeople(this.#d.services, tenantId, c.id, null, c.list_ids, 1, PREVIEW_HOLD, { zones: open.ids, at: new Date(at) });
     if (!p) return { person: null, held_until: null };
