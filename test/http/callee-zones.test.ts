@@ -101,6 +101,11 @@ t('each source at its edge: timezone, ZIP, a state and an area code that span tw
   // The check's counts.
   const check = await call(cp.url, 'GET', `${V1}/lists/${sourcesList}/checks/${r.body.check_id}`, { session: owner });
   assert.equal({ checked: check.body.checked, callable: check.body.callable, rejected: check.body.rejected }, { checked: 7, callable: 6, rejected: 1 });
+  // People point at their zone rows, which are never changed or deleted (migration 0030 keeps them instead of a foreign key).
+  for (const statement of [sql`delete from callee_zones`, sql`update callee_zones set region = 'US-XX'`]) {
+    const err = await statement.execute(cp.services.store.db).then(() => null, (e: { code?: string }) => e);
+    assert.is(err?.code, '23503');
+  }
 });
 
 t('next_call_at waits for next_attempt_at, and is null for people nobody will call; results show the zones too', async () => {

@@ -28,6 +28,7 @@ import * as bulkParentChecks from './20261126_0025_bulk_parent_checks.ts';
 import * as webhookOpen from './20261126_0026_webhook_open.ts';
 import * as webhookBodiesInSql from './20261126_0027_webhook_bodies_in_sql.ts';
 import * as dialingRules from './20261128_0028_dialing_rules.ts';
+import * as calleeZoneRowsKept from './20261128_0030_callee_zone_rows_kept.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -58,4 +59,5 @@ export const migrations: Record<string, Migration> = {
   '20261126_0026_webhook_open': webhookOpen,
   '20261126_0027_webhook_bodies_in_sql': webhookBodiesInSql,
   '20261128_0028_dialing_rules': dialingRules,
+  '20261128_0030_callee_zone_rows_kept': calleeZoneRowsKept,
 };
