@@ -230,4 +230,29 @@ t('the abandonment cap: an agents campaign of abandoned calls stops with no agen
   await eventually('the cap lets go', async () => !(await cp.services.store.db.selectFrom('campaigns').select('abandon_held').where('id', '=', campaignId).executeTakeFirstOrThrow()).abandon_held, 20_000);
 });
 
+t('a retry that falls at night waits for the morning in the callee\'s zone', async () => {
+  // The agent now follows the test numbers (the abandonment test above swapped it): …0480 does not answer.
+  clock.set(Date.parse('2026-12-04T01:50:00Z')); // Thu 20:50 in New York
+  const co = await makeCompany(cp);
+  const ny = { phone_number: '+12025650480', timezone: 'America/New_York' };
+  const { campaignId } = await campaign(co.owner, co.tenantId, [ny], { retry: { no_answer_minutes: 60, max_attempts: 3 } });
+  await eventually('called once at 20:50', () => called([ny.phone_number]).length === 1, 20_000);
+  let seen = '';
+  const due = await eventually(() => `due again 60 minutes later (21:50, after hours); saw ${seen}`, async () => {
+    const p = await cp.services.store.db.selectFrom('people').select(['status', 'attempts', 'next_attempt_at']).where('tenant_id', '=', co.tenantId).executeTakeFirstOrThrow();
+    const k = await sql`select state, end_reason, sip_status from calls where campaign_id = ${campaignId}`.execute(cp.services.store.db);
+    seen = JSON.stringify({ p, k: k.rows });
+    return p.status === 'due' && p.next_attempt_at ? p.next_attempt_at : null;
+  }, 20_000);
+  assert.is(due.toISOString(), '2026-12-04T02:50:00.000Z');
+  clock.set(Date.parse('2026-12-04T02:50:00Z'));
+  await eventually('waiting for 08:00 in New York (13:00 UTC)', async () => {
+    const r = await campaignRow(campaignId);
+    return r.idle_reason === 'outside_calling_hours' && r.next_window_at?.toISOString() === '2026-12-04T13:00:00.000Z';
+  }, 20_000);
+  assert.is(called([ny.phone_number]).length, 1, 'not called at 21:50');
+  clock.set(Date.parse('2026-12-04T13:00:00Z'));
+  await eventually('called again at 08:00', () => called([ny.phone_number]).length === 2, 20_000);
+});
+
 t.run();
