@@ -2,7 +2,8 @@
  * The `callee_zones` row of each zone set the list check finds (people point at it with
  * `zone_id`). Rows are never changed or removed, so an id once known is kept in memory for the
  * life of the store: a check of 200,000 people asks the store once, for the few hundred sets its
- * first chunk finds, and its later chunks not at all (one statement, ~2 ms for 300 sets).
+ * first chunk finds, and its later chunks rarely (one statement: 300 new sets in 6–13 ms, 300 that
+ * another instance made in 8.5 ms; sets known here cost no statement, 0.1 ms for 300).
  */
 import { sql } from 'kysely';
 import type { Store } from '../db/store.ts';
