@@ -41,15 +41,18 @@ export class CallingHours {
       try {
         const [rules, zones] = await Promise.all([
           readLegalRules(this.#store.db),
-          sql<ZoneSet>`select id, zones, region from callee_zones where id > ${this.#maxId} order by id`.execute(this.#store.db),
+          // The whole (small) table: a serial id can commit after a higher one on another
+          // instance, so "newer than the highest seen" alone could miss a set for good.
+          sql<ZoneSet>`select id, zones, region from callee_zones order by id`.execute(this.#store.db),
         ]);
         const changed = JSON.stringify(rules.default) !== JSON.stringify(this.#rules?.default) || JSON.stringify([...rules.regions]) !== JSON.stringify([...(this.#rules?.regions ?? [])]);
         this.#rules = rules;
+        const known = this.#zones.size;
         for (const z of zones.rows) {
           this.#zones.set(z.id, z);
           this.#maxId = Math.max(this.#maxId, z.id);
         }
-        if (changed || zones.rows.length) this.#open.clear();
+        if (changed || this.#zones.size !== known) this.#open.clear();
         this.#readAt = now;
       } finally {
         this.#reading = null;
@@ -58,7 +61,10 @@ export class CallingHours {
     await this.#reading;
   }
 
-  /** Reads the zone sets made since the last read (one look by primary key; a claim that found nobody asks). */
+  /**
+   * Reads the zone sets made since the last read (one look by primary key; a claim that found
+   * nobody asks). One committed late with a lower id is found by the next full re-read (10 s).
+   */
   async refreshZones(): Promise<void> {
     const zones = await sql<ZoneSet>`select id, zones, region from callee_zones where id > ${this.#maxId} order by id`.execute(this.#store.db);
     for (const z of zones.rows) {
