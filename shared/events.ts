@@ -40,6 +40,10 @@ export const EVENT_NAMES = [
   'vd.platform.company_changed',
   'vd.company.user_created',
   'vd.company.user_changed',
+  // Ours: a password reset by someone else (issue 28), data `{actor, operator_id | user_id, email}`,
+  // never the password.
+  'vd.platform.operator_password_reset',
+  'vd.company.user_password_reset',
   // Ours: media nodes.
   'vd.platform.node_online',
   'vd.platform.node_offline',

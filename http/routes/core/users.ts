@@ -1,6 +1,8 @@
 /** The company's users under `/api/core/v1/users`: owners and admins list, create, change role, disable. */
 import { z } from '@hono/zod-openapi';
 import { changeUser, COMPANY_ROLES, createUser, listUsers } from '../../../control-plane/companies/users.ts';
+import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
+import { ResetAnswer } from '../platform/operators.ts';
 import { actorOf, companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
@@ -56,4 +58,16 @@ export const userRoutes = new ApiRoutes('Company users')
       errors: { 409: 'The last active owner.' },
     },
     async (c, { params, body }) => c.json(await changeUser(c.get('services').store, tenantOf(c.get('principal')), asker(c.get('principal')), params.id, body)),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/{id}/reset-password',
+      guard: companyWriters,
+      summary: "Reset a user's password",
+      description: "A new temporary password, in this answer only; every session of the user ends at once, they must change it at next sign-in, and the reset is in the company's audit trail. Only an owner resets an owner's password (403); your own is changed, not reset (422).",
+      params: UserId,
+      answers: { 200: json('The temporary password.', ResetAnswer) },
+    },
+    async (c, { params }) => c.json(await resetUserPassword(c.get('services').store, tenantOf(c.get('principal')), asker(c.get('principal')), params.id)),
   );

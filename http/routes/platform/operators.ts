@@ -1,7 +1,9 @@
 /** Operators under `/api/platform/operators`: platform_owner only (list, create, change role, disable). */
 import { z } from '@hono/zod-openapi';
 import { addOperator, changeOperator, listOperators, OPERATOR_ROLES } from '../../../control-plane/auth/operators.ts';
-import { actorOf, operators } from '../../middleware/guards.ts';
+import { resetOperatorPassword } from '../../../control-plane/auth/password-reset.ts';
+import { actorOf, operators, sessionOf } from '../../middleware/guards.ts';
+import type { Principal } from '../../../control-plane/auth/principal.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
 
@@ -13,6 +15,12 @@ export const NewOperator = z.object({ name: z.string().trim().min(1).max(200), e
 /** A role change or disabling (also the console's forms). */
 export const OperatorChange = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
 const OperatorId = pathOf({ id: idParam('The operator id (opr_…).') });
+/** Who may reset a password: platform_owner and platform_support (operators and company users). */
+export const resetters = operators('platform_owner', 'platform_support');
+/** The answer of a password reset: the temporary password, in this answer only. */
+export const ResetAnswer = record('PasswordReset', { temporary_password: z.string().openapi({ description: 'The new temporary password, in this answer only; it must be changed at next sign-in.' }) });
+/** The operator resetting a password, with their roles. */
+export const resetter = (p: Principal | null) => ({ who: actorOf(p), roles: sessionOf(p).roles });
 
 export const operatorRoutes = new ApiRoutes('Operators')
   .add({ method: 'get', path: '/', guard: owners, summary: 'Every operator', answers: { 200: json('The operators.', z.object({ items: z.array(Operator) })) } }, async (c) =>
@@ -44,4 +52,16 @@ export const operatorRoutes = new ApiRoutes('Operators')
       errors: { 409: 'The last active platform_owner.' },
     },
     async (c, { params, body }) => c.json(await changeOperator(c.get('services').store, actorOf(c.get('principal')), params.id, body)),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/{id}/reset-password',
+      guard: resetters,
+      summary: "Reset an operator's password",
+      description: "A new temporary password, in this answer only; every session of the operator ends at once, they must change it at next sign-in, and the reset is in the platform audit trail. Only a platform_owner resets a platform_owner's password (403); your own is changed, not reset (422).",
+      params: OperatorId,
+      answers: { 200: json('The temporary password.', ResetAnswer) },
+    },
+    async (c, { params }) => c.json(await resetOperatorPassword(c.get('services').store, resetter(c.get('principal')), params.id)),
   );

@@ -7,9 +7,11 @@ import { z } from '@hono/zod-openapi';
 import { createCompany } from '../../../control-plane/companies/create-company.ts';
 import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany } from '../../../control-plane/companies/lifecycle.ts';
 import { editCompany } from '../../../control-plane/companies/edit.ts';
+import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
+import { resetter, ResetAnswer } from './operators.ts';
 
 /** A new company with its first owner (also the console's form). */
 export const NewTenant = z.object({
@@ -31,6 +33,7 @@ export const Edit = z
   .object({ name: z.string().trim().min(1).max(200).optional(), notes: z.string().max(10_000).optional(), plan: z.enum(['trial', 'standard', 'enterprise']).optional() })
   .refine((e) => e.name !== undefined || e.notes !== undefined || e.plan !== undefined, 'send name, notes, plan or several');
 const TenantId = pathOf({ id: idParam('The company id (ten_…).') });
+const TenantUserId = pathOf({ id: idParam('The company id (ten_…).'), user_id: idParam('The user id (usr_…).') });
 
 const Tenant = record('TenantRecord', { id: z.string(), name: z.string(), slug: z.string(), status: z.string() });
 const Created = z.object({ tenant: Tenant, owner: z.object({ id: z.string(), email: z.string() }), temporary_password: z.string().openapi({ description: "The first owner's one-time password, shown in this answer only." }) });
@@ -95,4 +98,16 @@ export const tenantWriteRoutes = new ApiRoutes('Companies')
   .add(
     { method: 'delete', path: '/{id}/closing', guard: managers, summary: 'Cancel closing', description: 'The company stays suspended.', params: TenantId, answers: { 200: json('The company, still suspended.', LifecycleAnswer) }, errors: { 409: 'The company is not closing.' } },
     async (c, { params }) => c.json(await cancelClosing(c.get('services'), params.id, actorOf(c.get('principal')))),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/{id}/users/{user_id}/reset-password',
+      guard: managers,
+      summary: "Reset a company user's password",
+      description: "A new temporary password, in this answer only; every session of the user ends at once, they must change it at next sign-in, and the reset is in the platform audit trail. A user not of this company is 404.",
+      params: TenantUserId,
+      answers: { 200: json('The temporary password.', ResetAnswer) },
+    },
+    async (c, { params }) => c.json(await resetUserPassword(c.get('services').store, params.id, resetter(c.get('principal')), params.user_id)),
   );
