@@ -103,3 +103,33 @@ export async function endCompanySessions(db: Store['db'] | Tx, tenantId: string)
   const r = await db.updateTable('sessions').set({ ended_at: new Date() }).where('tenant_id', '=', tenantId).where('ended_at', 'is', null).executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
+
+/**
+ * Why a session token no longer signs anyone in, so the sign-in page can say it: `suspended` (the
+ * company is suspended or closing), `disabled` (the account), `reset` (the password was reset by
+ * someone else: it is a temporary one again), `ended` (ended elsewhere: a password change),
+ * `expired` (idle too long); null for a token the store never knew. A sign-out clears the cookie,
+ * so a token still sent after one is not a case here.
+ */
+export type SessionEndReason = 'suspended' | 'disabled' | 'reset' | 'ended' | 'expired';
+
+export async function whySessionEnded(store: Store, token: string): Promise<SessionEndReason | null> {
+  const row = await store.db
+    .selectFrom('sessions as s')
+    .leftJoin('operators as o', (j) => j.onRef('o.id', '=', 's.user_id').on('s.user_kind', '=', 'operator'))
+    .leftJoin('company_users as u', (j) => j.onRef('u.id', '=', 's.user_id').on('s.user_kind', '=', 'company'))
+    .leftJoin('companies as c', 'c.id', 'u.tenant_id')
+    .select([
+      's.user_kind', 's.ended_at', 's.expires_at', 'c.status as company_status',
+      sql<Date | null>`coalesce(o.disabled_at, u.disabled_at)`.as('disabled_at'),
+      sql<boolean | null>`coalesce(o.must_change_password, u.must_change_password)`.as('must_change_password'),
+    ])
+    .where('s.token_hash', '=', sha256Hex(token))
+    .executeTakeFirst();
+  if (!row) return null;
+  if (row.disabled_at !== null) return 'disabled';
+  if (row.user_kind === 'company' && row.company_status !== 'on') return 'suspended';
+  if (row.ended_at !== null) return row.must_change_password ? 'reset' : 'ended';
+  if (row.expires_at <= new Date()) return 'expired';
+  return null;
+}

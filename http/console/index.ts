@@ -11,7 +11,9 @@ import { html } from 'hono/html';
 import { ApiError } from '../../shared/errors.ts';
 import type { Services } from '../../control-plane/context.ts';
 import type { AppEnv } from '../env.ts';
-import { authenticate } from '../middleware/auth.ts';
+import { deleteCookie, getCookie } from 'hono/cookie';
+import { whySessionEnded } from '../../control-plane/auth/sessions.ts';
+import { authenticate, CSRF_COOKIE, SESSION_COOKIE } from '../middleware/auth.ts';
 import { bodyLimit } from '../middleware/body.ts';
 import { csrf, sameOriginForm } from '../middleware/csrf.ts';
 import { onError } from '../middleware/errors.ts';
@@ -56,10 +58,25 @@ const securityHeaders = createMiddleware<AppEnv>(async (c, next) => {
   if (!h.has('cache-control')) h.set('cache-control', 'no-store');
 });
 
+/**
+ * The sign-in page, with why the session sent along ended (suspension, disabled account, password
+ * reset or change, expiry), so a person signed out by someone else reads why.
+ */
+async function toSignIn(c: Context<AppEnv>): Promise<Response> {
+  const token = getCookie(c, SESSION_COOKIE);
+  const why = token && token.length <= 128 ? await whySessionEnded(c.get('services').store, token) : null;
+  // Said once: the dead cookie goes, so the next visit is a plain sign-in.
+  if (token) {
+    deleteCookie(c, SESSION_COOKIE, { path: '/' });
+    deleteCookie(c, CSRF_COOKIE, { path: '/' });
+  }
+  return redirect(c, why ? `/console/sign-in?reason=${why}` : '/console/sign-in');
+}
+
 /** Pages behind sign-in: a person (never an API key) who has changed any temporary password. */
 const signedIn = createMiddleware<AppEnv>(async (c, next) => {
   const p = c.get('principal');
-  if (!p) return redirect(c, '/console/sign-in');
+  if (!p) return toSignIn(c);
   if (p.kind === 'key') throw new ApiError('forbidden', 'the console is for people signed in, not API keys');
   if (p.mustChangePassword) return redirect(c, '/console/password');
   return next();
@@ -73,7 +90,7 @@ const signedIn = createMiddleware<AppEnv>(async (c, next) => {
 async function consoleError(err: Error, c: Context<AppEnv>): Promise<Response> {
   const res = onError(err, c);
   const status = res.status;
-  if (status === 401) return redirect(c, '/console/sign-in');
+  if (status === 401) return toSignIn(c);
   const message = ((await res.json()) as { error: { message: string } }).error.message;
   const alert = html`<p class="alert" role="alert">${message}</p>`;
   if (c.req.header('hx-request')) return c.html(alert, status as 200);

@@ -68,8 +68,16 @@ t('an owner creates an API key and sees it once, never again after a reload', as
   assert.is(me.status, 200);
   await page.reload();
   assert.not.ok((await page.content()).includes(key), 'the key is not on the page after a reload');
-  assert.ok(await page.getByText(key.slice(0, 12)).isVisible(), 'its prefix is');
-  await page.getByRole('button', { name: 'Revoke CRM sync' }).click();
+  assert.ok(await page.getByText(key.slice(0, 12), { exact: true }).isVisible(), 'its prefix is');
+  // Revoking asks first, says what it stops, and takes the typed word REVOKE (it cannot be undone).
+  await page.locator('summary', { hasText: 'Revoke CRM sync' }).click();
+  await page.getByText('is refused at once').waitFor();
+  await page.getByLabel('Type REVOKE to confirm').fill('revoke');
+  await page.getByRole('button', { name: 'Revoke the key' }).click();
+  await page.locator('#key-result').getByText('type REVOKE exactly').waitFor();
+  assert.is((await fetch(`${cp.url}/api/core/v1/lists`, { headers: { authorization: `Bearer ${key}` } })).status, 200, 'a wrong word revokes nothing');
+  await page.getByLabel('Type REVOKE to confirm').fill('REVOKE');
+  await page.getByRole('button', { name: 'Revoke the key' }).click();
   await page.getByText('revoked').first().waitFor();
   assert.is((await fetch(`${cp.url}/api/core/v1/lists`, { headers: { authorization: `Bearer ${key}` } })).status, 401);
   await context.close();

@@ -123,7 +123,10 @@ t('webhooks: the secret shown once, Test with its result, rotation, Switch on on
     assert.ok((await post(`/console/connections/${id}/edit`, co.owner, { name: 'CRM 2', url, events: 'vd.company.user_created vd.call.*' })).headers.get('hx-redirect'));
     const edited = await get(`/console/connections/${id}`, co.owner);
     assert.ok(edited.text.includes('<h1>CRM 2</h1>') && edited.text.includes('vd.company.user_created, vd.call.*'));
-    assert.is((await post(`/console/connections/${id}/delete`, co.owner)).headers.get('hx-redirect'), '/console/connections');
+    // Deleting takes the typed word DELETE: without it, nothing is deleted.
+    assert.is((await post(`/console/connections/${id}/delete`, co.owner)).status, 422);
+    assert.is((await get(`/console/connections/${id}`, co.owner)).status, 200);
+    assert.is((await post(`/console/connections/${id}/delete`, co.owner, { confirm: 'DELETE' })).headers.get('hx-redirect'), '/console/connections');
     assert.is((await get(`/console/connections/${id}`, co.owner)).status, 404);
   } finally {
     receiver.close();

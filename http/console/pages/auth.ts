@@ -31,8 +31,20 @@ function passwordForm(form: FormState, forced: boolean): H {
 </form>`;
 }
 
+/** What the sign-in page says after a session ended by someone or something else. */
+const SIGNED_OUT: Record<string, string> = {
+  suspended: "You were signed out: your company's account is suspended or closing. Ask the platform's support.",
+  disabled: 'You were signed out: your account was disabled. Ask an administrator to switch it back on.',
+  reset: 'You were signed out: your password was reset by an administrator. Sign in with the temporary password they give you.',
+  ended: 'You were signed out: your password was changed in another session. Sign in with the new password.',
+  expired: 'Your session expired after a long time without use. Sign in again.',
+};
+
 export function authPages(app: Hono<AppEnv>): void {
-  app.get('/sign-in', (c) => barePage(c, 'Sign in', signInForm(emptyForm())));
+  app.get('/sign-in', (c) => {
+    const why = SIGNED_OUT[c.req.query('reason') ?? ''];
+    return barePage(c, 'Sign in', html`${why ? html`<p class="notice" role="status" id="signed-out">${why}</p>` : ''}${signInForm(emptyForm())}`);
+  });
   app.post('/sign-in', (c) =>
     submit(c, ['email', 'password'], signInForm, async (v) => {
       const user = await signIn(c, v.email ?? '', v.password ?? '');

@@ -13,6 +13,7 @@ import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { billers, PriceBookBody } from '../../routes/platform/billing.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
+import { confirmAction } from '../confirm.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 
 
@@ -37,7 +38,23 @@ async function priceBookCard(c: Context<AppEnv>): Promise<H> {
 <div class="table-wrap"><table class="stack"><thead><tr><th>Item</th><th>Scope</th><th class="num">Unit price</th><th>Changed</th><th></th></tr></thead><tbody>${book.rows.map(
     (r) => html`<tr><td data-label="Item">${r.item}</td><td data-label="Scope">${r.tenant_id ? html`override for <a href="/console/companies/${r.tenant_id}">${r.tenant_id}</a>` : 'global'}</td>
 <td class="num" data-label="Unit price">${r.unit_price}</td><td data-label="Changed">${when(r.updated_at)} ${r.updated_by ?? ''}</td>
-<td>${biller ? html`<form hx-post="/console/billing/prices/remove" hx-target="#prices" hx-swap="outerHTML"><input type="hidden" name="item" value="${r.item}"><input type="hidden" name="tenant_id" value="${r.tenant_id ?? ''}"><button type="submit" class="secondary">Remove</button></form>` : ''}</td></tr>`,
+<td>${
+      biller
+        ? confirmAction({
+            id: `price-${r.item}-${r.tenant_id ?? 'global'}`,
+            label: 'Remove',
+            secondary: true,
+            action: '/console/billing/prices/remove',
+            target: '#prices',
+            swap: 'outerHTML',
+            hidden: { item: r.item, tenant_id: r.tenant_id ?? '' },
+            button: `Remove this ${r.tenant_id ? 'override' : 'price'}`,
+            stops: r.tenant_id
+              ? `This company's own ${r.item} price stops: from now on it pays the global price (or the placeholder). Months already invoiced keep their lines.`
+              : `The global ${r.item} price stops: companies without an override pay the built-in placeholder. Months already invoiced keep their lines.`,
+          })
+        : ''
+    }</td></tr>`,
   )}</tbody></table></div>
 <p class="muted">Built-in placeholders: ${Object.entries(book.placeholders).map(([k, v]) => `${k} ${v}`).join(', ')}. A company's price: its override, else the global row, else the placeholder.</p>
 ${biller ? priceForm(emptyForm({ item: 'call_minute' })) : ''}</section>`;

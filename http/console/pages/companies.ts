@@ -19,6 +19,10 @@ import { Closing, Edit, managers, NewTenant, Reason } from '../../routes/platfor
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, dash, page, redirect, when, type H } from '../layout.ts';
 import { companyPauseCard, owners } from './dialing.ts';
+import { confirmAction } from '../confirm.ts';
+import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
+import { resetter } from '../../routes/platform/operators.ts';
+import { resetAnswer } from './platform.ts';
 
 const STATUSES: ReadonlyArray<readonly [string, string]> = [
   ['', 'Any status'],
@@ -192,7 +196,14 @@ ${can(c, owners) ? companyPauseCard(t.id, h.kill_switch.tenant !== null, emptyFo
 <div class="grid">
 <section class="card"><h2>People</h2>${
     d.people
-      ? html`<ul>${d.people.map((p) => html`<li>${p.name} &lt;${p.email}&gt; <span class="muted">${p.roles.join(', ')}</span></li>`)}</ul>`
+      ? html`<ul>${d.people.map(
+          (p) =>
+            html`<li>${p.name} &lt;${p.email}&gt; <span class="muted">${p.roles.join(', ')}</span>${
+              can(c, managers)
+                ? html` ${confirmAction({ id: `reset-${p.id}`, label: `Reset password of ${p.name}`, secondary: true, action: `/console/companies/${t.id}/users/${p.id}/reset-password`, target: `#people-result`, button: 'Reset the password', stops: `${p.name} gets a new temporary password, shown to you once; every session of theirs ends at once and they choose their own password at next sign-in.` })}`
+                : ''
+            }</li>`,
+        )}</ul><div id="people-result" aria-live="polite"></div>`
       : html`<p class="muted">— the store did not answer in time.</p>`
   }</section>
 <section class="card"><h2>Sub-accounts</h2>${
@@ -302,5 +313,11 @@ ${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard', parent_id: c.r
   app.post('/companies/:id/closing/cancel', managers, async (c) => {
     const id = c.req.param('id');
     return afterLifecycle(c, id, await cancelClosing(c.get('services'), id, actorOf(c.get('principal'))), { path: 'closing/cancel' });
+  });
+  app.post('/companies/:id/users/:user_id/reset-password', managers, async (c) => {
+    const { id, user_id } = c.req.param();
+    const r = await resetUserPassword(c.get('services').store, id, resetter(c.get('principal')), user_id);
+    c.get('log').info({ tenant_id: id, user_id }, 'password reset');
+    return c.html(resetAnswer(user_id, r.temporary_password));
   });
 }

@@ -16,7 +16,8 @@ import type { AppEnv } from '../../env.ts';
 import { companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
 import { connectorDeps } from '../../routes/connectors.ts';
 import { importDeps, upload } from '../../routes/legacy-imports.ts';
-import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
+import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
+import { confirmAction, confirmedWord } from '../confirm.ts';
 import { badge, page, redirect, when, type H } from '../layout.ts';
 import { recordingImportDetail, recordingImportForm } from './recordings.ts';
 
@@ -50,8 +51,19 @@ function patternWarnings(warnings: string[] | undefined): H | string {
 
 /** Delete a connection (its deliveries and their log go with it). */
 function deleteForm(id: string, name: string): H {
-  return html`<form hx-post="/console/connections/${id}/delete" hx-target="#action-result" hx-swap="innerHTML"><button type="submit" class="danger">Delete ${name}</button></form>`;
+  return confirmAction({
+    id: `delete-${id}`,
+    label: `Delete ${name}`,
+    action: `/console/connections/${id}/delete`,
+    target: '#action-result',
+    word: CONFIRM_DELETE,
+    button: 'Delete the connection',
+    stops: `${name} stops at once: nothing more is sent or imported through it, and its deliveries and their log go with it. This cannot be undone.`,
+  });
 }
+
+/** The typed word that deletes a connection (it cannot be undone). */
+export const CONFIRM_DELETE = 'DELETE';
 
 function legacyForm(form: FormState): H {
   return html`<form id="new-legacy" class="card" hx-post="/console/connections/legacy" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
@@ -187,6 +199,7 @@ ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0',
     });
   });
   app.post('/connections/:id/delete', companyWriters, async (c) => {
+    confirmedWord(formValues(c).confirm, CONFIRM_DELETE);
     await deleteConnector(connectorDeps(c), tenant(c), c.req.param('id'));
     c.get('log').info({ connector_id: c.req.param('id') }, 'connection deleted');
     return redirect(c, '/console/connections');

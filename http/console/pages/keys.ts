@@ -13,6 +13,12 @@ import { NewKey } from '../../routes/api-keys.ts';
 import { asker, NewUser, UserChange } from '../../routes/core/users.ts';
 import { check, emptyForm, field, formAll, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, page, redirect, when, type H } from '../layout.ts';
+import { confirmAction, confirmedWord } from '../confirm.ts';
+import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
+import { resetAnswer } from './platform.ts';
+
+/** The typed word that revokes a key (it cannot be undone). */
+export const CONFIRM_REVOKE = 'REVOKE';
 
 function keyForm(form: FormState, scopes: readonly string[] = ['read']): H {
   return html`<form id="new-key" class="card" hx-post="/console/keys" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
@@ -41,10 +47,10 @@ export function keyPages(app: Hono<AppEnv>): void {
           ? keys.map(
               (k) => html`<tr><td data-label="Name">${k.name}</td><td data-label="Key starts with"><code>${k.prefix}</code></td><td data-label="Scopes">${k.scopes.join(', ')}</td><td data-label="Created">${when(k.created_at)}</td>
 <td data-label="State">${k.revoked_at ? html`${badge('revoked')} ${when(k.revoked_at)}` : badge('active')}</td>
-<td>${k.revoked_at ? '' : html`<form hx-post="/console/keys/${k.id}/revoke" hx-target="#main" hx-select="#main" hx-swap="outerHTML"><button type="submit" class="danger">Revoke ${k.name}</button></form>`}</td></tr>`,
+<td>${k.revoked_at ? '' : confirmAction({ id: k.id, label: `Revoke ${k.name}`, action: `/console/keys/${k.id}/revoke`, target: '#key-result', word: CONFIRM_REVOKE, button: 'Revoke the key', stops: `Every call made with ${k.name} (${k.prefix}…) is refused at once, on every instance: whatever uses it stops working. This cannot be undone.` })}</td></tr>`,
             )
           : html`<tr><td colspan="6">No key yet.</td></tr>`
-      }</tbody></table></div><p class="muted">Revoking is immediate on every instance and cannot be undone.</p></section>
+      }</tbody></table></div><div id="key-result" aria-live="polite"></div><p class="muted">Revoking is immediate on every instance and cannot be undone.</p></section>
 ${keyForm(emptyForm())}`,
     });
   });
@@ -62,6 +68,7 @@ ${keyForm(emptyForm())}`,
     });
   });
   app.post('/keys/:id/revoke', companyWriters, async (c) => {
+    confirmedWord(formValues(c).confirm, CONFIRM_REVOKE);
     await c.get('services').apiKeys.revoke(tenantOf(c.get('principal')), c.req.param('id'));
     c.get('log').info({ key_id: c.req.param('id') }, 'API key revoked');
     return redirect(c, '/console/keys');
@@ -69,13 +76,18 @@ ${keyForm(emptyForm())}`,
 
   app.get('/users', companyWriters, async (c) => {
     const users = await listUsers(c.get('services').store, tenantOf(c.get('principal')));
+    const me = sessionOf(c.get('principal')).userId;
     return page(c, 'Users', {
       nav: 'users',
       body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th>State</th><th>Since</th><th></th></tr></thead><tbody>${users.map(
         (u) => html`<tr><td data-label="Name">${u.name}</td><td data-label="E-mail">${u.email}</td>
 <td data-label="Role"><form class="row" hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><label class="skip" for="role-${u.id}">Role of ${u.email}</label><select id="role-${u.id}" name="role">${ROLE_OPTIONS.map(([v, l]) => html`<option value="${v}"${v === u.role ? html` selected` : ''}>${l}</option>`)}</select><button type="submit" class="secondary">Change role</button></form></td>
 <td data-label="State">${u.disabled ? badge('disabled') : badge('active')}${u.must_change_password ? html` <span class="muted">temporary password</span>` : ''}</td><td data-label="Since">${when(u.created_at)}</td>
-<td><form hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="${u.disabled ? 'false' : 'true'}"><button type="submit" class="${u.disabled ? 'secondary' : 'danger'}">${u.disabled ? 'Switch on' : 'Disable'}</button></form></td></tr>`,
+<td><div class="row">${
+          u.disabled
+            ? html`<form hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="false"><button type="submit" class="secondary">Switch on ${u.name}</button></form>`
+            : confirmAction({ id: `disable-${u.id}`, label: `Disable ${u.name}`, action: `/console/users/${u.id}`, target: '#user-result', hidden: { disabled: 'true' }, button: `Disable ${u.name}`, stops: `${u.name} is signed out at once and cannot sign in until switched back on.` })
+        }${u.id === me ? '' : confirmAction({ id: `reset-${u.id}`, label: `Reset password of ${u.name}`, secondary: true, action: `/console/users/${u.id}/reset-password`, target: '#user-result', button: 'Reset the password', stops: `${u.name} gets a new temporary password, shown to you once; every session of theirs ends at once and they choose their own password at next sign-in.` })}</div></td></tr>`,
       )}</tbody></table></div><div id="user-result"></div></section>
 ${userForm(emptyForm({ role: 'agent' }))}`,
     });
@@ -93,5 +105,11 @@ ${userForm(emptyForm({ role: 'agent' }))}`,
     const change = check(UserChange, { ...(v.role ? { role: v.role } : {}), ...(v.disabled ? { disabled: v.disabled === 'true' } : {}) });
     await changeUser(c.get('services').store, tenantOf(c.get('principal')), asker(c.get('principal')), c.req.param('id'), change);
     return redirect(c, '/console/users');
+  });
+  app.post('/users/:id/reset-password', companyWriters, async (c) => {
+    const id = c.req.param('id');
+    const r = await resetUserPassword(c.get('services').store, tenantOf(c.get('principal')), asker(c.get('principal')), id);
+    c.get('log').info({ user_id: id }, 'password reset');
+    return c.html(resetAnswer(id, r.temporary_password));
   });
 }

@@ -13,8 +13,17 @@ import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { NewOperator, OperatorChange } from '../../routes/platform/operators.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
-import { badge, can, page, redirect, when, type H } from '../layout.ts';
+import { badge, can, page, redirect, when, who, type H } from '../layout.ts';
 import { owners } from './dialing.ts';
+import { confirmAction } from '../confirm.ts';
+import { resetOperatorPassword } from '../../../control-plane/auth/password-reset.ts';
+import { resetter, resetters } from '../../routes/platform/operators.ts';
+
+/** A reset's answer: the temporary password, shown only now, with a copy button. */
+export function resetAnswer(id: string, password: string): H {
+  return html`<div class="success" role="status"><p>The password is reset; every session of theirs has ended. Give them this temporary password, shown only now; they choose their own at next sign-in.</p>
+<p><code class="secret" id="reset-password-${id}">${password}</code> <button type="button" class="secondary" data-copy="reset-password-${id}">Copy</button></p></div>`;
+}
 
 const ROLE_OPTIONS = OPERATOR_ROLES.map((r) => [r, r] as const);
 
@@ -65,13 +74,18 @@ export function platformPages(app: Hono<AppEnv>): void {
   });
   app.get('/operators', owners, async (c) => {
     const list = await listOperators(c.get('services').store);
+    const me = who(c).userId;
     return page(c, 'Operators', {
       nav: 'operators',
       body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th>State</th><th>Since</th><th></th></tr></thead><tbody>${list.map(
         (o) => html`<tr><td data-label="Name">${o.name}</td><td data-label="E-mail">${o.email}</td>
 <td data-label="Role"><form class="row" hx-post="/console/operators/${o.id}" hx-target="#operator-result" hx-swap="innerHTML"><label class="skip" for="role-${o.id}">Role of ${o.email}</label><select id="role-${o.id}" name="role">${ROLE_OPTIONS.map(([v, l]) => html`<option value="${v}"${v === o.role ? html` selected` : ''}>${l}</option>`)}</select><button type="submit" class="secondary">Change role</button></form></td>
 <td data-label="State">${o.disabled ? badge('disabled') : badge('active')}</td><td data-label="Since">${when(o.created_at)}</td>
-<td><form hx-post="/console/operators/${o.id}" hx-target="#operator-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="${o.disabled ? 'false' : 'true'}"><button type="submit" class="${o.disabled ? 'secondary' : 'danger'}">${o.disabled ? 'Switch on' : 'Disable'}</button></form></td></tr>`,
+<td><div class="row">${
+          o.disabled
+            ? html`<form hx-post="/console/operators/${o.id}" hx-target="#operator-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="false"><button type="submit" class="secondary">Switch on ${o.name}</button></form>`
+            : confirmAction({ id: `disable-${o.id}`, label: `Disable ${o.name}`, action: `/console/operators/${o.id}`, target: '#operator-result', hidden: { disabled: 'true' }, button: `Disable ${o.name}`, stops: `${o.name} is signed out at once and cannot sign in until switched back on.` })
+        }${o.id === me ? '' : confirmAction({ id: `reset-${o.id}`, label: `Reset password of ${o.name}`, secondary: true, action: `/console/operators/${o.id}/reset-password`, target: '#operator-result', button: 'Reset the password', stops: `${o.name} gets a new temporary password, shown to you once; every session of theirs ends at once and they choose their own password at next sign-in.` })}</div></td></tr>`,
       )}</tbody></table></div><div id="operator-result"></div></section>
 ${operatorForm(emptyForm({ role: 'platform_support' }))}`,
     });
@@ -89,5 +103,11 @@ ${operatorForm(emptyForm({ role: 'platform_support' }))}`,
     const change = check(OperatorChange, { ...(v.role ? { role: v.role } : {}), ...(v.disabled ? { disabled: v.disabled === 'true' } : {}) });
     await changeOperator(c.get('services').store, actorOf(c.get('principal')), c.req.param('id'), change);
     return redirect(c, '/console/operators');
+  });
+  app.post('/operators/:id/reset-password', resetters, async (c) => {
+    const id = c.req.param('id');
+    const r = await resetOperatorPassword(c.get('services').store, resetter(c.get('principal')), id);
+    c.get('log').info({ operator_id: id }, 'password reset');
+    return c.html(resetAnswer(id, r.temporary_password));
   });
 }

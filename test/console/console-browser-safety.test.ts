@@ -1,0 +1,187 @@
+/**
+ * The web console in a real browser, where one click could hurt (issue 28): password resets by an
+ * operator and by a company owner (the temporary password shown once, the person's open session
+ * ended, the change asked for at next sign-in), and the confirmations that say what an action
+ * stops: disabling a user, removing a price override, deleting a connection (typed DELETE).
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { changePassword, companyOwner, cp, createCompany, newPerson, NEW_PASSWORD, owner, problems, shot, signIn, startConsole, startTiming, logTiming, stopConsole } from './support.ts';
+
+const t = suite('web console in a browser: safety');
+
+t.before(startConsole);
+t.before.each(startTiming);
+t.after.each(logTiming);
+t.after(() => stopConsole('console browser safety suite'));
+
+/** Adds a company user on the Users page as `page`; answers the temporary password. */
+async function addUser(page: import('playwright-core').Page, name: string, email: string, role: string): Promise<string> {
+  await page.goto(`${cp.url}/console/users`);
+  const form = page.locator('#new-user');
+  await form.getByLabel('Name').fill(name);
+  await form.getByLabel('E-mail').fill(email);
+  await form.getByLabel('Role').selectOption(role);
+  await form.getByRole('button', { name: 'Add user' }).click();
+  return (await page.locator('#user-password').textContent())!.trim();
+}
+
+t('a company owner resets an agent\'s password: shown once, the agent is signed out and must change it', async () => {
+  const temporary = await createCompany(owner, 'Reset Co', 'reset-co', 'owner@reset.test');
+  const boss = await companyOwner('owner@reset.test', temporary);
+  const agentTemp = await addUser(boss.page, 'Amy Agent', 'amy@reset.test', 'agent');
+  const amy = await newPerson();
+  await signIn(amy.page, 'amy@reset.test', agentTemp);
+  await changePassword(amy.page, agentTemp, NEW_PASSWORD);
+  await amy.page.waitForURL(/\/console\/campaigns$/);
+
+  await boss.page.goto(`${cp.url}/console/users`);
+  assert.is(await boss.page.locator('summary', { hasText: 'Reset password of First Owner' }).count(), 0, 'nobody resets their own');
+  await boss.page.locator('summary', { hasText: 'Reset password of Amy Agent' }).click();
+  await boss.page.getByText('every session of theirs ends at once').first().waitFor();
+  await boss.page.getByRole('button', { name: 'Reset the password' }).first().click();
+  const fresh = (await boss.page.locator('#user-result code.secret').textContent())!.trim();
+  assert.ok(fresh.length >= 12);
+  await shot(boss.page, 'user-password-reset');
+  await boss.page.reload();
+  assert.not.ok((await boss.page.content()).includes(fresh), 'shown only once');
+  await boss.page.getByText('temporary password').first().waitFor();
+
+  // Amy's open session has ended: her next page is the sign-in; the new password must be changed.
+  await amy.page.goto(`${cp.url}/console/campaigns`);
+  await amy.page.waitForURL(/\/console\/sign-in\?reason=reset$/);
+  await amy.page.locator('#signed-out').getByText('your password was reset by an administrator').waitFor();
+  await signIn(amy.page, 'amy@reset.test', NEW_PASSWORD);
+  await amy.page.locator('#sign-in [role=alert]').first().waitFor();
+  await signIn(amy.page, 'amy@reset.test', fresh);
+  await changePassword(amy.page, fresh, 'another-long-password-2');
+  await amy.page.waitForURL(/\/console\/campaigns$/);
+  await amy.context.close();
+
+  // Disabling asks first and says what it stops.
+  await boss.page.locator('summary', { hasText: 'Disable Amy Agent' }).click();
+  await boss.page.getByText('Amy Agent is signed out at once and cannot sign in until switched back on').waitFor();
+  await boss.page.getByRole('button', { name: 'Disable Amy Agent' }).click();
+  await boss.page.getByRole('button', { name: 'Switch on Amy Agent' }).waitFor();
+  await boss.context.close();
+});
+
+t("an operator resets a company user's password from the company's page, and an operator's on the Operators page", async () => {
+  const temporary = await createCompany(owner, 'Support Co', 'support-co', 'owner@support.test');
+  const boss = await companyOwner('owner@support.test', temporary);
+  await owner.goto(`${cp.url}/console/companies`);
+  await owner.getByRole('link', { name: 'Support Co' }).click();
+  await owner.locator('summary', { hasText: 'Reset password of First Owner' }).click();
+  await owner.getByRole('button', { name: 'Reset the password' }).click();
+  const fresh = (await owner.locator('#people-result code.secret').textContent())!.trim();
+  await boss.page.goto(`${cp.url}/console/campaigns`);
+  await boss.page.waitForURL(/\/console\/sign-in/);
+  await signIn(boss.page, 'owner@support.test', fresh);
+  await boss.page.waitForURL(/\/console\/password$/);
+  await boss.context.close();
+
+  await owner.goto(`${cp.url}/console/operators`);
+  const form = owner.locator('#new-operator');
+  await form.getByLabel('Name').fill('Sam Support');
+  await form.getByLabel('E-mail').fill('sam@platform.test');
+  await form.getByLabel('Role').selectOption('platform_support');
+  await form.getByRole('button', { name: 'Add operator' }).click();
+  await owner.locator('#operator-password').waitFor();
+  await owner.goto(`${cp.url}/console/operators`);
+  await owner.locator('summary', { hasText: 'Reset password of Sam Support' }).click();
+  await owner.getByRole('button', { name: 'Reset the password' }).click();
+  const samPassword = (await owner.locator('#operator-result code.secret').textContent())!.trim();
+  const sam = await newPerson();
+  await signIn(sam.page, 'sam@platform.test', samPassword);
+  await sam.page.waitForURL(/\/console\/password$/);
+  await sam.context.close();
+});
+
+t('removing a price override and deleting a connection ask first; a connection takes the typed word DELETE', async () => {
+  const temporary = await createCompany(owner, 'Price Co', 'price-co', 'owner@price.test');
+  const tenantId = /\/console\/companies\/(ten_[^/?#]+)/.exec((await owner.getByRole('link', { name: 'Open Price Co' }).getAttribute('href'))!)![1];
+  await owner.goto(`${cp.url}/console/billing`);
+  const prices = owner.locator('#price-form');
+  await prices.getByLabel('Unit price (USD)').fill('0.0300');
+  await prices.getByLabel(/Company id for an override|Company for an override/).fill(tenantId);
+  await prices.getByRole('button', { name: 'Set price' }).click();
+  await owner.waitForLoadState();
+  const row = owner.locator('#prices tr', { hasText: '0.0300' });
+  await row.locator('summary', { hasText: 'Remove' }).click();
+  await row.getByText("This company's own call_minute price stops").waitFor();
+  await row.getByRole('button', { name: 'Remove this override' }).click();
+  await owner.locator('#prices tr', { hasText: '0.0300' }).waitFor({ state: 'detached' });
+
+  const boss = await companyOwner('owner@price.test', temporary);
+  const page = boss.page;
+  await page.goto(`${cp.url}/console/connections`);
+  await page.locator('#new-legacy').getByLabel('Name').fill('Old dialer');
+  await page.locator('#new-legacy').getByRole('button', { name: 'Create' }).click();
+  await page.waitForURL(/\/console\/connections\/con_/);
+  const url = page.url();
+  await page.locator('summary', { hasText: 'Delete Old dialer' }).click();
+  await page.getByText('This cannot be undone').waitFor();
+  await page.getByLabel('Type DELETE to confirm').fill('delete');
+  await page.getByRole('button', { name: 'Delete the connection' }).click();
+  await page.locator('#action-result').getByText('type DELETE exactly').waitFor();
+  await page.goto(url);
+  await page.locator('summary', { hasText: 'Delete Old dialer' }).click();
+  await page.getByLabel('Type DELETE to confirm').fill('DELETE');
+  await page.getByRole('button', { name: 'Delete the connection' }).click();
+  await page.waitForURL(/\/console\/connections$/);
+  assert.is(await page.getByText('Old dialer').count(), 0);
+  await boss.context.close();
+  assert.equal(problems, []);
+});
+
+t('signed out by a password change elsewhere, a disabled account, an expired session or a suspension: the sign-in page says which', async () => {
+  const temporary = await createCompany(owner, 'Reasons Co', 'reasons-co', 'owner@reasons.test');
+  const tenantId = /\/console\/companies\/(ten_[^/?#]+)/.exec((await owner.getByRole('link', { name: 'Open Reasons Co' }).getAttribute('href'))!)![1];
+  const boss = await companyOwner('owner@reasons.test', temporary);
+  const annTemp = await addUser(boss.page, 'Ann Agent', 'ann@reasons.test', 'agent');
+  const ann = await newPerson();
+  await signIn(ann.page, 'ann@reasons.test', annTemp);
+  await changePassword(ann.page, annTemp, NEW_PASSWORD);
+  await ann.page.waitForURL(/\/console\/campaigns$/);
+  const said = async (page: import('playwright-core').Page, reason: string, words: string) => {
+    await page.goto(`${cp.url}/console/campaigns`);
+    await page.waitForURL(new RegExp(`/console/sign-in\\?reason=${reason}$`));
+    await page.locator('#signed-out').getByText(words).waitFor();
+  };
+
+  // A password change in another session ends this one.
+  const ann2 = await newPerson();
+  await signIn(ann2.page, 'ann@reasons.test', NEW_PASSWORD);
+  await ann2.page.waitForURL(/\/console\/campaigns$/);
+  await ann2.page.goto(`${cp.url}/console/password`);
+  await ann2.page.getByLabel('Current password').fill(NEW_PASSWORD);
+  await ann2.page.getByLabel('New password').fill('ann-own-password-3');
+  await ann2.page.getByRole('button', { name: 'Change password' }).click();
+  await ann2.page.waitForURL(/\/console\/campaigns$/);
+  await said(ann.page, 'ended', 'your password was changed in another session');
+  await shot(ann.page, 'signed-out-password-changed');
+
+  // Disabled.
+  await boss.page.goto(`${cp.url}/console/users`);
+  await boss.page.locator('summary', { hasText: 'Disable Ann Agent' }).click();
+  await boss.page.getByRole('button', { name: 'Disable Ann Agent' }).click();
+  await boss.page.getByRole('button', { name: 'Switch on Ann Agent' }).waitFor();
+  await said(ann2.page, 'disabled', 'your account was disabled');
+
+  // Expired (idle past its end).
+  await cp.services.store.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) }).where('tenant_id', '=', tenantId).where('ended_at', 'is', null).execute();
+  await said(boss.page, 'expired', 'Your session expired');
+  await signIn(boss.page, 'owner@reasons.test', NEW_PASSWORD);
+  await boss.page.waitForURL(/\/console\/campaigns$/);
+
+  // Suspended by an operator.
+  await owner.goto(`${cp.url}/console/companies/${tenantId}`);
+  await owner.locator('#suspend').getByLabel('Reason').fill('Unpaid invoices for two months');
+  await owner.locator('#suspend').getByRole('button', { name: 'Suspend' }).click();
+  await owner.getByRole('button', { name: 'Resume' }).waitFor();
+  await said(boss.page, 'suspended', "your company's account is suspended or closing");
+  await shot(boss.page, 'signed-out-suspended');
+  for (const p of [ann, ann2, boss]) await p.context.close();
+});
+
+t.run();
