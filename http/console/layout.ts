@@ -138,6 +138,15 @@ export function badge(state: string): H {
   return html`<span class="badge ${state}">${state.replace(/_/g, ' ')}</span>`;
 }
 
+/**
+ * A part of an answer that replaces the element of the same id elsewhere on the page (htmx's
+ * out-of-band swap; the part carries `hx-swap-oob`). Inside a `<template>`, so table rows parse
+ * whatever the answer's main part is (a `<tbody>` after a `<div>` would lose its table tags).
+ */
+export function outOfBand(part: H): H {
+  return html`<template>${part}</template>`;
+}
+
 /** An answer that sends the browser to `url`: htmx follows HX-Redirect, a plain form a 303. */
 export function redirect(c: Context<AppEnv>, url: string): Response {
   if (c.req.header('hx-request')) return c.body(null, 200, { 'hx-redirect': url });

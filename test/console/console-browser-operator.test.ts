@@ -76,7 +76,8 @@ t('an operator signs in, changes the temporary password, creates a company, find
 
   // The company's session has ended: its next page is the sign-in, and signing in is refused.
   await boss.reload();
-  await boss.waitForURL(/\/console\/sign-in$/);
+  await boss.waitForURL(/\/console\/sign-in\?reason=suspended$/);
+  await boss.locator('#signed-out').getByText("your company's account is suspended").waitFor();
   await boss.getByLabel('E-mail').fill('boss@acme.test');
   await boss.getByLabel('Password').fill(NEW_PASSWORD);
   await boss.getByRole('button', { name: 'Sign in' }).click();
@@ -263,7 +264,7 @@ t("an operator builds a company tree; the parent's owner suspends a sub-account 
   await phoneWidth(page);
   // The sub-account's own people are signed out by the same chain as an operator's suspend.
   await child.reload();
-  await child.waitForURL(/\/console\/sign-in$/);
+  await child.waitForURL(/\/console\/sign-in\?reason=suspended$/);
   await page.getByRole('button', { name: 'Resume Theta North' }).click();
   await page.getByRole('button', { name: 'Suspend Theta North' }).waitFor();
   assert.is(await page.locator('tr', { hasText: 'Theta North' }).locator('.badge').textContent(), 'on');

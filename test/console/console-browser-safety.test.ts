@@ -184,4 +184,46 @@ t('signed out by a password change elsewhere, a disabled account, an expired ses
   for (const p of [ann, ann2, boss]) await p.context.close();
 });
 
+t('after a create, the list on the same page shows the new row at once: company, user, key, connection, operator, import', async () => {
+  const temporary = await createCompany(owner, 'Listed Co', 'listed-co', 'owner@listed.test');
+  // Well before the list's 10 s refresh: the rows came with the answer.
+  await owner.locator('#company-rows').getByRole('link', { name: 'Listed Co' }).waitFor({ timeout: 3000 });
+  const boss = await companyOwner('owner@listed.test', temporary);
+  const page = boss.page;
+  await addUser(page, 'Lee Listed', 'lee@listed.test', 'viewer');
+  await page.locator('#user-rows').getByRole('cell', { name: 'lee@listed.test', exact: true }).waitFor();
+
+  await page.goto(`${cp.url}/console/keys`);
+  await page.locator('#new-key').getByLabel('Name').fill('Listed key');
+  await page.locator('#new-key').getByRole('button', { name: 'Create key' }).click();
+  await page.locator('#new-key-value').waitFor();
+  await page.locator('#key-rows').getByRole('cell', { name: 'Listed key', exact: true }).waitFor();
+
+  await page.goto(`${cp.url}/console/connections`);
+  const hook = page.locator('#new-webhook');
+  await hook.getByLabel('Name').fill('Listed hook');
+  await hook.getByLabel(/Address|URL/).fill('http://127.0.0.1:9/hook');
+  await hook.getByRole('button', { name: /Create/ }).click();
+  await page.locator('#signing-secret').waitFor();
+  await page.locator('#connection-rows').getByRole('link', { name: 'Listed hook' }).waitFor();
+
+  await page.locator('#new-legacy').getByLabel('Name').fill('Listed import');
+  await page.locator('#new-legacy').getByRole('button', { name: 'Create' }).click();
+  await page.waitForURL(/\/console\/connections\/con_/);
+  await page.locator('#past-imports').getByText('No import yet.').waitFor();
+  await page.getByLabel(/^Do-not-call file/).setInputFiles({ name: 'dnc.txt', mimeType: 'text/plain', buffer: Buffer.from('+14155550111\n+14155550112\n') });
+  await page.locator('form[action$="import-dnc"]').getByRole('button', { name: 'Upload and import' }).click();
+  await page.locator('#past-imports').getByText('2 lines, 2 accepted').waitFor();
+  assert.is(await page.locator('#past-imports').count(), 1, 'one list of past imports');
+  await boss.context.close();
+
+  await owner.goto(`${cp.url}/console/operators`);
+  const form = owner.locator('#new-operator');
+  await form.getByLabel('Name').fill('Olive Listed');
+  await form.getByLabel('E-mail').fill('olive@platform.test');
+  await form.getByRole('button', { name: 'Add operator' }).click();
+  await owner.locator('#operator-rows').getByRole('cell', { name: 'olive@platform.test', exact: true }).waitFor();
+  assert.equal(problems, []);
+});
+
 t.run();

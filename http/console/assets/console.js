@@ -120,7 +120,19 @@
     xhr.addEventListener('load', function () {
       if (bar) bar.hidden = true;
       target.innerHTML = xhr.responseText;
-      window.htmx.process(target);
+      // What the answer sends along out of band (the past imports, with the new one) replaces
+      // the element of the same id, as htmx does for its own requests.
+      var oob = target.querySelectorAll('[hx-swap-oob][id]');
+      for (var j = 0; j < oob.length; j++) {
+        var same = document.querySelectorAll('#' + CSS.escape(oob[j].id));
+        var old = null;
+        for (var k = 0; k < same.length; k++) if (!target.contains(same[k])) old = same[k];
+        oob[j].removeAttribute('hx-swap-oob');
+        if (old) old.replaceWith(oob[j]);
+        else oob[j].remove();
+      }
+      window.htmx.process(document.body);
+      localTimes(document);
       localTimes(target);
       start();
     });

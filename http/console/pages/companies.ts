@@ -17,7 +17,7 @@ import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { Closing, Edit, managers, NewTenant, Reason } from '../../routes/platform/tenants-write.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
-import { badge, can, dash, page, redirect, when, type H } from '../layout.ts';
+import { badge, can, dash, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { companyPauseCard, owners } from './dialing.ts';
 import { confirmAction } from '../confirm.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
@@ -65,10 +65,10 @@ function columnCells(r: ListColumns): H {
 <td data-label="Last activity">${when(r.last_activity)}</td>`;
 }
 
-async function rows(c: Context<AppEnv>, q: ListQuery) {
+async function rows(c: Context<AppEnv>, q: ListQuery, oob = false) {
   const { store, columnSources } = c.get('services');
   const pageOfCompanies = await listTenants(store, columnSources, q);
-  const body = html`<tbody id="company-rows" hx-get="/console/companies/rows${qs(q)}" hx-trigger="poll" hx-swap="outerHTML" data-poll="10">${
+  const body = html`<tbody id="company-rows"${oob ? html` hx-swap-oob="true"` : ''} hx-get="/console/companies/rows${qs(q)}" hx-trigger="poll" hx-swap="outerHTML" data-poll="10">${
     pageOfCompanies.items.length
       ? pageOfCompanies.items.map(
           (t) => html`<tr>
@@ -271,7 +271,11 @@ ${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard', parent_id: c.r
       const services = c.get('services');
       const made = await createCompany(services.store, body, { setup: services.companySetup, by: actorOf(c.get('principal')) });
       c.get('log').info({ tenant_id: made.tenant.id }, 'company created');
-      return c.html(created(made));
+      // The list above the form shows the new company at once (its rows swapped in out of band,
+      // with the search the page shows).
+      const shown = new URL(c.req.header('hx-current-url') ?? c.req.url, 'http://x');
+      const q: ListQuery = { q: shown.searchParams.get('q')?.slice(0, 200) || undefined, status: (['on', 'suspended', 'closing'] as const).find((x) => x === shown.searchParams.get('status')) };
+      return c.html(html`${created(made)}${outOfBand((await rows(c, q, true)).body)}`);
     }),
   );
   app.get('/companies/:id', anyOperator, async (c) => {

@@ -18,7 +18,7 @@ import { connectorDeps } from '../../routes/connectors.ts';
 import { importDeps, upload } from '../../routes/legacy-imports.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { confirmAction, confirmedWord } from '../confirm.ts';
-import { badge, page, redirect, when, type H } from '../layout.ts';
+import { badge, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { recordingImportDetail, recordingImportForm } from './recordings.ts';
 
 /** The upload paths, whose body the import code reads as it arrives (not under the body limit). */
@@ -60,6 +60,16 @@ function deleteForm(id: string, name: string): H {
     button: 'Delete the connection',
     stops: `${name} stops at once: nothing more is sent or imported through it, and its deliveries and their log go with it. This cannot be undone.`,
   });
+}
+
+/** The company's connections (swapped in out of band after a create, so the new one is listed at once). */
+async function connectionRows(c: Context<AppEnv>, oob = false): Promise<H> {
+  const items = await listConnectors(connectorDeps(c), tenant(c));
+  return html`<tbody id="connection-rows"${oob ? html` hx-swap-oob="true"` : ''}>${
+    items.length
+      ? items.map((i) => html`<tr><td data-label="Name"><a href="/console/connections/${i.id}">${i.name}</a></td><td data-label="Kind">${i.kind.replace('_', ' ')}</td><td data-label="State">${badge(i.state)}</td><td data-label="Created">${when(i.created_at)}</td></tr>`)
+      : html`<tr><td colspan="4">No connection yet.</td></tr>`
+  }</tbody>`;
 }
 
 /** The typed word that deletes a connection (it cannot be undone). */
@@ -120,10 +130,23 @@ ${deleteForm(id, con.name)}
   }</tbody></table></div>${log.next_cursor ? html`<p><a href="/console/connections/${id}?${new URLSearchParams({ ...(filter ? { status: filter } : {}), cursor: log.next_cursor })}">Older deliveries</a></p>` : ''}</section>`;
 }
 
+/** A legacy connection's past imports (sent along with an upload's result, so the new one is listed at once). */
+async function pastImports(c: Context<AppEnv>, id: string, oob = false): Promise<H> {
+  const past = await listImports(c.get('services').store, tenant(c), id, undefined);
+  return html`<section class="card" id="past-imports"${oob ? html` hx-swap-oob="true"` : ''}><h2>Past imports</h2><div class="table-wrap"><table class="stack"><thead><tr><th>Kind</th><th>Status</th><th>Finished</th><th>Result</th></tr></thead><tbody>${
+    past.items.length
+      ? past.items.map((i) => {
+          const r = i.result as Record<string, number> | null;
+          return html`<tr><td data-label="Kind">${i.kind}</td><td data-label="Status">${badge(i.status)}</td><td data-label="Finished">${when(i.finished_at)}</td>
+<td data-label="Result">${i.error ? (i.error as { message: string }).message : r ? (i.kind === 'leads' ? `${r.rows} rows, ${r.rejected} refused` : `${r.lines} lines, ${r.accepted} accepted, ${r.rejected} refused`) : ''}</td></tr>`;
+        })
+      : html`<tr><td colspan="4">No import yet.</td></tr>`
+  }</tbody></table></div></section>`;
+}
+
 async function legacyDetail(c: Context<AppEnv>, id: string): Promise<H> {
   const store = c.get('services').store;
   const lists = await listLists(store, tenant(c), undefined);
-  const past = await listImports(store, tenant(c), id, undefined);
   return html`<div class="row">${deleteForm(id, (await getConnector(connectorDeps(c), tenant(c), id)).name)}</div><div id="action-result" aria-live="polite"></div>
 <div class="grid"><section class="card"><h2>Import a lead file</h2>
 <form data-upload data-target="lead-result" action="/console/connections/${id}/import-leads">
@@ -137,27 +160,14 @@ ${lists.items.length ? '' : html`<p class="muted">Create a list first (<a href="
 <div class="field"><label for="dnc-file">Do-not-call file (one number a line)</label><input id="dnc-file" type="file" accept=".txt,text/plain" required></div>
 <progress hidden max="1" value="0" aria-label="Upload progress"></progress>
 <button type="submit">Upload and import</button></form><div id="dnc-result" aria-live="polite"></div></section></div>
-<section class="card"><h2>Past imports</h2><div class="table-wrap"><table class="stack"><thead><tr><th>Kind</th><th>Status</th><th>Finished</th><th>Result</th></tr></thead><tbody>${
-    past.items.length
-      ? past.items.map((i) => {
-          const r = i.result as Record<string, number> | null;
-          return html`<tr><td data-label="Kind">${i.kind}</td><td data-label="Status">${badge(i.status)}</td><td data-label="Finished">${when(i.finished_at)}</td>
-<td data-label="Result">${i.error ? (i.error as { message: string }).message : r ? (i.kind === 'leads' ? `${r.rows} rows, ${r.rejected} refused` : `${r.lines} lines, ${r.accepted} accepted, ${r.rejected} refused`) : ''}</td></tr>`;
-        })
-      : html`<tr><td colspan="4">No import yet.</td></tr>`
-  }</tbody></table></div></section>`;
+${await pastImports(c, id)}`;
 }
 
 export function connectionPages(app: Hono<AppEnv>): void {
   app.get('/connections', companyWriters, async (c) => {
-    const items = await listConnectors(connectorDeps(c), tenant(c));
     return page(c, 'Connections', {
       nav: 'connections',
-      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>Kind</th><th>State</th><th>Created</th></tr></thead><tbody>${
-        items.length
-          ? items.map((i) => html`<tr><td data-label="Name"><a href="/console/connections/${i.id}">${i.name}</a></td><td data-label="Kind">${i.kind.replace('_', ' ')}</td><td data-label="State">${badge(i.state)}</td><td data-label="Created">${when(i.created_at)}</td></tr>`)
-          : html`<tr><td colspan="4">No connection yet.</td></tr>`
-      }</tbody></table></div></section>
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>Kind</th><th>State</th><th>Created</th></tr></thead>${await connectionRows(c)}</table></div></section>
 <div class="grid">${webhookForm(emptyForm({ events: 'vd.>' }))}${legacyForm(emptyForm())}</div>
 ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0', per_run: '50', max_file_mb: '100' }))}`,
     });
@@ -171,7 +181,7 @@ ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0',
       return c.html(html`<div id="new-webhook" class="card success" role="status"><h2>Webhook ${made.name} is created</h2>${patternWarnings(made.warnings)}
 <p>Its signing secret, shown only now (the receiver checks X-Service-Signature with it):</p>
 <p><code class="secret" id="signing-secret">${made.signing_secret ?? ''}</code> <button type="button" class="secondary" data-copy="signing-secret">Copy</button></p>
-<p><a href="/console/connections/${made.id}">Open it</a></p></div>`);
+<p><a href="/console/connections/${made.id}">Open it</a></p></div>${outOfBand(await connectionRows(c, true))}`);
     }),
   );
   app.post('/connections/legacy', companyWriters, (c) =>
@@ -232,12 +242,12 @@ ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0',
     const listId = c.req.query('list_id') ?? '';
     const r = await importLeads(importDeps(c), { tenantId: tenantOf(p), connectorId: c.req.param('id'), userId: p.userId, listId, ...upload(c) });
     c.get('log').info({ import_id: r.import_id, connector_id: c.req.param('id'), list_id: listId, rows: r.rows }, 'lead file imported');
-    return c.html(leadResult(r, listId));
+    return c.html(html`${leadResult(r, listId)}${await pastImports(c, c.req.param('id'), true)}`);
   });
   app.post('/connections/:id/import-dnc', companyWriters, async (c) => {
     const p = sessionOf(c.get('principal'));
     const r = await importDnc(importDeps(c), { tenantId: tenantOf(p), connectorId: c.req.param('id'), userId: p.userId, ...upload(c) });
     c.get('log').info({ import_id: r.import_id, connector_id: c.req.param('id'), lines: r.lines }, 'do-not-call file imported');
-    return c.html(dncResult(r));
+    return c.html(html`${dncResult(r)}${await pastImports(c, c.req.param('id'), true)}`);
   });
 }

@@ -3,7 +3,7 @@
  * with a copy button; revoke) and the company's users (add one with a temporary password shown
  * once, change a role, disable).
  */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
 import { KEY_SCOPES } from '../../../control-plane/auth/principal.ts';
 import { changeUser, COMPANY_ROLES, createUser, listUsers } from '../../../control-plane/companies/users.ts';
@@ -12,7 +12,7 @@ import { companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts'
 import { NewKey } from '../../routes/api-keys.ts';
 import { asker, NewUser, UserChange } from '../../routes/core/users.ts';
 import { check, emptyForm, field, formAll, formValues, submit, topError, type FormState } from '../forms.ts';
-import { badge, page, redirect, when, type H } from '../layout.ts';
+import { badge, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { confirmAction, confirmedWord } from '../confirm.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
 import { resetAnswer } from './platform.ts';
@@ -37,12 +37,10 @@ function userForm(form: FormState): H {
 <button type="submit">Add user</button></form>`;
 }
 
-export function keyPages(app: Hono<AppEnv>): void {
-  app.get('/keys', companyWriters, async (c) => {
-    const keys = await c.get('services').apiKeys.list(tenantOf(c.get('principal')));
-    return page(c, 'API keys', {
-      nav: 'keys',
-      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>Key starts with</th><th>Scopes</th><th>Created</th><th>State</th><th></th></tr></thead><tbody>${
+/** The company's keys (swapped in out of band after a create, so the new key is listed at once). */
+async function keyRows(c: Context<AppEnv>, oob = false): Promise<H> {
+  const keys = await c.get('services').apiKeys.list(tenantOf(c.get('principal')));
+  return html`<tbody id="key-rows"${oob ? html` hx-swap-oob="true"` : ''}>${
         keys.length
           ? keys.map(
               (k) => html`<tr><td data-label="Name">${k.name}</td><td data-label="Key starts with"><code>${k.prefix}</code></td><td data-label="Scopes">${k.scopes.join(', ')}</td><td data-label="Created">${when(k.created_at)}</td>
@@ -50,7 +48,30 @@ export function keyPages(app: Hono<AppEnv>): void {
 <td>${k.revoked_at ? '' : confirmAction({ id: k.id, label: `Revoke ${k.name}`, action: `/console/keys/${k.id}/revoke`, target: '#key-result', word: CONFIRM_REVOKE, button: 'Revoke the key', stops: `Every call made with ${k.name} (${k.prefix}…) is refused at once, on every instance: whatever uses it stops working. This cannot be undone.` })}</td></tr>`,
             )
           : html`<tr><td colspan="6">No key yet.</td></tr>`
-      }</tbody></table></div><div id="key-result" aria-live="polite"></div><p class="muted">Revoking is immediate on every instance and cannot be undone.</p></section>
+      }</tbody>`;
+}
+
+/** The company's users (swapped in out of band after an add, so the new user is listed at once). */
+async function userRows(c: Context<AppEnv>, oob = false): Promise<H> {
+  const users = await listUsers(c.get('services').store, tenantOf(c.get('principal')));
+  const me = sessionOf(c.get('principal')).userId;
+  return html`<tbody id="user-rows"${oob ? html` hx-swap-oob="true"` : ''}>${users.map(
+        (u) => html`<tr><td data-label="Name">${u.name}</td><td data-label="E-mail">${u.email}</td>
+<td data-label="Role"><form class="row" hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><label class="skip" for="role-${u.id}">Role of ${u.email}</label><select id="role-${u.id}" name="role">${ROLE_OPTIONS.map(([v, l]) => html`<option value="${v}"${v === u.role ? html` selected` : ''}>${l}</option>`)}</select><button type="submit" class="secondary">Change role</button></form></td>
+<td data-label="State">${u.disabled ? badge('disabled') : badge('active')}${u.must_change_password ? html` <span class="muted">temporary password</span>` : ''}</td><td data-label="Since">${when(u.created_at)}</td>
+<td><div class="row">${
+          u.disabled
+            ? html`<form hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="false"><button type="submit" class="secondary">Switch on ${u.name}</button></form>`
+            : confirmAction({ id: `disable-${u.id}`, label: `Disable ${u.name}`, action: `/console/users/${u.id}`, target: '#user-result', hidden: { disabled: 'true' }, button: `Disable ${u.name}`, stops: `${u.name} is signed out at once and cannot sign in until switched back on.` })
+        }${u.id === me ? '' : confirmAction({ id: `reset-${u.id}`, label: `Reset password of ${u.name}`, secondary: true, action: `/console/users/${u.id}/reset-password`, target: '#user-result', button: 'Reset the password', stops: `${u.name} gets a new temporary password, shown to you once; every session of theirs ends at once and they choose their own password at next sign-in.` })}</div></td></tr>`,
+      )}</tbody>`;
+}
+
+export function keyPages(app: Hono<AppEnv>): void {
+  app.get('/keys', companyWriters, async (c) => {
+    return page(c, 'API keys', {
+      nav: 'keys',
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>Key starts with</th><th>Scopes</th><th>Created</th><th>State</th><th></th></tr></thead>${await keyRows(c)}</table></div><div id="key-result" aria-live="polite"></div><p class="muted">Revoking is immediate on every instance and cannot be undone.</p></section>
 ${keyForm(emptyForm())}`,
     });
   });
@@ -64,7 +85,7 @@ ${keyForm(emptyForm())}`,
       return c.html(html`<div id="new-key" class="card success" role="status"><h2>Key ${created.name} is created</h2>
 <p>Copy it now: it is shown only this once, and never again.</p>
 <p><code class="secret" id="new-key-value">${created.key}</code> <button type="button" class="secondary" data-copy="new-key-value">Copy</button></p>
-<p><a href="/console/keys">Done</a></p></div>`);
+<p><a href="/console/keys">Done</a></p></div>${outOfBand(await keyRows(c, true))}`);
     });
   });
   app.post('/keys/:id/revoke', companyWriters, async (c) => {
@@ -75,20 +96,9 @@ ${keyForm(emptyForm())}`,
   });
 
   app.get('/users', companyWriters, async (c) => {
-    const users = await listUsers(c.get('services').store, tenantOf(c.get('principal')));
-    const me = sessionOf(c.get('principal')).userId;
     return page(c, 'Users', {
       nav: 'users',
-      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th>State</th><th>Since</th><th></th></tr></thead><tbody>${users.map(
-        (u) => html`<tr><td data-label="Name">${u.name}</td><td data-label="E-mail">${u.email}</td>
-<td data-label="Role"><form class="row" hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><label class="skip" for="role-${u.id}">Role of ${u.email}</label><select id="role-${u.id}" name="role">${ROLE_OPTIONS.map(([v, l]) => html`<option value="${v}"${v === u.role ? html` selected` : ''}>${l}</option>`)}</select><button type="submit" class="secondary">Change role</button></form></td>
-<td data-label="State">${u.disabled ? badge('disabled') : badge('active')}${u.must_change_password ? html` <span class="muted">temporary password</span>` : ''}</td><td data-label="Since">${when(u.created_at)}</td>
-<td><div class="row">${
-          u.disabled
-            ? html`<form hx-post="/console/users/${u.id}" hx-target="#user-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="false"><button type="submit" class="secondary">Switch on ${u.name}</button></form>`
-            : confirmAction({ id: `disable-${u.id}`, label: `Disable ${u.name}`, action: `/console/users/${u.id}`, target: '#user-result', hidden: { disabled: 'true' }, button: `Disable ${u.name}`, stops: `${u.name} is signed out at once and cannot sign in until switched back on.` })
-        }${u.id === me ? '' : confirmAction({ id: `reset-${u.id}`, label: `Reset password of ${u.name}`, secondary: true, action: `/console/users/${u.id}/reset-password`, target: '#user-result', button: 'Reset the password', stops: `${u.name} gets a new temporary password, shown to you once; every session of theirs ends at once and they choose their own password at next sign-in.` })}</div></td></tr>`,
-      )}</tbody></table></div><div id="user-result"></div></section>
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th>State</th><th>Since</th><th></th></tr></thead>${await userRows(c)}</table></div><div id="user-result"></div></section>
 ${userForm(emptyForm({ role: 'agent' }))}`,
     });
   });
@@ -97,7 +107,7 @@ ${userForm(emptyForm({ role: 'agent' }))}`,
       const made = await createUser(c.get('services').store, tenantOf(c.get('principal')), asker(c.get('principal')), check(NewUser, v));
       return c.html(html`<div id="new-user" class="card success" role="status"><h2>${made.user.email} is added</h2>
 <p>Temporary password, shown only now: <code class="secret" id="user-password">${made.temporary_password}</code> <button type="button" class="secondary" data-copy="user-password">Copy</button></p>
-<p><a href="/console/users">Back to the users</a></p></div>`);
+<p><a href="/console/users">Back to the users</a></p></div>${outOfBand(await userRows(c, true))}`);
     }),
   );
   app.post('/users/:id', companyWriters, async (c) => {

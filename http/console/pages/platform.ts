@@ -4,7 +4,7 @@
  * operators themselves (platform_owner: add one with a temporary password shown once, change a
  * role, disable).
  */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
 import { addOperator, changeOperator, listOperators, OPERATOR_ROLES } from '../../../control-plane/auth/operators.ts';
 import { queueFigures } from '../../../control-plane/integrations/delivery-log.ts';
@@ -13,7 +13,7 @@ import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { NewOperator, OperatorChange } from '../../routes/platform/operators.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
-import { badge, can, page, redirect, when, who, type H } from '../layout.ts';
+import { badge, can, outOfBand, page, redirect, when, who, type H } from '../layout.ts';
 import { owners } from './dialing.ts';
 import { confirmAction } from '../confirm.ts';
 import { resetOperatorPassword } from '../../../control-plane/auth/password-reset.ts';
@@ -31,6 +31,22 @@ function operatorForm(form: FormState): H {
   return html`<form id="new-operator" class="card" hx-post="/console/operators" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
 <h2>Add an operator</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'new-operator', required: true })}${field(form, 'email', 'E-mail', { in: 'new-operator', type: 'email', required: true })}${field(form, 'role', 'Role', { in: 'new-operator', options: ROLE_OPTIONS })}
 <button type="submit">Add operator</button></form>`;
+}
+
+/** Every operator (swapped in out of band after an add, so the new one is listed at once). */
+async function operatorRows(c: Context<AppEnv>, oob = false): Promise<H> {
+  const list = await listOperators(c.get('services').store);
+  const me = who(c).userId;
+  return html`<tbody id="operator-rows"${oob ? html` hx-swap-oob="true"` : ''}>${list.map(
+        (o) => html`<tr><td data-label="Name">${o.name}</td><td data-label="E-mail">${o.email}</td>
+<td data-label="Role"><form class="row" hx-post="/console/operators/${o.id}" hx-target="#operator-result" hx-swap="innerHTML"><label class="skip" for="role-${o.id}">Role of ${o.email}</label><select id="role-${o.id}" name="role">${ROLE_OPTIONS.map(([v, l]) => html`<option value="${v}"${v === o.role ? html` selected` : ''}>${l}</option>`)}</select><button type="submit" class="secondary">Change role</button></form></td>
+<td data-label="State">${o.disabled ? badge('disabled') : badge('active')}</td><td data-label="Since">${when(o.created_at)}</td>
+<td><div class="row">${
+          o.disabled
+            ? html`<form hx-post="/console/operators/${o.id}" hx-target="#operator-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="false"><button type="submit" class="secondary">Switch on ${o.name}</button></form>`
+            : confirmAction({ id: `disable-${o.id}`, label: `Disable ${o.name}`, action: `/console/operators/${o.id}`, target: '#operator-result', hidden: { disabled: 'true' }, button: `Disable ${o.name}`, stops: `${o.name} is signed out at once and cannot sign in until switched back on.` })
+        }${o.id === me ? '' : confirmAction({ id: `reset-${o.id}`, label: `Reset password of ${o.name}`, secondary: true, action: `/console/operators/${o.id}/reset-password`, target: '#operator-result', button: 'Reset the password', stops: `${o.name} gets a new temporary password, shown to you once; every session of theirs ends at once and they choose their own password at next sign-in.` })}</div></td></tr>`,
+      )}</tbody>`;
 }
 
 export function platformPages(app: Hono<AppEnv>): void {
@@ -73,20 +89,9 @@ export function platformPages(app: Hono<AppEnv>): void {
     });
   });
   app.get('/operators', owners, async (c) => {
-    const list = await listOperators(c.get('services').store);
-    const me = who(c).userId;
     return page(c, 'Operators', {
       nav: 'operators',
-      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th>State</th><th>Since</th><th></th></tr></thead><tbody>${list.map(
-        (o) => html`<tr><td data-label="Name">${o.name}</td><td data-label="E-mail">${o.email}</td>
-<td data-label="Role"><form class="row" hx-post="/console/operators/${o.id}" hx-target="#operator-result" hx-swap="innerHTML"><label class="skip" for="role-${o.id}">Role of ${o.email}</label><select id="role-${o.id}" name="role">${ROLE_OPTIONS.map(([v, l]) => html`<option value="${v}"${v === o.role ? html` selected` : ''}>${l}</option>`)}</select><button type="submit" class="secondary">Change role</button></form></td>
-<td data-label="State">${o.disabled ? badge('disabled') : badge('active')}</td><td data-label="Since">${when(o.created_at)}</td>
-<td><div class="row">${
-          o.disabled
-            ? html`<form hx-post="/console/operators/${o.id}" hx-target="#operator-result" hx-swap="innerHTML"><input type="hidden" name="disabled" value="false"><button type="submit" class="secondary">Switch on ${o.name}</button></form>`
-            : confirmAction({ id: `disable-${o.id}`, label: `Disable ${o.name}`, action: `/console/operators/${o.id}`, target: '#operator-result', hidden: { disabled: 'true' }, button: `Disable ${o.name}`, stops: `${o.name} is signed out at once and cannot sign in until switched back on.` })
-        }${o.id === me ? '' : confirmAction({ id: `reset-${o.id}`, label: `Reset password of ${o.name}`, secondary: true, action: `/console/operators/${o.id}/reset-password`, target: '#operator-result', button: 'Reset the password', stops: `${o.name} gets a new temporary password, shown to you once; every session of theirs ends at once and they choose their own password at next sign-in.` })}</div></td></tr>`,
-      )}</tbody></table></div><div id="operator-result"></div></section>
+      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th>State</th><th>Since</th><th></th></tr></thead>${await operatorRows(c)}</table></div><div id="operator-result"></div></section>
 ${operatorForm(emptyForm({ role: 'platform_support' }))}`,
     });
   });
@@ -95,7 +100,7 @@ ${operatorForm(emptyForm({ role: 'platform_support' }))}`,
       const made = await addOperator(c.get('services').store, actorOf(c.get('principal')), check(NewOperator, v));
       return c.html(html`<div id="new-operator" class="card success" role="status"><h2>${made.operator.email} is added</h2>
 <p>Temporary password, shown only now: <code class="secret" id="operator-password">${made.temporary_password}</code> <button type="button" class="secondary" data-copy="operator-password">Copy</button></p>
-<p><a href="/console/operators">Back to the operators</a></p></div>`);
+<p><a href="/console/operators">Back to the operators</a></p></div>${outOfBand(await operatorRows(c, true))}`);
     }),
   );
   app.post('/operators/:id', owners, async (c) => {
