@@ -226,4 +226,42 @@ t('after a create, the list on the same page shows the new row at once: company,
   assert.equal(problems, []);
 });
 
+t("a campaign's actions follow its state: Start on a draft, Pause and Stop while running, Resume and Stop while paused, none once stopped (typed STOP)", async () => {
+  const temporary = await createCompany(owner, 'States Co', 'states-co', 'owner@states.test');
+  const { context, page } = await companyOwner('owner@states.test', temporary);
+  await page.goto(`${cp.url}/console/lists`);
+  await page.getByLabel('New list name').fill('States leads');
+  await page.getByRole('button', { name: 'Create list' }).click();
+  await page.waitForURL(/\/console\/lists\/lst_/);
+  // People to call, so the running campaign does not complete at once (no media node takes a call here).
+  await page.getByLabel(/One person a line/).fill('+14155550480, Ada, Lovelace\n+14155550481, Grace, Hopper');
+  await page.getByRole('button', { name: 'Add' }).click();
+  await page.getByText('2 added').waitFor();
+  await page.goto(`${cp.url}/console/campaigns`);
+  const form = page.locator('#new-campaign');
+  await form.getByLabel('Name').fill('States spring');
+  await form.getByLabel('States leads').check();
+  await form.getByLabel('Caller id').fill('+14155550100');
+  await form.getByRole('button', { name: 'Create campaign' }).click();
+  await page.waitForURL(/\/console\/campaigns\/cmp_/);
+  const actions = async () => (await page.locator('#main form.inline button, #main details.confirm > summary').allTextContents()).map((x) => x.trim());
+  assert.equal(await actions(), ['Start']);
+  await page.getByRole('button', { name: 'Start' }).click();
+  await page.getByRole('button', { name: 'Pause' }).waitFor();
+  assert.equal(await actions(), ['Pause', 'Stop'], 'no Start on a running campaign');
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByRole('button', { name: 'Resume' }).waitFor();
+  assert.equal(await actions(), ['Resume', 'Stop']);
+  await page.locator('summary', { hasText: 'Stop' }).click();
+  await page.getByText('cannot be started again').waitFor();
+  await page.getByLabel('Type STOP to confirm').fill('stop');
+  await page.getByRole('button', { name: 'Stop the campaign' }).click();
+  await page.locator('#campaign-result').getByText('type STOP exactly').waitFor();
+  await page.getByLabel('Type STOP to confirm').fill('STOP');
+  await page.getByRole('button', { name: 'Stop the campaign' }).click();
+  await page.getByText('A stopped campaign takes no more actions.').waitFor();
+  assert.equal(await actions(), []);
+  await context.close();
+});
+
 t.run();

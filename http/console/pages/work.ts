@@ -5,6 +5,7 @@
  * retry policy, abandonment cap and rate, changed with the API's own check). Everyone in the
  * company reads; owners and admins change.
  */
+import { confirmAction, confirmedWord } from '../confirm.ts';
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
 import { commandCampaign, createCampaign, listCampaigns } from '../../../control-plane/core/campaigns.ts';
@@ -17,7 +18,7 @@ import type { AppEnv } from '../../env.ts';
 import { actorOf, companyMembers, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { NewCampaign, readCampaign, type CampaignRead } from '../../routes/core/campaigns.ts';
 import { NewList } from '../../routes/core/lists.ts';
-import { check, emptyForm, field, formAll, submit, topError, type FormState } from '../forms.ts';
+import { check, emptyForm, field, formAll, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 
 const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
@@ -60,6 +61,29 @@ function waiting(x: CampaignRead): H | string {
   const words = IDLE_WORDS[x.idle_reason] ?? x.idle_reason.replace(/_/g, ' ');
   const until = x.idle_reason === 'outside_calling_hours' && x.next_window_at ? html` until ${when(x.next_window_at)}` : '';
   return html`<dt>Waiting</dt><dd id="waiting">Waiting: ${words}${until} <small class="muted">(<code>${x.idle_reason}</code>)</small></dd>`;
+}
+
+/** The typed word that stops a campaign (stopped is final: it never starts again). */
+export const CONFIRM_STOP = 'STOP';
+
+/**
+ * The actions the campaign's state allows (its machine's): a draft starts; a running one pauses
+ * or stops; a paused one resumes or stops; a stopped or completed one has none. Stop is final,
+ * so it asks for the typed word STOP.
+ */
+function campaignActions(x: CampaignRead, cmd: (name: string, label: string, cls?: string) => H): H {
+  const stop = () =>
+    confirmAction({ id: `stop-${x.id}`, label: 'Stop', action: `/console/campaigns/${x.id}/stop`, target: '#campaign-result', word: CONFIRM_STOP, button: 'Stop the campaign', stops: `${x.name} stops for good: no call is placed for it again, and it cannot be started again (pause it to stop for a while).` });
+  switch (x.state) {
+    case 'draft':
+      return html`<div class="row">${cmd('start', 'Start')}</div>`;
+    case 'running':
+      return html`<div class="row">${cmd('pause', 'Pause', 'secondary')} ${stop()}</div>`;
+    case 'paused':
+      return html`<div class="row">${cmd('start', 'Resume')} ${stop()}</div>`;
+    default:
+      return html`<p class="muted">A ${x.state} campaign takes no more actions.</p>`;
+  }
 }
 
 function counters(x: CampaignRead): H {
@@ -249,7 +273,7 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
       body: html`<p><a href="/console/campaigns">← Campaigns</a></p><div class="grid">${counters(x)}
 <section class="card"><h2>Settings</h2><dl class="facts"><dt>Mode</dt><dd>${x.mode}</dd><dt>Handled by</dt><dd>${x.handler}</dd><dt>Calls at once</dt><dd>${x.max_concurrent_calls}</dd><dt>Calls a second</dt><dd>${x.calls_per_second}</dd><dt>Caller id</dt><dd>${x.caller_id ?? '—'}</dd>
 <dt>Lists</dt><dd>${x.list_ids.map((id) => html`<a href="/console/lists/${id}">${id}</a> `)}</dd>${dialingFacts(x)}<dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
-${can(c, companyWriters) ? html`<div class="row">${cmd('start', 'Start')} ${cmd('pause', 'Pause', 'secondary')} ${cmd('stop', 'Stop', 'danger')}</div><div id="campaign-result"></div>` : ''}</section></div>
+${can(c, companyWriters) ? html`${campaignActions(x, cmd)}<div id="campaign-result"></div>` : ''}</section></div>
 ${can(c, companyWriters) ? settingsForm(x.id, emptyForm(settingsValues(x))) : ''}
 ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     });
@@ -270,6 +294,7 @@ ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
   });
   for (const command of ['start', 'pause', 'stop'] as const) {
     app.post(`/campaigns/:id/${command}`, companyWriters, async (c) => {
+      if (command === 'stop') confirmedWord(formValues(c).confirm, CONFIRM_STOP);
       await commandCampaign(c.get('services'), tenant(c), c.req.param('id'), command, actorOf(c.get('principal')));
       return redirect(c, `/console/campaigns/${c.req.param('id')}`);
     });
