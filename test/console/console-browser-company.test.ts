@@ -13,6 +13,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { saveRecording } from '../../control-plane/recordings/save.ts';
 import { wavFile } from '../support/recording-sources.ts';
+import { axeChecked } from './support.ts';
 import {
   companyOwner, cp, createCompany, documents, keyboardCheck, logTiming, owner, ownerContext, phoneWidth, problems, setHidden, shot,
   startConsole, startTiming, stopConsole, web,
@@ -327,6 +328,7 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
 t('every page visited had the CSP and no script error or violation', async () => {
   assert.ok(documents >= 20, `documents checked: ${documents}`);
   assert.equal(problems, []);
+  axeChecked();
   await ownerContext.close();
 });
 

@@ -13,6 +13,7 @@ import { createList } from '../../control-plane/core/lists.ts';
 import { createOperator } from '../../control-plane/auth/accounts.ts';
 import { call, signIn as signInHttp } from '../support/http.ts';
 import { eventually } from '../support/eventually.ts';
+import { axeChecked } from './support.ts';
 import {
   companyOwner, cp, createCompany, csrfPost, documents, keyboardCheck, logTiming, newPerson, owner, ownerContext, phoneWidth, problems, shot, signIn,
   startConsole, startTiming, stopConsole,
@@ -145,6 +146,7 @@ t("a company owner reads a campaign's window, retries, cap, abandonment and why 
 t('every page visited had the CSP and no script error or violation', async () => {
   assert.ok(documents >= 5, `documents checked: ${documents}`);
   assert.equal(problems, []);
+  axeChecked();
   await ownerContext.close();
 });
 

@@ -10,6 +10,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from '../support/server.ts';
+import { axeChecked } from './support.ts';
 import {
   addOperator, changePassword, companyOwner, cp, createCompany, csrfPost, documents, keyboardCheck, logTiming, newPerson, NEW_PASSWORD,
   owner, ownerContext, phoneWidth, problems, shot, signIn, startConsole, startTiming, stopConsole,
@@ -381,6 +382,7 @@ t('pages read at a phone width, and every page visited had the CSP and no script
   await owner.setViewportSize({ width: 1280, height: 900 });
   assert.ok(documents >= 20, `documents checked: ${documents}`);
   assert.equal(problems, []);
+  axeChecked();
   await ownerContext.close();
 });
 

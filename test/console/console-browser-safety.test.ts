@@ -6,6 +6,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { axeChecked } from './support.ts';
 import { changePassword, companyOwner, cp, createCompany, newPerson, NEW_PASSWORD, owner, problems, shot, signIn, startConsole, startTiming, logTiming, stopConsole } from './support.ts';
 
 const t = suite('web console in a browser: safety');
@@ -132,6 +133,7 @@ t('removing a price override and deleting a connection ask first; a connection t
   assert.is(await page.getByText('Old dialer').count(), 0);
   await boss.context.close();
   assert.equal(problems, []);
+  axeChecked();
 });
 
 t('signed out by a password change elsewhere, a disabled account, an expired session or a suspension: the sign-in page says which', async () => {
@@ -224,6 +226,7 @@ t('after a create, the list on the same page shows the new row at once: company,
   await form.getByRole('button', { name: 'Add operator' }).click();
   await owner.locator('#operator-rows').getByRole('cell', { name: 'olive@platform.test', exact: true }).waitFor();
   assert.equal(problems, []);
+  axeChecked();
 });
 
 t("a campaign's actions follow its state: Start on a draft, Pause and Stop while running, Resume and Stop while paused, none once stopped (typed STOP)", async () => {

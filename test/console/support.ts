@@ -8,7 +8,7 @@
  *
  * The `let` exports are live bindings: set by `startConsole` (a file's `before`), read by its tests.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import chromium from '@sparticuz/chromium';
 import { chromium as playwright, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import * as assert from 'uvu/assert';
@@ -32,7 +32,45 @@ export const problems: string[] = [];
 /** Pages (documents) checked for the CSP header. */
 export let documents = 0;
 
+/** axe-core's source, run in the page by the driver (an added script tag would be refused by the page's CSP). */
+const AXE = readFileSync(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
+/** Pages checked by axe-core, and the rule and page pairs already reported (each once). */
+export let axed = 0;
+const axeSeen = new Set<string>();
+
+/**
+ * axe-core on the page just loaded: every serious or critical violation is a problem, named with
+ * its rule, the page's path and the first elements. A page left before the check ends is skipped.
+ */
+async function axeCheck(page: Page): Promise<void> {
+  try {
+    const found = await page.evaluate<Array<{ id: string; impact: string; help: string; nodes: string[] }>>(`(async () => {
+      if (!window.axe) { ${AXE}
+ }
+      const r = await window.axe.run(document, { resultTypes: ['violations'] });
+      return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+    })()`);
+    axed++;
+    const path = new URL(page.url()).pathname.replace(/\/(ten|usr|opr|key|cmp|lst|con|rec|call|per)_[A-Za-z0-9]+/g, '/$1_…');
+    for (const v of found) {
+      const key = `${v.id} ${path}`;
+      if (axeSeen.has(key)) continue;
+      axeSeen.add(key);
+      problems.push(`axe ${v.impact} ${v.id} on ${path}: ${v.help} (${v.nodes.join(', ')})`);
+    }
+  } catch {
+    // The page navigated or closed while axe ran: its next load is checked instead.
+  }
+}
+
+/** The file's pages were checked by axe-core (its violations are in `problems`); logs how many loads. */
+export function axeChecked(): void {
+  console.log(`  axe-core checked ${axed} page loads: 0 serious or critical violations is asserted with the problems`);
+  assert.ok(axed > 0, 'axe-core ran on the pages visited');
+}
+
 function watch(page: Page): Page {
+  page.on('load', () => void axeCheck(page));
   page.on('pageerror', (e) => problems.push(`script error on ${page.url()}: ${e.message}`));
   page.on('console', (m) => {
     if (m.type() !== 'error' && !/Content Security Policy|Refused to/i.test(m.text())) return;

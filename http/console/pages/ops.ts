@@ -50,7 +50,7 @@ export function opsPages(app: Hono<AppEnv>): void {
 <dt>Configured</dt><dd>${health.configured ? 'yes' : 'no'}</dd><dt>Reachable</dt><dd>${health.reachable === null ? '—' : health.reachable ? badge('pass') : badge('fail')}</dd>
 <dt>Reply p50 (ms)</dt><dd>${dash(health.reply_ms.p50)}</dd><dt>Reply p95 (ms)</dt><dd>${dash(health.reply_ms.p95)}</dd>
 <dt>Bot sessions live</dt><dd>${dash(health.sessions.live)}</dd><dt>Failed (15 min)</dt><dd>${dash(health.sessions.failed)}</dd><dt>Checked</dt><dd>${when(health.checked_at)}</dd></dl></section>
-<section class="card"><h2>Providers</h2><div class="table-wrap"><table class="stack"><thead><tr><th>Purpose</th><th>Base address</th><th>Model</th><th>Key present</th><th>Changed</th></tr></thead><tbody>${providers.map(
+<section class="card"><h2 id="providers">Providers</h2><div class="table-wrap" tabindex="0" role="region" aria-labelledby="providers"><table class="stack"><thead><tr><th>Purpose</th><th>Base address</th><th>Model</th><th>Key present</th><th>Changed</th></tr></thead><tbody>${providers.map(
         (p) => html`<tr><td data-label="Purpose">${p.purpose}</td><td data-label="Base address">${p.base_url ?? '—'}</td><td data-label="Model">${p.model ?? '—'}</td><td data-label="Key present">${p.key_present ? 'yes' : 'no'}</td><td data-label="Changed">${when(p.updated_at)}</td></tr>`,
       )}</tbody></table></div></section></div>
 ${can(c, owners) ? aiForm(emptyForm({ purpose: 'qa' })) : ''}`,
