@@ -74,6 +74,20 @@ export async function listTenants(
   return { items: page.map((r) => ({ ...summary(r), ...columns.get(r.id)! })), next_cursor };
 }
 
+/**
+ * Companies for a picker: name or slug containing `q` (case-insensitive), by name, at most `limit`;
+ * `topLevel` only companies that may be a parent (not sub-accounts, not closing). No list columns.
+ */
+export async function pickCompanies(store: Store, q: string, opts: { limit?: number; topLevel?: boolean; id?: string } = {}): Promise<CompanySummary[]> {
+  let query = store.db.selectFrom('companies as c').select(SUMMARY);
+  if (opts.id) query = query.where('c.id', '=', opts.id);
+  const text = q.trim();
+  if (text) query = query.where((eb) => eb.or([eb('c.name', 'ilike', containing(text)), eb('c.slug', 'ilike', containing(text))]));
+  if (opts.topLevel) query = query.where('c.parent_id', 'is', null).where('c.status', '!=', 'closing');
+  const rows = await query.orderBy('c.name').orderBy('c.id').limit(opts.limit ?? 10).execute();
+  return rows.map(summary);
+}
+
 /** Every top-level company in creation order, each with its sub-accounts (one level) nested. */
 export async function tenantTree(store: Store): Promise<{ items: Array<CompanySummary & { sub_accounts: CompanySummary[] }> }> {
   const rows = await store.db.selectFrom('companies as c').select(SUMMARY).orderBy('c.created_at').orderBy('c.id').execute();

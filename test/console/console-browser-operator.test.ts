@@ -232,7 +232,14 @@ t("an operator builds a company tree; the parent's owner suspends a sub-account 
   await owner.getByRole('link', { name: 'Create a sub-account under Theta Group' }).click();
   await owner.waitForURL(/\/console\/companies\?parent_id=/);
   const form = owner.locator('#new-company');
-  assert.is(await form.getByLabel('Parent company id (for a sub-account)').inputValue(), parentId, 'the parent filled in');
+  // The parent is chosen in the company picker (no id typed), and a search finds companies by name.
+  const parentChoice = form.getByRole('radio', { name: /Theta Group/ });
+  await parentChoice.waitFor();
+  assert.ok(await parentChoice.isChecked(), 'the parent chosen');
+  assert.is(await parentChoice.getAttribute('value'), parentId);
+  await form.getByLabel('Find a company by name').fill('theta gr');
+  await form.getByRole('radio', { name: /Theta Group/ }).waitFor();
+  assert.ok(await form.getByRole('radio', { name: /Theta Group/ }).isChecked(), 'still chosen after a search');
   await form.getByLabel('Company name').fill('Theta North');
   await form.getByLabel('Short name (slug)').fill('theta-north');
   await form.getByLabel("First owner's name").fill('North Owner');

@@ -104,7 +104,13 @@ t('removing a price override and deleting a connection ask first; a connection t
   await owner.goto(`${cp.url}/console/billing`);
   const prices = owner.locator('#price-form');
   await prices.getByLabel('Unit price (USD)').fill('0.0300');
-  await prices.getByLabel(/Company id for an override|Company for an override/).fill(tenantId);
+  // The company is found by typing part of its name, and chosen (its id is sent, never typed).
+  await prices.getByLabel('Find a company by name').fill('price c');
+  const choice = prices.getByRole('radio', { name: /Price Co/ });
+  for (let i = 0; i < 50 && (await prices.getByRole('radio').count()) !== 2; i++) await owner.waitForTimeout(100);
+  assert.is(await prices.getByRole('radio').count(), 2, 'none, and the one company matching');
+  assert.is(await choice.getAttribute('value'), tenantId);
+  await choice.check();
   await prices.getByRole('button', { name: 'Set price' }).click();
   await owner.waitForLoadState();
   const row = owner.locator('#prices tr', { hasText: '0.0300' });

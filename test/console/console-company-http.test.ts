@@ -56,7 +56,9 @@ t('lists and campaigns: a list, people one a line (a refused one named), a campa
   const camp = await post('/console/campaigns', co.owner, { name: 'Spring calls', caller_id: '+14155550199', mode: 'progressive', handler: 'bot', max_concurrent_calls: '2', calls_per_second: '1', list_ids: listId });
   const campId = /\/console\/campaigns\/(cmp_.+)$/.exec(camp.headers.get('hx-redirect') ?? '')![1];
   for (const [command, state] of [['start', 'running'], ['pause', 'paused'], ['start', 'running'], ['stop', 'stopped']] as const) {
-    const r = await post(`/console/campaigns/${campId}/${command}`, co.owner);
+    // Stop is final: it takes the typed word STOP (without it, 422 and nothing changes).
+    if (command === 'stop') assert.is((await post(`/console/campaigns/${campId}/stop`, co.owner)).status, 422);
+    const r = await post(`/console/campaigns/${campId}/${command}`, co.owner, command === 'stop' ? { confirm: 'STOP' } : undefined);
     assert.is(r.headers.get('hx-redirect'), `/console/campaigns/${campId}`, command);
     const counters = await get(`/console/campaigns/${campId}/counters`, co.owner);
     assert.ok(counters.text.includes(`>${state}<`), `${command}: ${state}`);
@@ -213,7 +215,10 @@ t('the company tree and sub-accounts: created under a parent, nested in the tree
   // From the parent's detail, a link to the new-company form with the parent filled in; none on the sub-account's.
   const parentDetail = await get(`/console/companies/${parent.tenantId}`, owner);
   assert.ok(parentDetail.text.includes(`href="/console/companies?parent_id=${parent.tenantId}#new-company"`));
-  assert.match((await get(`/console/companies?parent_id=${parent.tenantId}`, owner)).text, new RegExp(`<input type="text" id="new-company-parent-id" name="parent_id"[^>]* value="${parent.tenantId}">`));
+  // The parent comes chosen in the company picker (its choices load from /console/companies/pick).
+  assert.match((await get(`/console/companies?parent_id=${parent.tenantId}`, owner)).text, new RegExp(`<input type="hidden" name="parent_id" value="${parent.tenantId}">`));
+  const picked = (await get(`/console/companies/pick?field=parent_id&top=1&chosen=${parent.tenantId}`, owner)).text;
+  assert.match(picked, new RegExp(`<input type="radio" name="parent_id" value="${parent.tenantId}" checked>`));
   assert.not.ok((await get(`/console/companies/${childId}`, owner)).text.includes('Create a sub-account under'), 'one level only');
 
   // The parent's owner sees it with Suspend; an admin of the parent neither sees the page nor may act.

@@ -275,7 +275,9 @@ export async function keyboardCheck(page: Page): Promise<{ count: number; unname
     const els = [...document.querySelectorAll(sel)].filter((e) => e.checkVisibility() && !e.disabled);
     const text = (e) => (e ? e.textContent.replace(/\\s+/g, ' ').trim() : '');
     window.__seen = new Set();
-    document.addEventListener('focusin', (e) => { const i = e.target.getAttribute && e.target.getAttribute('data-a11y'); if (i !== null) window.__seen.add(Number(i)); });
+    // Tab stops once in a radio group (arrow keys move inside it): reaching one reaches the group.
+    const group = (e) => (e.type === 'radio' && e.name ? [...document.querySelectorAll('input[type=radio]')].filter((r) => r.name === e.name && r.form === e.form) : [e]);
+    document.addEventListener('focusin', (e) => { for (const g of e.target.getAttribute ? group(e.target) : []) { const i = g.getAttribute('data-a11y'); if (i !== null) window.__seen.add(Number(i)); } });
     return els.map((e, i) => {
       e.setAttribute('data-a11y', String(i));
       const labelled = e.getAttribute('aria-labelledby');

@@ -14,6 +14,7 @@ import { actorOf, operators } from '../../middleware/guards.ts';
 import { billers, PriceBookBody } from '../../routes/platform/billing.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { confirmAction } from '../confirm.ts';
+import { companyPicker } from '../picker.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 
 
@@ -26,7 +27,7 @@ const ITEM_OPTIONS = ITEMS.map((i) => [i, i] as const);
 function priceForm(form: FormState): H {
   return html`<form id="price-form" hx-post="/console/billing/prices" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button" class="row">
 ${topError(form)}${field(form, 'item', 'Item', { in: 'price-form', options: ITEM_OPTIONS })}${field(form, 'unit_price', 'Unit price (USD)', { in: 'price-form', required: true, placeholder: '0.0200' })}
-${field(form, 'tenant_id', 'Company id for an override (empty: global)', { in: 'price-form', placeholder: 'ten_…' })}
+${companyPicker({ field: 'tenant_id', label: 'Company for an override', none: 'None: the global price', chosen: form.values.tenant_id || undefined, error: form.errors.tenant_id })}
 <div class="field"><button type="submit">Set price</button></div></form>`;
 }
 

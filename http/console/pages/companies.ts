@@ -10,7 +10,7 @@ import { html } from 'hono/html';
 import { createCompany } from '../../../control-plane/companies/create-company.ts';
 import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany, type LifecycleAnswer } from '../../../control-plane/companies/lifecycle.ts';
 import { editCompany } from '../../../control-plane/companies/edit.ts';
-import { listTenants, tenantDetail, tenantTree, type AuditLine, type TenantDetail } from '../../../control-plane/companies/views.ts';
+import { listTenants, pickCompanies, tenantDetail, tenantTree, type AuditLine, type TenantDetail } from '../../../control-plane/companies/views.ts';
 import type { ListColumns } from '../../../control-plane/companies/list-columns.ts';
 import type { CompanyStatus } from '../../../control-plane/db/schema/index.ts';
 import type { AppEnv } from '../../env.ts';
@@ -20,6 +20,7 @@ import { check, emptyForm, field, submit, topError, type FormState } from '../fo
 import { badge, can, dash, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { companyPauseCard, owners } from './dialing.ts';
 import { confirmAction } from '../confirm.ts';
+import { companyPicker, pickerChoices } from '../picker.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
 import { resetter } from '../../routes/platform/operators.ts';
 import { resetAnswer } from './platform.ts';
@@ -86,7 +87,7 @@ function newCompanyForm(form: FormState): H {
 <h2>New company</h2>${topError(form)}
 <div class="grid">
 <div>${field(form, 'name', 'Company name', { in: 'new-company', required: true })}${field(form, 'slug', 'Short name (slug)', { in: 'new-company', required: true, hint: 'Lower-case letters, digits and dashes.' })}${field(form, 'plan', 'Plan', { in: 'new-company', options: PLANS })}</div>
-<div>${field(form, 'owner.name', "First owner's name", { in: 'new-company', required: true })}${field(form, 'owner.email', "First owner's e-mail", { in: 'new-company', type: 'email', required: true })}${field(form, 'notes', 'Notes', { in: 'new-company', textarea: true })}${field(form, 'parent_id', 'Parent company id (for a sub-account)', { in: 'new-company', placeholder: 'ten_…', hint: 'Empty for a company of its own.' })}</div>
+<div>${field(form, 'owner.name', "First owner's name", { in: 'new-company', required: true })}${field(form, 'owner.email', "First owner's e-mail", { in: 'new-company', type: 'email', required: true })}${field(form, 'notes', 'Notes', { in: 'new-company', textarea: true })}${companyPicker({ field: 'parent_id', label: 'Parent company (for a sub-account)', none: 'None: a company of its own', topLevel: true, chosen: form.values.parent_id || undefined, error: form.errors.parent_id })}</div>
 </div>
 <button type="submit">Create company</button> <span class="busy">Creating…</span>
 </form>`;
@@ -263,6 +264,17 @@ ${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard', parent_id: c.r
           : html`<p class="muted">No company yet.</p>`
       }</section>`,
     });
+  });
+  // The company picker's choices (http/console/picker.ts): at most 10 by name or slug, the chosen one first.
+  app.get('/companies/pick', anyOperator, async (c) => {
+    const store = c.get('services').store;
+    const field = c.req.query('field') === 'tenant_id' ? 'tenant_id' : 'parent_id';
+    const none = (c.req.query('none') ?? 'None').slice(0, 100);
+    const topLevel = c.req.query('top') === '1';
+    const chosen = c.req.query('chosen')?.slice(0, 64) || null;
+    const found = await pickCompanies(store, (c.req.query('pick_q') ?? '').slice(0, 200), { topLevel });
+    const first = chosen && !found.some((t) => t.id === chosen) ? await pickCompanies(store, '', { id: chosen, limit: 1 }) : [];
+    return c.html(pickerChoices(field, none, [...first, ...found], chosen));
   });
   app.get('/companies/rows', anyOperator, async (c) => c.html((await rows(c, listQuery(c))).body));
   app.post('/companies', managers, (c) =>
