@@ -243,7 +243,7 @@ t("a campaign's actions follow its state: Start on a draft, Pause and Stop while
   await page.getByRole('button', { name: 'Create list' }).click();
   await page.waitForURL(/\/console\/lists\/lst_/);
   // People to call, so the running campaign does not complete at once (no media node takes a call here).
-  await page.getByLabel(/One person a line/).fill('+14155550480, Ada, Lovelace\n+14155550481, Grace, Hopper');
+  await page.getByLabel(/One person a line/).fill('+12125550111, Ada, Lovelace\n+12125550112, Grace, Hopper');
   await page.getByRole('button', { name: 'Add' }).click();
   await page.getByText('2 added').waitFor();
   await page.goto(`${cp.url}/console/campaigns`);
@@ -253,6 +253,7 @@ t("a campaign's actions follow its state: Start on a draft, Pause and Stop while
   await form.getByLabel('Caller id').fill('+14155550100');
   await form.getByRole('button', { name: 'Create campaign' }).click();
   await page.waitForURL(/\/console\/campaigns\/cmp_/);
+  assert.ok(await page.getByRole('link', { name: 'States leads' }).isVisible(), 'its list by name');
   const actions = async () => (await page.locator('#main form.inline button, #main details.confirm > summary').allTextContents()).map((x) => x.trim());
   assert.equal(await actions(), ['Start']);
   await page.getByRole('button', { name: 'Start' }).click();

@@ -265,6 +265,8 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
   });
   app.get('/campaigns/:id', companyMembers, async (c) => {
     const x = await readCampaign(c.get('services').store, tenant(c), c.req.param('id'));
+    // Lists by name, their ids as detail (a list gone since shows its id).
+    const lists = await Promise.all(x.list_ids.map((id) => findList(c.get('services').store, tenant(c), id).then((l) => ({ id, name: l.name }), () => ({ id, name: id }))));
     const cursors = { calls: c.req.query('calls')?.slice(0, 500) || undefined, results: c.req.query('results')?.slice(0, 500) || undefined };
     const cmd = (name: string, label: string, cls = '') =>
       html`<form class="inline" hx-post="/console/campaigns/${x.id}/${name}" hx-target="#campaign-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit" class="${cls}">${label}</button></form>`;
@@ -272,7 +274,7 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
       nav: 'campaigns',
       body: html`<p><a href="/console/campaigns">← Campaigns</a></p><div class="grid">${counters(x)}
 <section class="card"><h2>Settings</h2><dl class="facts"><dt>Mode</dt><dd>${x.mode}</dd><dt>Handled by</dt><dd>${x.handler}</dd><dt>Calls at once</dt><dd>${x.max_concurrent_calls}</dd><dt>Calls a second</dt><dd>${x.calls_per_second}</dd><dt>Caller id</dt><dd>${x.caller_id ?? '—'}</dd>
-<dt>Lists</dt><dd>${x.list_ids.map((id) => html`<a href="/console/lists/${id}">${id}</a> `)}</dd>${dialingFacts(x)}<dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
+<dt>Lists</dt><dd>${lists.map((l) => html`<a href="/console/lists/${l.id}">${l.name}</a> <small class="muted">${l.id}</small> `)}</dd>${dialingFacts(x)}<dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
 ${can(c, companyWriters) ? html`${campaignActions(x, cmd)}<div id="campaign-result"></div>` : ''}</section></div>
 ${can(c, companyWriters) ? settingsForm(x.id, emptyForm(settingsValues(x))) : ''}
 ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
