@@ -1,24 +1,40 @@
 /**
  * The SIP adapter on drachtio-srf: the agent is a drachtio application connected (outbound TCP)
  * to a drachtio-server in front of the SIP trunk. Tested against a stand-in for drachtio-server
- * written from drachtio-srf's own source (test/support/drachtio-standin.ts); what that covers and
- * what only a real drachtio-server shows is in docs/agent-protocol.md.
+ * (test/support/drachtio-standin.ts) that follows drachtio-server's own source where the client
+ * does not tell; what only a real drachtio-server shows is in docs/agent-protocol.md.
  *
  * Read from drachtio-srf 5.0.29's source, not its typings (which differ):
  * - `srf.connect()` returns the app, not a promise. The outcome comes as events: `connect` with
  *   `(err, hostport)` (err: the secret was refused), `error` (no server, a reset), `close` (the
  *   admin socket is gone). srf reconnects by itself with its own backoff (capped here).
- * - `createUAC`'s `cbRequest` is called `(err, req)`: `req` is the INVITE in flight, kept to
- *   CANCEL it (`req.cancel()`, which can throw synchronously once the connection is gone).
- * - `dialog.destroy()` returns a promise (it rejects when the BYE cannot be sent).
- * - `srf.disconnect()` throws when there is no socket.
+ * - `createUAC`'s `cbRequest` is called `(err, req)`: `req` is the INVITE as the server sent it
+ *   (its transaction id, Call-ID and From tag).
+ * - `srf.request(uri, {method, stackTxnId | stackDialogId}, cb)` sends on the current connection:
+ *   a CANCEL by the INVITE's transaction id, an ACK, BYE or OPTIONS by the dialog id. drachtio-srf's
+ *   own request and dialog objects stay bound to the socket they came on, so after a reconnect only
+ *   these requests by id reach the calls.
  *
  * Per call: `placed` once the INVITE went out; the ring timeout and a hang-up before answer send a
  * CANCEL (the INVITE then fails with 487); a 200 that crosses our CANCEL gets a BYE at once and is
  * reported as what it was (sip_status 200, no talk); a BYE from the far end fires the dialog's
- * `destroy`; our hang-up after answer is `dialog.destroy()`. While the drachtio connection is
- * down, `originate` is refused (`trunk_unavailable`); when it drops, every live call ends with
- * `trunk_lost` (their transactions and dialogs were on that connection).
+ * `destroy`; our hang-up after answer is a BYE.
+ *
+ * When only the admin connection drops, drachtio-server keeps the calls' transactions and
+ * dialogs but no longer passes anything about them to any client, the reconnected one included
+ * (drachtio-server src/client-controller.cpp: responses go to the client that opened the
+ * transaction, in-dialog requests to the client that owned the dialog; a far end's BYE is then
+ * answered 481). What a reconnected client can still do, by id: CANCEL an INVITE still pending,
+ * ACK a 200 that came while it was away, send BYE or OPTIONS in a dialog the server still has
+ * (src/client.cpp, src/sip-dialog-controller.cpp). So while the connection is down the calls are
+ * left as they are on the wire and nothing is reported; once it is back each call is taken back
+ * or ended (`#reattach`): an answered call still up is kept and watched with in-dialog OPTIONS
+ * (the server will not tell us of its far end's BYE any more), one hung up meanwhile is BYEd; a
+ * ringing call is CANCELed (its progress can no longer be followed), and a 200 that came or
+ * comes for it is ACKed, then BYEd if we had given up on it, else taken back as answered. Calls
+ * not back within `detachedLimitMs` are reported `trunk_lost` then and still ended on the wire
+ * once the connection returns; a refused reconnect (nothing listens: the server is gone, and its
+ * calls with it) reports them at once.
  *
  * Media (RTP) is not handled here: the offer is a fixed SDP from the settings, the place where a
  * media server (or the bot's media bridge) will plug in.
@@ -44,40 +60,91 @@ export type DrachtioTrunkOptions = {
   startWaitMs?: number;
   /** After our CANCEL, how long to wait for the INVITE's final response before ending the call anyway (RFC 3261 Timer B). */
   cancelGuardMs?: number;
+  /**
+   * How long calls wait, unreported, for a lost admin connection to come back (default 32 s,
+   * 64×T1: a far end that answered meanwhile stops waiting for our ACK then). Past it they are
+   * reported `trunk_lost` and ended on the wire once the connection is back.
+   */
+  detachedLimitMs?: number;
+  /** How often a call taken back after a reconnect is checked with an in-dialog OPTIONS (default 5 s). */
+  keepaliveMs?: number;
   log?: TrunkLog;
 };
 
-/** The INVITE in flight, as drachtio-srf hands it to cbRequest. */
-type InviteReq = { cancel: (cb: (err: unknown) => void) => void };
-/** The dialog createUAC resolves with: destroy() returns a promise (the typings say void). */
-type UacDialog = { destroy: () => unknown; on: (event: 'destroy', fn: () => void) => unknown };
+/** The INVITE as drachtio-srf hands it to cbRequest: the request the server sent. */
+type InviteReq = { stackTxnId: string; uri: string; get: (h: string) => string; getParsedHeader: (h: 'from') => { params?: { tag?: string } } };
+/** The dialog createUAC resolves with. */
+type UacDialog = { id: string; on: (event: 'destroy', fn: () => void) => unknown; removeAllListeners: () => unknown };
+/** A request srf.request sent: the server's echo; its final response comes as `response`. */
+type SentRequest = { on: (event: 'response', fn: (res: { status: number }) => void) => unknown };
+type SrfSend = (uri: string, opts: { method: string; stackTxnId?: string; stackDialogId?: string }, cb: (err: (Error & { code?: string }) | null, req?: SentRequest) => void) => unknown;
+
+/** What became of a request sent by id: the server sent it (and, asked, the far end's final status), refused it, or the connection went first. */
+type Sent = { ok: true; req: SentRequest } | { ok: false; reason: string; code?: string } | 'lost';
+type Answer = { status: number } | { refused: string; code?: string } | 'lost';
+
+type GaveUp = 'timeout' | 'hangup' | 'lost';
 
 type Live = {
   callId: string;
-  req: InviteReq | null;
+  emit: (e: TrunkEvent) => void;
+  /** The connection (generation) the call was placed on: srf's objects for it belong to it. */
+  gen: number;
+  /** The INVITE as drachtio-server sent it, from cbRequest: its transaction, request URI and the id its dialog will have. */
+  invite: { txn: string; uri: string; dialogId: string } | null;
+  /** srf's dialog, while the call is on the connection that answered it. */
   dialog: UacDialog | null;
+  /** The dialog's id at drachtio-server, once there is a dialog. */
+  dialogId: string | null;
   placed: boolean;
+  answeredAt: number | null;
+  /** The last moment the call was known up (answer; on the connection; an OPTIONS answered). */
+  seenUpAt: number;
+  /** Why we gave up on the INVITE; `lost`: it could no longer be followed after a reconnect. */
+  canceled: GaveUp | null;
+  /** drachtio-server took a CANCEL for the INVITE (a later one is refused without a word on the wire). */
+  cancelAt: number | null;
+  /** A BYE is owed: asked while the connection was down, or lost with it. */
+  byeWanted: boolean;
+  /** Since when the connection that carried the call is gone; null once it is on the current one. */
+  detachedAt: number | null;
   ringTimer: NodeJS.Timeout | null;
   guardTimer: NodeJS.Timeout | null;
-  answeredAt: number | null;
-  canceled: 'timeout' | 'hangup' | null;
-  ended: boolean;
-  emit: (e: TrunkEvent) => void;
+  /** A wait of the call's probe or keepalive; `wake` ends it early (false). */
+  wake: (() => void) | null;
+  /** Its `ended` went out (the client forgets it); `done`: nothing more to do on the wire either. */
+  reported: boolean;
+  done: boolean;
 };
 
 type Ended = Extract<TrunkEvent, { type: 'ended' }>;
+
+/** The request URI for an in-dialog request: drachtio-server then sends it to the dialog's remote target. */
+const IN_DIALOG = 'sip:placeholder';
+/** drachtio-server's answer to a CANCEL of an INVITE it no longer has (a final response came, or the server is new). */
+const UNKNOWN_TXN = /unknown transaction/i;
+/** After a CANCEL sent on reconnect, how long its outcome is watched for (64×T1 and a margin). */
+const CANCEL_WATCH_MS = 34_000;
 
 export class DrachtioTrunk implements Trunk {
   readonly #opts: DrachtioTrunkOptions;
   readonly #log: TrunkLog;
   readonly #srf = new Srf();
+  /** Calls not reported ended yet. */
   readonly #calls = new Map<string, Live>();
+  /** Calls reported ended with something still to do on the wire (a BYE, a CANCEL's outcome). */
+  readonly #lingering = new Set<Live>();
+  /** Requests waiting for the server or the far end: told 'lost' when the connection goes. */
+  readonly #waiting = new Set<() => void>();
   readonly #listeners: Array<(available: boolean) => void> = [];
   #up = false;
+  /** Bumped on every lost connection. */
+  #gen = 0;
   #started = false;
   #closing = false;
   #failures = 0;
   #firstOutcome: (() => void) | null = null;
+  #detachedTimer: NodeJS.Timeout | null = null;
 
   constructor(opts: DrachtioTrunkOptions) {
     this.#opts = opts;
@@ -99,11 +166,12 @@ export class DrachtioTrunk implements Trunk {
       this.#failures += 1;
       // One line per attempt: the backoff is capped, so this is at most one every few seconds.
       this.#log(this.#failures === 1 ? 'error' : 'warn', 'no drachtio connection: retrying', { ...where, attempt: this.#failures, err: err.code ?? err.message });
+      if (err.code === 'ECONNREFUSED') this.#serverGone();
       this.#settleStart();
     });
     // 'close' is missing from the typings' event names; srf does emit it (srf.js constructor).
     (this.#srf as unknown as NodeJS.EventEmitter).on('close', () => {
-      if (this.#up && !this.#closing) this.#log('error', 'drachtio connection lost: live calls end (trunk_lost), new calls refused until it is back', { ...where, live_calls: this.#calls.size });
+      if (this.#up && !this.#closing) this.#log('error', 'drachtio connection lost: calls stay as they are until it is back, new calls refused meanwhile', { ...where, live_calls: this.#calls.size });
       this.#setUp(false);
     });
   }
@@ -153,37 +221,116 @@ export class DrachtioTrunk implements Trunk {
   #setUp(up: boolean): void {
     if (this.#up === up) return;
     this.#up = up;
-    if (!up) {
-      // Every transaction and dialog of these calls was on the lost connection: nothing more
-      // will come for them, and no CANCEL or BYE can be sent. They end now and are reported.
-      for (const live of [...this.#calls.values()]) {
-        this.#end(live, { type: 'ended', sip_status: live.answeredAt !== null ? 200 : 503, talk_seconds: talkSeconds(live), reason: 'trunk_lost' });
+    if (up) {
+      if (this.#detachedTimer) clearTimeout(this.#detachedTimer);
+      this.#detachedTimer = null;
+    } else {
+      this.#gen += 1;
+      for (const w of [...this.#waiting]) w();
+      const at = Date.now();
+      for (const live of this.#all()) this.#detach(live, at);
+      if (!this.#closing && this.#calls.size > 0 && !this.#detachedTimer) {
+        this.#detachedTimer = setTimeout(() => this.#detachedTooLong(), this.#opts.detachedLimitMs ?? 32_000);
       }
     }
     for (const l of this.#listeners) l(this.available);
+    if (up) for (const live of this.#all()) if (live.detachedAt !== null) void this.#reattach(live);
   }
 
-  #end(live: Live, e: Ended): void {
-    if (live.ended) return;
-    live.ended = true;
+  #all(): Live[] {
+    return [...this.#calls.values(), ...this.#lingering];
+  }
+
+  /** The connection that carried the call is gone: the call is left as it is on the wire. */
+  #detach(live: Live, at: number): void {
+    if (live.done) return;
+    this.#sleepEnds(live);
+    if (live.guardTimer) clearTimeout(live.guardTimer);
+    live.guardTimer = null;
+    if (live.detachedAt === null) {
+      live.detachedAt = at;
+      // srf would have passed its BYE on: on the connection it was answered on, it was up till now.
+      if (live.dialog) live.seenUpAt = at;
+    }
+    if (live.dialog) {
+      // srf's dialog is bound to the dead socket; from now on the call is reached by its dialog id.
+      (this.#srf as unknown as { removeDialog: (d: UacDialog) => void }).removeDialog(live.dialog);
+      live.dialog.removeAllListeners();
+      live.dialog = null;
+    }
+    if (!live.invite) {
+      // The server had not yet said it sent the INVITE: there is no transaction to cancel or probe.
+      this.#log('warn', 'INVITE unconfirmed when the drachtio connection dropped: ended trunk_lost', { call_id: live.callId });
+      this.#finish(live, { type: 'ended', sip_status: 503, talk_seconds: 0, reason: 'trunk_lost' });
+    }
+  }
+
+  /** The connection is not back within the limit: the calls are reported; the wire is settled once it returns. */
+  #detachedTooLong(): void {
+    this.#detachedTimer = null;
+    if (this.#up) return;
+    const calls = [...this.#calls.values()].filter((l) => l.detachedAt !== null);
+    if (calls.length === 0) return;
+    this.#log('error', 'drachtio connection not back: calls reported trunk_lost, ended on the wire once it returns', { calls: calls.length, after_ms: this.#opts.detachedLimitMs ?? 32_000 });
+    for (const live of calls) this.#report(live, this.#lost(live));
+  }
+
+  /** A refused reconnect: nothing listens on the server's port, so the server and its calls are gone. */
+  #serverGone(): void {
+    if (this.#up) return;
+    const calls = this.#all().filter((l) => l.detachedAt !== null);
+    if (calls.length === 0) return;
+    this.#log('error', 'drachtio-server is not running (connection refused): its calls ended with it (trunk_lost)', { calls: calls.length });
+    for (const live of calls) this.#finish(live, this.#lost(live));
+  }
+
+  /** trunk_lost, talk time up to the last moment the call was known up. */
+  #lost(live: Live): Ended {
+    return { type: 'ended', sip_status: live.answeredAt !== null ? 200 : 503, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'trunk_lost' };
+  }
+
+  /** Tells the call's end once; the call may still have something to do on the wire. */
+  #report(live: Live, e: Ended): void {
+    if (live.reported) return;
+    live.reported = true;
+    if (this.#calls.get(live.callId) === live) {
+      this.#calls.delete(live.callId);
+      if (!live.done) this.#lingering.add(live);
+    }
+    if (live.ringTimer) clearTimeout(live.ringTimer);
+    live.ringTimer = null;
+    live.emit(e);
+  }
+
+  /** Nothing more to do for the call; `e` is reported if its end was not yet. */
+  #finish(live: Live, e?: Ended): void {
+    if (e) this.#report(live, e);
+    if (live.done) return;
+    live.done = true;
     if (live.ringTimer) clearTimeout(live.ringTimer);
     if (live.guardTimer) clearTimeout(live.guardTimer);
+    this.#sleepEnds(live);
     if (this.#calls.get(live.callId) === live) this.#calls.delete(live.callId);
-    live.emit(e);
+    this.#lingering.delete(live);
   }
 
   originate(call: TrunkCall, onEvent: (event: TrunkEvent) => void): void {
     if (this.#calls.has(call.call_id)) return;
     if (!this.available) return onEvent({ type: 'refused', reason: 'trunk_unavailable' });
-    const live: Live = { callId: call.call_id, req: null, dialog: null, placed: false, ringTimer: null, guardTimer: null, answeredAt: null, canceled: null, ended: false, emit: onEvent };
+    const live: Live = {
+      callId: call.call_id, emit: onEvent, gen: this.#gen, invite: null, dialog: null, dialogId: null, placed: false, answeredAt: null,
+      seenUpAt: 0, canceled: null, cancelAt: null, byeWanted: false, detachedAt: null, ringTimer: null, guardTimer: null, wake: null,
+      reported: false, done: false,
+    };
     this.#calls.set(call.call_id, live);
-    const gaveUp = () => (live.canceled === 'timeout' ? 'no_answer' : 'canceled');
+    const gaveUp = () => gaveUpReason(live);
+    const current = () => live.gen === this.#gen && live.detachedAt === null;
     const uri = `sip:${call.to}@${this.#opts.trunkHost}`;
     const headers: Record<string, string> = { From: `<sip:${call.from}@${this.#opts.trunkHost}>` };
     if (this.#opts.callIdHeader) headers[this.#opts.callIdHeader] = call.call_id;
     const refuse = () => {
       // The INVITE never left: nothing was placed, so this is a refusal, not a failed call.
-      live.ended = true;
+      live.reported = live.done = true;
       if (this.#calls.get(live.callId) === live) this.#calls.delete(live.callId);
       onEvent({ type: 'refused', reason: 'trunk_unavailable' });
     };
@@ -192,9 +339,8 @@ export class DrachtioTrunk implements Trunk {
       uac = this.#srf.createUAC(uri, { headers, localSdp: this.#opts.localSdp }, {
         // drachtio-srf 5.0.29 calls this (err, req) (srf.js launchRequest), not (req).
         cbRequest: ((err: unknown, req?: InviteReq) => {
-          if (err || !req) return;
-          live.req = req;
-          if (live.ended) return;
+          if (err || !req || live.done || !current()) return;
+          live.invite = { txn: req.stackTxnId, uri: req.uri, dialogId: dialogIdOf(req) };
           live.placed = true;
           onEvent({ type: 'placed', sip_status: 100 });
           if (live.canceled) return this.#sendCancel(live);
@@ -205,85 +351,290 @@ export class DrachtioTrunk implements Trunk {
       this.#log('warn', 'INVITE not sent', { call_id: call.call_id, err: errMessage(err) });
       return refuse();
     }
+    // srf settles this only on the connection the INVITE went out on (its responses come before
+    // that connection's close); after a reconnect `#reattach` follows the call instead.
     uac.then(
       (dialog) => {
+        if (!current()) return;
         live.dialog = dialog;
-        if (live.ended || live.canceled) {
+        live.dialogId = dialog.id;
+        if (live.done || live.canceled) {
           // The call exists on the wire (200, ACKed by drachtio-srf) but we had given up on it:
           // a BYE at once. Reported as what happened: the far end answered (200), no talk.
-          this.#bye(live, dialog);
-          return this.#end(live, { type: 'ended', sip_status: 200, talk_seconds: 0, reason: gaveUp() });
+          this.#report(live, { type: 'ended', sip_status: 200, talk_seconds: 0, reason: gaveUp() });
+          return void this.#bye(live).then((a) => a !== 'lost' && this.#finish(live));
         }
         if (live.ringTimer) clearTimeout(live.ringTimer);
-        live.answeredAt = Date.now();
+        live.answeredAt = live.seenUpAt = Date.now();
         onEvent({ type: 'answered', sip_status: 200 });
         // The far end's BYE (our own BYE removes the listeners first).
-        dialog.on('destroy', () => this.#end(live, { type: 'ended', sip_status: 200, talk_seconds: talkSeconds(live), reason: 'completed' }));
+        dialog.on('destroy', () => this.#finish(live, { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, Date.now()), reason: 'completed' }));
       },
       (err: unknown) => {
-        if (live.ended) return;
+        if (live.done || !current()) return;
         if (!live.placed) {
           this.#log('warn', 'INVITE not sent', { call_id: call.call_id, err: errMessage(err) });
           return refuse();
         }
         const status = sipStatusOf(err);
-        if (live.canceled) return this.#end(live, { type: 'ended', sip_status: status ?? 487, talk_seconds: 0, reason: gaveUp() });
-        if (status === 486 || status === 600) return this.#end(live, { type: 'ended', sip_status: status, talk_seconds: 0, reason: 'busy' });
-        if (status === 408 || status === 480 || status === 487) return this.#end(live, { type: 'ended', sip_status: status, talk_seconds: 0, reason: 'no_answer' });
+        if (live.canceled) return this.#finish(live, { type: 'ended', sip_status: status ?? 487, talk_seconds: 0, reason: gaveUp() });
+        if (status === 486 || status === 600) return this.#finish(live, { type: 'ended', sip_status: status, talk_seconds: 0, reason: 'busy' });
+        if (status === 408 || status === 480 || status === 487) return this.#finish(live, { type: 'ended', sip_status: status, talk_seconds: 0, reason: 'no_answer' });
         if (status === null) this.#log('warn', 'INVITE failed', { call_id: call.call_id, err: errMessage(err) });
-        this.#end(live, { type: 'ended', sip_status: status ?? 500, talk_seconds: 0, reason: 'failed' });
+        this.#finish(live, { type: 'ended', sip_status: status ?? 500, talk_seconds: 0, reason: 'failed' });
       },
     );
   }
 
-  #cancel(live: Live, why: 'timeout' | 'hangup'): void {
-    if (live.ended || live.canceled || live.answeredAt !== null) return;
+  #cancel(live: Live, why: GaveUp): void {
+    if (live.done || live.reported || live.canceled || live.answeredAt !== null) return;
     live.canceled = why;
     if (live.ringTimer) clearTimeout(live.ringTimer);
-    // Before cbRequest there is nothing to cancel yet: cbRequest sends it.
-    if (live.req) this.#sendCancel(live);
+    live.ringTimer = null;
+    // Before cbRequest there is nothing to cancel yet: cbRequest sends it. While the connection is
+    // down the reconnect sends it.
+    if (live.invite && live.detachedAt === null) this.#sendCancel(live);
   }
 
+  /** CANCEL on the connection the INVITE went out on: its 487 (or a crossing 200) comes to createUAC. */
   #sendCancel(live: Live): void {
-    const req = live.req!;
-    const why = live.canceled;
-    // The INVITE then fails with 487 (or a 200 crosses the CANCEL): originate's handlers end it.
-    // Should neither come, the call ends at Timer B (64×T1) all the same.
+    // Should no final response come, the call ends at Timer B (64×T1) all the same.
     live.guardTimer = setTimeout(() => {
       this.#log('warn', 'no final response after CANCEL: ending the call', { call_id: live.callId });
-      this.#end(live, { type: 'ended', sip_status: 408, talk_seconds: 0, reason: why === 'timeout' ? 'no_answer' : 'canceled' });
+      this.#finish(live, { type: 'ended', sip_status: 408, talk_seconds: 0, reason: gaveUpReason(live) });
     }, this.#opts.cancelGuardMs ?? 32_000);
-    try {
-      req.cancel((err: unknown) => {
-        if (err) this.#log('warn', 'CANCEL not sent', { call_id: live.callId, err: errMessage(err) });
-      });
-    } catch (err) {
-      // drachtio-srf throws here when its connection is gone; the close ends the call (trunk_lost).
-      this.#log('warn', 'CANCEL not sent', { call_id: live.callId, err: errMessage(err) });
-    }
-  }
-
-  /** Sends a BYE; a failure (the connection is gone) is logged, never thrown. */
-  #bye(live: Live, dialog: UacDialog): void {
-    try {
-      Promise.resolve(dialog.destroy()).catch((err: unknown) => this.#log('warn', 'BYE not sent', { call_id: live.callId, err: errMessage(err) }));
-    } catch (err) {
-      this.#log('warn', 'BYE not sent', { call_id: live.callId, err: errMessage(err) });
-    }
+    void this.#send('CANCEL', live.invite!.uri, { stackTxnId: live.invite!.txn }).then((s) => {
+      if (s === 'lost') return; // the reconnect cancels it
+      if (s.ok) live.cancelAt = Date.now();
+      else this.#log('warn', 'CANCEL not sent', { call_id: live.callId, err: s.reason });
+    });
   }
 
   hangup(callId: string): void {
     const live = this.#calls.get(callId);
-    if (!live || live.ended) return;
-    if (live.answeredAt === null || !live.dialog) return this.#cancel(live, 'hangup');
-    this.#bye(live, live.dialog);
-    this.#end(live, { type: 'ended', sip_status: 200, talk_seconds: talkSeconds(live), reason: 'hangup' });
+    if (!live || live.done || live.reported) return;
+    if (live.answeredAt === null) return this.#cancel(live, 'hangup');
+    if (live.detachedAt !== null) {
+      // The BYE goes out, and the end is reported, once the connection is back.
+      live.byeWanted = true;
+      return;
+    }
+    this.#report(live, { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, Date.now()), reason: 'hangup' });
+    void this.#bye(live).then((a) => a !== 'lost' && this.#finish(live));
+  }
+
+  /**
+   * BYE by dialog id on the current connection. A BYE the server refuses (the dialog is gone: the
+   * far end's BYE crossed ours) is logged. One the connection took with it stays owed and goes out
+   * once the connection is back.
+   */
+  async #bye(live: Live): Promise<Answer> {
+    if (live.dialog) {
+      (this.#srf as unknown as { removeDialog: (d: UacDialog) => void }).removeDialog(live.dialog);
+      live.dialog.removeAllListeners();
+      live.dialog = null;
+    }
+    live.byeWanted = true;
+    const a = await this.#ask('BYE', IN_DIALOG, { stackDialogId: live.dialogId! });
+    if (a === 'lost') return a;
+    live.byeWanted = false;
+    if ('refused' in a) this.#log(a.code === 'ENODIALOG' ? 'info' : 'warn', a.code === 'ENODIALOG' ? 'BYE not needed: the dialog had already ended' : 'BYE not sent', { call_id: live.callId, err: a.refused });
+    return a;
+  }
+
+  // ---- after a reconnect ----
+
+  /** Takes the call back on the new connection, or ends it on the wire, and reports what happened. */
+  async #reattach(live: Live): Promise<void> {
+    const gen = this.#gen;
+    if (live.dialogId !== null) return this.#reattachDialog(live);
+    return this.#reattachInvite(live, gen);
+  }
+
+  /** An answered call: BYE if it was hung up meanwhile (or already reported), else take it back if its far end still has it. */
+  async #reattachDialog(live: Live): Promise<void> {
+    if (live.byeWanted || live.reported) {
+      const a = await this.#bye(live);
+      if (a === 'lost') return;
+      const wasUp = 'status' in a && a.status < 300;
+      return this.#finish(live, wasUp ? { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, Date.now()), reason: 'hangup' } : this.#lost(live));
+    }
+    const a = await this.#ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
+    if (a === 'lost' || live.done) return;
+    if ('status' in a && a.status !== 481 && a.status !== 408) {
+      // Hung up while the OPTIONS was out: BYE now.
+      if (live.byeWanted) return this.#reattachDialog(live);
+      return this.#adopt(live);
+    }
+    // The server no longer has the dialog (the far end's BYE was answered 481 while we were away,
+    // or the server is a new one), or the far end no longer has it: the call ended unseen.
+    this.#log('info', 'call ended while the drachtio connection was down', { call_id: live.callId, answer: 'status' in a ? a.status : a.refused });
+    if ('status' in a) void this.#bye(live);
+    this.#finish(live, this.#lost(live));
+  }
+
+  /** An INVITE with no final response seen: ACK a 200 that came meanwhile, else CANCEL it. */
+  async #reattachInvite(live: Live, gen: number): Promise<void> {
+    const inv = live.invite!;
+    const ack = await this.#send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
+    if (ack === 'lost') return;
+    if (ack.ok) return this.#answeredAway(live);
+    if (live.cancelAt === null) {
+      // Its responses would still go to the old connection: it cannot be followed, only ended.
+      if (!live.canceled) live.canceled = 'lost';
+      const c = await this.#send('CANCEL', inv.uri, { stackTxnId: inv.txn });
+      if (c === 'lost') return;
+      if (c.ok) live.cancelAt = Date.now();
+      else if (UNKNOWN_TXN.test(c.reason)) {
+        // A final response other than 200 came meanwhile (or the server is new): not knowable which.
+        this.#log('info', 'INVITE ended while the drachtio connection was down', { call_id: live.callId });
+        return this.#finish(live, this.#lost(live));
+      }
+    }
+    return this.#watchCancel(live, gen);
+  }
+
+  /**
+   * After our CANCEL, until the INVITE is over: a 200 crossing it is ACKed (and BYEd); the
+   * server refusing a further CANCEL as unknown means a final response came (the 487, which it
+   * does not pass on), and a further CANCEL of a pending INVITE sends nothing (the stack refuses
+   * to cancel twice), so these probes put nothing on the wire.
+   */
+  async #watchCancel(live: Live, gen: number): Promise<void> {
+    const inv = live.invite!;
+    const until = Date.now() + CANCEL_WATCH_MS;
+    for (let wait = 200; ; wait = Math.min(wait * 2, 4_000)) {
+      if (!(await this.#sleep(live, wait)) || gen !== this.#gen) return;
+      const ack = await this.#send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
+      if (ack === 'lost') return;
+      if (ack.ok) return this.#answeredAway(live);
+      const c = await this.#send('CANCEL', inv.uri, { stackTxnId: inv.txn });
+      if (c === 'lost') return;
+      if (c.ok) live.cancelAt ??= Date.now();
+      else if (UNKNOWN_TXN.test(c.reason)) {
+        // The server drops an INVITE 32 s after its CANCEL whatever came: past that, nothing is known.
+        const timedOut = live.cancelAt !== null && Date.now() - live.cancelAt >= 32_000;
+        return this.#finish(live, { type: 'ended', sip_status: timedOut ? 408 : 487, talk_seconds: 0, reason: gaveUpReason(live) });
+      }
+      if (Date.now() > until) return this.#finish(live, { type: 'ended', sip_status: 408, talk_seconds: 0, reason: gaveUpReason(live) });
+    }
+  }
+
+  /** A 200 that came while we could not see it, now ACKed: BYE if we had given up on the call, else take it back. */
+  async #answeredAway(live: Live): Promise<void> {
+    live.dialogId = live.invite!.dialogId;
+    if (live.canceled !== null || live.reported) {
+      this.#report(live, { type: 'ended', sip_status: 200, talk_seconds: 0, reason: gaveUpReason(live) });
+      // After a CANCEL, drachtio-server BYEs on our ACK itself (its "ACK-BYE"); ours is then refused.
+      const a = await this.#bye(live);
+      if (a !== 'lost') this.#finish(live);
+      return;
+    }
+    if (live.ringTimer) clearTimeout(live.ringTimer);
+    live.ringTimer = null;
+    live.answeredAt = Date.now();
+    live.emit({ type: 'answered', sip_status: 200 });
+    this.#adopt(live);
+  }
+
+  /** The call is ours again on this connection; OPTIONS tell us when its far end is gone. */
+  #adopt(live: Live): void {
+    live.detachedAt = null;
+    live.seenUpAt = Date.now();
+    this.#log('info', 'call taken back after the drachtio connection returned', { call_id: live.callId });
+    void this.#keepalive(live, this.#gen);
+  }
+
+  /**
+   * drachtio-server no longer passes this dialog's requests to any client: the far end's BYE is
+   * answered 481 and the dialog dropped. An in-dialog OPTIONS every `keepaliveMs` finds out.
+   */
+  async #keepalive(live: Live, gen: number): Promise<void> {
+    while (await this.#sleep(live, this.#opts.keepaliveMs ?? 5_000)) {
+      if (gen !== this.#gen || live.reported) return;
+      const a = await this.#ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
+      if (a === 'lost' || live.reported || live.done) return;
+      if ('status' in a && a.status !== 481 && a.status !== 408) {
+        live.seenUpAt = Date.now();
+        continue;
+      }
+      // Refused (the server dropped the dialog on the far end's BYE) or 481: the far end ended it.
+      // 408: the far end no longer answers. Talk time up to the last answer.
+      if ('status' in a) void this.#bye(live);
+      const gone = 'status' in a && a.status === 408;
+      return this.#finish(live, gone ? this.#lost(live) : { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'completed' });
+    }
+  }
+
+  // ---- requests by id on the current connection ----
+
+  /** Sends a request and resolves once the server has sent it or refused it. */
+  #send(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }): Promise<Sent> {
+    if (!this.#up) return Promise.resolve('lost');
+    return new Promise<Sent>((resolve) => {
+      const lost = () => settle('lost');
+      const settle = (s: Sent) => {
+        this.#waiting.delete(lost);
+        resolve(s);
+      };
+      this.#waiting.add(lost);
+      try {
+        (this.#srf.request as unknown as SrfSend).call(this.#srf, uri, { method, ...ids }, (err, req) => {
+          if (err?.code === 'ESOCKETDESTROYED') return settle('lost');
+          settle(err || !req ? { ok: false, reason: errMessage(err), ...(err?.code ? { code: err.code } : {}) } : { ok: true, req });
+        });
+      } catch {
+        // srf throws when it has no socket at all.
+        settle('lost');
+      }
+    });
+  }
+
+  /** Sends a request and resolves with the far end's final status (or the server's refusal). */
+  async #ask(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }): Promise<Answer> {
+    const s = await this.#send(method, uri, ids);
+    if (s === 'lost') return s;
+    if (!s.ok) return { refused: s.reason, ...(s.code ? { code: s.code } : {}) };
+    return new Promise<Answer>((resolve) => {
+      const lost = () => {
+        this.#waiting.delete(lost);
+        resolve('lost');
+      };
+      this.#waiting.add(lost);
+      s.req.on('response', (res) => {
+        if (res.status < 200) return;
+        this.#waiting.delete(lost);
+        resolve({ status: res.status });
+      });
+    });
+  }
+
+  /** Waits for the call (true), unless the wait is ended first by a drop, the call's end or close() (false). */
+  #sleep(live: Live, ms: number): Promise<boolean> {
+    this.#sleepEnds(live);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        live.wake = null;
+        resolve(true);
+      }, ms);
+      live.wake = () => {
+        clearTimeout(t);
+        live.wake = null;
+        resolve(false);
+      };
+    });
+  }
+
+  #sleepEnds(live: Live): void {
+    live.wake?.();
   }
 
   /** Disconnects (and stops reconnecting); never throws, connected or not. Calls still up are left to the far end. */
   async close(): Promise<void> {
     this.#closing = true;
     this.#settleStart();
+    if (this.#detachedTimer) clearTimeout(this.#detachedTimer);
+    this.#detachedTimer = null;
     const app = this.#srf as unknown as { _app?: { client?: { wp?: { closing?: boolean; reconnectVars?: { retryTimer?: NodeJS.Timeout | null } } } } };
     const wp = app._app?.client?.wp;
     if (wp) {
@@ -300,19 +651,28 @@ export class DrachtioTrunk implements Trunk {
       }
     }
     this.#up = false;
+    this.#gen += 1;
+    for (const w of [...this.#waiting]) w();
     // Calls still up are left to the far end and get no more events (the agent has stopped
     // listening); no timer of theirs may fire after this.
-    for (const live of this.#calls.values()) {
-      live.ended = true;
-      if (live.ringTimer) clearTimeout(live.ringTimer);
-      if (live.guardTimer) clearTimeout(live.guardTimer);
+    for (const live of this.#all()) {
+      live.reported = true;
+      this.#finish(live);
     }
-    this.#calls.clear();
   }
 }
 
-function talkSeconds(live: Live): number {
-  return live.answeredAt === null ? 0 : Math.round((Date.now() - live.answeredAt) / 100) / 10;
+function gaveUpReason(live: Live): Ended['reason'] {
+  return live.canceled === 'timeout' ? 'no_answer' : live.canceled === 'hangup' ? 'canceled' : 'trunk_lost';
+}
+
+function talkUntil(live: Live, until: number): number {
+  return live.answeredAt === null ? 0 : Math.max(0, Math.round((until - live.answeredAt) / 100) / 10);
+}
+
+/** drachtio-server's id of a dialog it opened as UAC: `<Call-ID>;from-tag=<our tag>` (src/sip-dialog.hpp; srf's findDialogByCallIDAndFromTag). */
+function dialogIdOf(req: InviteReq): string {
+  return `${req.get('Call-ID')};from-tag=${req.getParsedHeader('from').params?.tag ?? ''}`;
 }
 
 /** drachtio-srf rejects createUAC with a SipError carrying the final response's `status`. */

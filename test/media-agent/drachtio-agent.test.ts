@@ -4,10 +4,11 @@
  * Redis, its dialer, the operator API): the node drains itself (`trunk_down`) while drachtio is
  * missing or refuses the secret, an operator's resume is refused for it, an originate meanwhile
  * is refused `trunk_unavailable` without spending the person's attempt; calls from a campaign
- * (answered, 486, 503, a ring timeout's CANCEL) written with `call.placed` once each; a dropped
- * admin socket ends live calls `trunk_lost` (dropped); SIGTERM exits 0 with drachtio down, and a
- * SIGTERM drain waiting on a call finishes when the connection drops. The trunk on its own is
- * tested in drachtio-trunk.test.ts.
+ * (answered, 486, 503, a ring timeout's CANCEL) written with `call.placed` once each; drachtio-server
+ * gone (its port refuses) ends live calls `trunk_lost` (dropped); SIGTERM exits 0 with drachtio
+ * down, and a SIGTERM drain waiting on a call finishes when the server goes. The trunk on its own
+ * is tested in drachtio-trunk.test.ts; only the admin connection dropping, in
+ * drachtio-reconnect-agent.test.ts.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -203,26 +204,28 @@ t('a campaign on the drachtio node: answered, 486 busy, 503 failed, ring timeout
   assert.ok(done.talk_seconds >= 1, `talk ${done.talk_seconds}`);
 });
 
-t('the admin socket drops with answered calls up: they end trunk_lost (dropped); the node drains for its trunk and accepts again', async () => {
+t('drachtio-server goes with answered calls up: they end trunk_lost (dropped) at the refused reconnect; the node drains for its trunk and accepts again once it is back', async () => {
   const before = (await nodeEvents('node_dr1')).filter((e) => e.subject === 'vd.platform.node_resumed').length;
   const { campaignId } = await makeCampaign(cp, company.tenantId, company.owner, { people: 2, numbers: ['+13125550111', '+13125550112'], cps: 10, concurrent: 2, handler: 'agents', name: 'Dropped' });
   await eventually('two answered calls', async () => {
     const r = await callRows(campaignId);
     return r.length === 2 && r.every((x) => x.state === 'answered');
   });
-  standin.dropConnections();
+  await standin.down();
   const ended = await eventually('both ended', async () => {
     const r = await callRows(campaignId);
     return r.every((x) => x.state === 'ended') ? r : null;
   });
   for (const r of ended) assert.equal({ reason: r.end_reason, sip: r.sip_status, dropped: r.dropped }, { reason: 'trunk_lost', sip: 200, dropped: true });
+  assert.match(main.output(), /drachtio-server is not running \(connection refused\)/);
+  await standin.up(standinPort);
   await eventually('the node drained and back', async () => (await nodeEvents('node_dr1')).filter((e) => e.subject === 'vd.platform.node_resumed').length > before, 12_000);
   await eventually('node_dr1 accepting', async () => (await nodeRow('node_dr1'))?.state === 'accepting');
   assert.match(main.output(), /drachtio connection lost/);
   assert.is(main.proc.exitCode, null, 'the agent lives on');
 });
 
-t('SIGTERM waits for a live call; the connection drops; the call ends trunk_lost and the agent exits 0', async () => {
+t('SIGTERM waits for a live call; drachtio-server goes; the call ends trunk_lost and the agent exits 0', async () => {
   const { campaignId } = await makeCampaign(cp, company.tenantId, company.owner, { people: 1, numbers: ['+13125550121'], cps: 10, concurrent: 1, handler: 'agents', name: 'Last' });
   const [up] = await eventually('an answered call', async () => {
     const r = await callRows(campaignId);
@@ -232,7 +235,7 @@ t('SIGTERM waits for a live call; the connection drops; the call ends trunk_lost
   await eventually('node_dr1 draining for shutdown', async () => (await nodeRow('node_dr1'))?.drain_reason === 'shutdown');
   await sleep(500);
   assert.is(main.proc.exitCode, null, 'still draining: a call is up');
-  standin.dropConnections();
+  await standin.down();
   assert.is(await main.exit, 0, main.output());
   const [row] = await eventually('the call ended', async () => {
     const r = await callRows(campaignId);
