@@ -447,12 +447,15 @@ export class DrachtioTrunk implements Trunk {
   /** Takes the call back on the new connection, or ends it on the wire, and reports what happened. */
   async #reattach(live: Live): Promise<void> {
     const gen = this.#gen;
-    if (live.dialogId !== null) return this.#reattachDialog(live);
+    if (live.dialogId !== null) return this.#reattachDialog(live, live.answeredAt !== null);
     return this.#reattachInvite(live, gen);
   }
 
   /** An answered call: BYE if it was hung up meanwhile (or already reported), else take it back if its far end still has it. */
-  async #reattachDialog(live: Live): Promise<void> {
+  async #reattachDialog(live: Live, ack = true): Promise<void> {
+    // The ACK srf sent for the 200 may have been lost with the connection (written as it died):
+    // sent again (a far end that had it ignores a second one; the server refuses it without a dialog).
+    if (ack && (await this.#send('ACK', IN_DIALOG, { stackDialogId: live.dialogId! })) === 'lost') return;
     if (live.byeWanted || live.reported) {
       const a = await this.#bye(live);
       if (a === 'lost') return;
@@ -463,7 +466,7 @@ export class DrachtioTrunk implements Trunk {
     if (a === 'lost' || live.done) return;
     if ('status' in a && a.status !== 481 && a.status !== 408) {
       // Hung up while the OPTIONS was out: BYE now.
-      if (live.byeWanted) return this.#reattachDialog(live);
+      if (live.byeWanted) return this.#reattachDialog(live, false);
       return this.#adopt(live);
     }
     // The server no longer has the dialog (the far end's BYE was answered 481 while we were away,
