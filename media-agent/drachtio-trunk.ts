@@ -61,9 +61,10 @@ export type DrachtioTrunkOptions = {
   /** After our CANCEL, how long to wait for the INVITE's final response before ending the call anyway (RFC 3261 Timer B). */
   cancelGuardMs?: number;
   /**
-   * How long calls wait, unreported, for a lost admin connection to come back (default 32 s,
-   * 64×T1: a far end that answered meanwhile stops waiting for our ACK then). Past it they are
-   * reported `trunk_lost` and ended on the wire once the connection is back.
+   * How long a call may go without a sign of life before it is given up (default 32 s, 64×T1: a
+   * far end that answered meanwhile stops waiting for our ACK then): calls whose admin connection
+   * is not back by then are reported `trunk_lost` (and ended on the wire once it returns); a call
+   * taken back whose far end answers its OPTIONS only with 5xx for as long is ended.
    */
   detachedLimitMs?: number;
   /** How often a call taken back after a reconnect is checked with an in-dialog OPTIONS (default 5 s). */
@@ -452,10 +453,8 @@ export class DrachtioTrunk implements Trunk {
   }
 
   /** An answered call: BYE if it was hung up meanwhile (or already reported), else take it back if its far end still has it. */
-  async #reattachDialog(live: Live, ack = true): Promise<void> {
-    // The ACK srf sent for the 200 may have been lost with the connection (written as it died):
-    // sent again (a far end that had it ignores a second one; the server refuses it without a dialog).
-    if (ack && (await this.#send('ACK', IN_DIALOG, { stackDialogId: live.dialogId! })) === 'lost') return;
+  async #reattachDialog(live: Live, checkAck = true): Promise<void> {
+    if (checkAck && live.invite && (await this.#ackIfLost(live)) === 'lost') return;
     if (live.byeWanted || live.reported) {
       const a = await this.#bye(live);
       if (a === 'lost') return;
@@ -467,13 +466,29 @@ export class DrachtioTrunk implements Trunk {
     if ('status' in a && a.status !== 481 && a.status !== 408) {
       // Hung up while the OPTIONS was out: BYE now.
       if (live.byeWanted) return this.#reattachDialog(live, false);
-      return this.#adopt(live);
+      return this.#adopt(live, isSignOfLife(a.status));
     }
     // The server no longer has the dialog (the far end's BYE was answered 481 while we were away,
     // or the server is a new one), or the far end no longer has it: the call ended unseen.
     this.#log('info', 'call ended while the drachtio connection was down', { call_id: live.callId, answer: 'status' in a ? a.status : a.refused });
     if ('status' in a) void this.#bye(live);
     this.#finish(live, this.#lost(live));
+  }
+
+  /**
+   * The ACK srf wrote for the 200 may have died with the connection. drachtio-server keeps the
+   * INVITE's transaction until the ACK, so a CANCEL of it tells: refused as unknown once ACKed,
+   * refused otherwise while the 200 waits (a completed INVITE cannot be cancelled: nothing is
+   * sent). Only then is the ACK sent again: a far end may take a second ACK for an error (sipp
+   * aborts the call).
+   */
+  async #ackIfLost(live: Live): Promise<'lost' | void> {
+    const inv = live.invite!;
+    const c = await this.#send('CANCEL', inv.uri, { stackTxnId: inv.txn });
+    if (c === 'lost') return c;
+    if (c.ok || UNKNOWN_TXN.test(c.reason)) return;
+    this.#log('warn', 'the ACK of an answered call was lost with the drachtio connection: sent again', { call_id: live.callId });
+    if ((await this.#send('ACK', IN_DIALOG, { stackDialogId: live.dialogId! })) === 'lost') return 'lost';
   }
 
   /** An INVITE with no final response seen: ACK a 200 that came meanwhile, else CANCEL it. */
@@ -541,38 +556,45 @@ export class DrachtioTrunk implements Trunk {
   }
 
   /** The call is ours again on this connection; OPTIONS tell us when its far end is gone. */
-  #adopt(live: Live): void {
+  #adopt(live: Live, seen = true): void {
     live.detachedAt = null;
-    live.seenUpAt = Date.now();
+    if (seen) live.seenUpAt = Date.now();
     this.#log('info', 'call taken back after the drachtio connection returned', { call_id: live.callId });
     void this.#keepalive(live, this.#gen);
   }
 
   /**
    * drachtio-server no longer passes this dialog's requests to any client: the far end's BYE is
-   * answered 481 and the dialog dropped. An in-dialog OPTIONS every `keepaliveMs` finds out.
+   * answered 481 and the dialog dropped. An in-dialog OPTIONS every `keepaliveMs` finds out:
+   * refused (no dialog) or 481, the far end ended it; 408, or no answer but 5xx for
+   * `detachedLimitMs` (sofia answers 503 itself when the far end cannot be reached), it is gone.
    */
   async #keepalive(live: Live, gen: number): Promise<void> {
     while (await this.#sleep(live, this.#opts.keepaliveMs ?? 5_000)) {
       if (gen !== this.#gen || live.reported) return;
       const a = await this.#ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
       if (a === 'lost' || live.reported || live.done) return;
-      if ('status' in a && a.status !== 481 && a.status !== 408) {
+      if ('status' in a && isSignOfLife(a.status)) {
         live.seenUpAt = Date.now();
         continue;
       }
-      // Refused (the server dropped the dialog on the far end's BYE) or 481: the far end ended it.
-      // 408: the far end no longer answers. Talk time up to the last answer.
+      const gone = 'refused' in a || a.status === 481;
+      const unreachable = !gone && (a.status === 408 || Date.now() - live.seenUpAt >= (this.#opts.detachedLimitMs ?? 32_000));
+      if (!gone && !unreachable) continue;
       if ('status' in a) void this.#bye(live);
-      const gone = 'status' in a && a.status === 408;
-      return this.#finish(live, gone ? this.#lost(live) : { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'completed' });
+      // Talk time up to the last answer that showed it up.
+      return this.#finish(live, gone ? { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'completed' } : this.#lost(live));
     }
   }
 
   // ---- requests by id on the current connection ----
 
-  /** Sends a request and resolves once the server has sent it or refused it. */
-  #send(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }): Promise<Sent> {
+  /**
+   * Sends a request and resolves once the server has sent it or refused it. `onFinal` gets the far
+   * end's final status: it is attached before anything else runs, since drachtio-server may write
+   * the response in the same read as its echo of the request.
+   */
+  #send(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }, onFinal?: (status: number) => void): Promise<Sent> {
     if (!this.#up) return Promise.resolve('lost');
     return new Promise<Sent>((resolve) => {
       const lost = () => settle('lost');
@@ -584,7 +606,9 @@ export class DrachtioTrunk implements Trunk {
       try {
         (this.#srf.request as unknown as SrfSend).call(this.#srf, uri, { method, ...ids }, (err, req) => {
           if (err?.code === 'ESOCKETDESTROYED') return settle('lost');
-          settle(err || !req ? { ok: false, reason: errMessage(err), ...(err?.code ? { code: err.code } : {}) } : { ok: true, req });
+          if (err || !req) return settle({ ok: false, reason: errMessage(err), ...(err?.code ? { code: err.code } : {}) });
+          if (onFinal) req.on('response', (res) => res.status >= 200 && onFinal(res.status));
+          settle({ ok: true, req });
         });
       } catch {
         // srf throws when it has no socket at all.
@@ -594,20 +618,22 @@ export class DrachtioTrunk implements Trunk {
   }
 
   /** Sends a request and resolves with the far end's final status (or the server's refusal). */
-  async #ask(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }): Promise<Answer> {
-    const s = await this.#send(method, uri, ids);
-    if (s === 'lost') return s;
-    if (!s.ok) return { refused: s.reason, ...(s.code ? { code: s.code } : {}) };
+  #ask(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }): Promise<Answer> {
     return new Promise<Answer>((resolve) => {
+      let answered = false;
       const lost = () => {
         this.#waiting.delete(lost);
         resolve('lost');
       };
-      this.#waiting.add(lost);
-      s.req.on('response', (res) => {
-        if (res.status < 200) return;
+      void this.#send(method, uri, ids, (status) => {
+        answered = true;
         this.#waiting.delete(lost);
-        resolve({ status: res.status });
+        resolve({ status });
+      }).then((s) => {
+        if (s === 'lost') return resolve(s);
+        if (!s.ok) return resolve({ refused: s.reason, ...(s.code ? { code: s.code } : {}) });
+        // Sent: wait for the final status (unless it came with the echo), or the connection's loss.
+        if (!answered) this.#waiting.add(lost);
       });
     });
   }
@@ -663,6 +689,11 @@ export class DrachtioTrunk implements Trunk {
       this.#finish(live);
     }
   }
+}
+
+/** An answer to an in-dialog OPTIONS that shows the far end has the call: any but 408, 481 and 5xx (which our own stack makes when it cannot reach it). */
+function isSignOfLife(status: number): boolean {
+  return status !== 408 && status !== 481 && status < 500;
 }
 
 function gaveUpReason(live: Live): Ended['reason'] {

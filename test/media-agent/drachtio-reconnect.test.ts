@@ -32,6 +32,7 @@ t('an answered call survives the drop: nothing reported, taken back on reconnect
   assert.equal(types(c.events), ['placed', 'answered'], 'still up, nothing reported');
   assert.ok(standin.hasDialog(callId));
   assert.is(standin.count('bye'), 0);
+  assert.is(standin.count('ack', (e) => e.callId === callId), 1, 'no second ACK: a far end may take it for an error');
   // Watched: the OPTIONS go on while it is up.
   await eventually('a keepalive OPTIONS', () => standin.count('options', (e) => e.callId === callId) >= 2);
   assert.equal(types(c.events), ['placed', 'answered']);
@@ -47,7 +48,7 @@ t('an answered call survives the drop: nothing reported, taken back on reconnect
 });
 
 t('the ACK of a 200 lost with the connection (written as it died): sent again on reconnect, the call kept', async () => {
-  const { standin, trunk } = await harness({ keepaliveMs: 60_000 });
+  const { standin, trunk, logs } = await harness({ keepaliveMs: 60_000 });
   await trunk.start();
   const c = place(trunk, '+15550001');
   await c.next('answered');
@@ -59,11 +60,32 @@ t('the ACK of a 200 lost with the connection (written as it died): sent again on
   standin.release();
   await standin.waitFor('options', (e) => e.callId === callId && e.status === 200);
   assert.is(standin.callState(callId), 'confirmed');
-  assert.ok(standin.count('ack', (e) => e.callId === callId) >= 1);
+  assert.is(standin.count('ack', (e) => e.callId === callId), 1);
+  assert.ok(logs.some((l) => l.msg === 'the ACK of an answered call was lost with the drachtio connection: sent again'));
+  assert.is(standin.count('cancel', (e) => e.callId === callId && e.outcome === 'refused'), 1, 'told by a CANCEL the server refuses: nothing on the wire');
   const retransmits = standin.count('retransmit', (e) => e.callId === callId);
   await sleep(1_200);
   assert.is(standin.count('retransmit', (e) => e.callId === callId), retransmits, 'ACKed: no more 200s');
   assert.equal(types(c.events), ['placed', 'answered']);
+});
+
+t('a call taken back whose far end can no longer be reached (our own stack answers 503): ended trunk_lost once nothing but 5xx came for the limit', async () => {
+  const { standin, trunk } = await harness({ keepaliveMs: 100, detachedLimitMs: 700 });
+  await trunk.start();
+  const c = place(trunk, '+15550001');
+  await c.next('answered');
+  const callId = standin.callIdFor('+15550001')!;
+  standin.dropConnections();
+  await standin.waitFor('options', (e) => e.callId === callId && e.status === 200);
+  await sleep(300);
+  standin.farEndUnreachable(callId);
+  const lostAt = Date.now();
+  const ended = await c.next('ended', 3_000);
+  assert.ok(Date.now() - lostAt >= 350, 'not at the first 503');
+  assert.ok(standin.count('options', (e) => e.callId === callId && e.status === 503) >= 3);
+  assert.is(ended.reason, 'trunk_lost');
+  assert.ok(ended.talk_seconds >= 0.3 && ended.talk_seconds < 1, `talk ${ended.talk_seconds}: up to the last 200`);
+  await standin.waitFor('bye', (e) => e.callId === callId && e.from === 'app');
 });
 
 t('an answered call hung up while the connection is down: nothing reported until it is back, then BYE and hangup with the whole talk time', async () => {

@@ -87,6 +87,8 @@ type Call = {
   state: 'ringing' | 'answered' | 'confirmed' | 'ended';
   /** The server still has the call (false once `down()` forgot it). */
   known: boolean;
+  /** The far end cannot be reached: requests to it get the 503 sofia makes on a transport error. */
+  unreachable: boolean;
   /** The server's INVITE client transaction is open (drachtio-server's "IIP"). */
   inviteOpen: boolean;
   /** A CANCEL was taken for the INVITE; `ackBye`: the 200 came after it, so the server BYEs on the ACK. */
@@ -224,6 +226,13 @@ export class DrachtioStandin {
   hasDialog(callId: string): boolean {
     const c = this.#calls.get(callId);
     return !!c && this.#byDialog.get(c.dialogId) === c;
+  }
+
+  /** The far end's host goes away without a word: the server's stack answers its own 503 to what is sent to it. */
+  farEndUnreachable(callId: string): void {
+    const c = this.#calls.get(callId);
+    if (!c) throw new Error(`no call ${callId}`);
+    c.unreachable = true;
   }
 
   /** The far end hangs up an answered call: a BYE in the call's dialog. */
@@ -390,19 +399,16 @@ export class DrachtioStandin {
     const txn = randomUUID();
     this.#sent(socket, msgId, req, txn, call.dialogId);
     const up = call.state === 'confirmed' || call.state === 'answered';
-    const status = up ? 200 : 481;
+    const status = call.unreachable ? 503 : up ? 200 : 481;
     if (method === 'BYE') {
       this.#note({ kind: 'bye', callId: call.callId, from: 'app' });
-      call.state = 'ended';
+      if (!call.unreachable) call.state = 'ended';
       if (call.retransmit) clearTimeout(call.retransmit);
-    }
-    setTimeout(() => {
-      if (method === 'BYE') {
-        this.#byDialog.delete(call.dialogId);
-        this.#note({ kind: 'bye_answered', callId: call.callId, by: 'far_end', status });
-      } else this.#note({ kind: 'options', callId: call.callId, status });
-      this.#sendSip(socket, reply(req, status, null), txn, call.dialogId);
-    }, 5);
+      this.#byDialog.delete(call.dialogId);
+      this.#note({ kind: 'bye_answered', callId: call.callId, by: call.unreachable ? 'server' : 'far_end', status });
+    } else this.#note({ kind: 'options', callId: call.callId, status });
+    // Written right after the echo, as drachtio-server may (both then come in one read).
+    this.#sendSip(socket, reply(req, status, null), txn, call.dialogId);
   }
 
   #onAppResponse(socket: Socket, msgId: string, txnId: string, msg: Sip): void {
@@ -434,7 +440,7 @@ export class DrachtioStandin {
     const inviteTxn = randomUUID();
     const call: Call = {
       callId, user, fromTag, toTag, inviteTxn, dialogId: `${callId};from-tag=${fromTag}`, invite, owner: socket,
-      state: 'ringing', known: true, inviteOpen: true, canceled: false, ackBye: false, farEnd: this.#farEnd(user),
+      state: 'ringing', known: true, unreachable: false, inviteOpen: true, canceled: false, ackBye: false, farEnd: this.#farEnd(user),
       timer: null, retransmit: null, cancelTimer: null, byeTxn: null,
     };
     this.#calls.set(callId, call);
@@ -569,7 +575,7 @@ function headerOf(m: Sip, name: string): string {
 }
 
 const REASONS: Record<number, string> = {
-  180: 'Ringing', 200: 'OK', 481: 'Call/Transaction Does Not Exist', 486: 'Busy Here', 487: 'Request Terminated',
+  180: 'Ringing', 200: 'OK', 408: 'Request Timeout', 481: 'Call/Transaction Does Not Exist', 486: 'Busy Here', 487: 'Request Terminated',
   503: 'Service Unavailable', 603: 'Decline',
 };
 
