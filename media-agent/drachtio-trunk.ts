@@ -10,10 +10,8 @@
  *   admin socket is gone). srf reconnects by itself with its own backoff (capped here).
  * - `createUAC`'s `cbRequest` is called `(err, req)`: `req` is the INVITE as the server sent it
  *   (its transaction id, Call-ID and From tag).
- * - `srf.request(uri, {method, stackTxnId | stackDialogId}, cb)` sends on the current connection:
- *   a CANCEL by the INVITE's transaction id, an ACK, BYE or OPTIONS by the dialog id. drachtio-srf's
- *   own request and dialog objects stay bound to the socket they came on, so after a reconnect only
- *   these requests by id reach the calls.
+ * - drachtio-srf's own request and dialog objects stay bound to the socket they came on, so CANCEL,
+ *   ACK, BYE and OPTIONS go by id on the current connection (media-agent/drachtio-requests.ts).
  *
  * Per call: `placed` once the INVITE went out; the ring timeout and a hang-up before answer send a
  * CANCEL (the INVITE then fails with 487); a 200 that crosses our CANCEL gets a BYE at once and is
@@ -40,6 +38,7 @@
  * media server (or the bot's media bridge) will plug in.
  */
 import Srf from 'drachtio-srf';
+import { IN_DIALOG, RequestsById, UNKNOWN_TXN, type Answer } from './drachtio-requests.ts';
 import type { Trunk, TrunkCall, TrunkEvent } from './trunk.ts';
 
 export type TrunkLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -76,13 +75,6 @@ export type DrachtioTrunkOptions = {
 type InviteReq = { stackTxnId: string; uri: string; get: (h: string) => string; getParsedHeader: (h: 'from') => { params?: { tag?: string } } };
 /** The dialog createUAC resolves with. */
 type UacDialog = { id: string; on: (event: 'destroy', fn: () => void) => unknown; removeAllListeners: () => unknown };
-/** A request srf.request sent: the server's echo; its final response comes as `response`. */
-type SentRequest = { on: (event: 'response', fn: (res: { status: number }) => void) => unknown };
-type SrfSend = (uri: string, opts: { method: string; stackTxnId?: string; stackDialogId?: string }, cb: (err: (Error & { code?: string }) | null, req?: SentRequest) => void) => unknown;
-
-/** What became of a request sent by id: the server sent it (and, asked, the far end's final status), refused it, or the connection went first. */
-type Sent = { ok: true; req: SentRequest } | { ok: false; reason: string; code?: string } | 'lost';
-type Answer = { status: number } | { refused: string; code?: string } | 'lost';
 
 type GaveUp = 'timeout' | 'hangup' | 'lost';
 
@@ -120,10 +112,6 @@ type Live = {
 
 type Ended = Extract<TrunkEvent, { type: 'ended' }>;
 
-/** The request URI for an in-dialog request: drachtio-server then sends it to the dialog's remote target. */
-const IN_DIALOG = 'sip:placeholder';
-/** drachtio-server's answer to a CANCEL of an INVITE it no longer has (a final response came, or the server is new). */
-const UNKNOWN_TXN = /unknown transaction/i;
 /** After a CANCEL sent on reconnect, how long its outcome is watched for (64×T1 and a margin). */
 const CANCEL_WATCH_MS = 34_000;
 
@@ -135,8 +123,7 @@ export class DrachtioTrunk implements Trunk {
   readonly #calls = new Map<string, Live>();
   /** Calls reported ended with something still to do on the wire (a BYE, a CANCEL's outcome). */
   readonly #lingering = new Set<Live>();
-  /** Requests waiting for the server or the far end: told 'lost' when the connection goes. */
-  readonly #waiting = new Set<() => void>();
+  readonly #requests = new RequestsById(this.#srf, () => this.#up);
   readonly #listeners: Array<(available: boolean) => void> = [];
   #up = false;
   /** Bumped on every lost connection. */
@@ -227,7 +214,7 @@ export class DrachtioTrunk implements Trunk {
       this.#detachedTimer = null;
     } else {
       this.#gen += 1;
-      for (const w of [...this.#waiting]) w();
+      this.#requests.connectionLost();
       const at = Date.now();
       for (const live of this.#all()) this.#detach(live, at);
       if (!this.#closing && this.#calls.size > 0 && !this.#detachedTimer) {
@@ -404,7 +391,7 @@ export class DrachtioTrunk implements Trunk {
       this.#log('warn', 'no final response after CANCEL: ending the call', { call_id: live.callId });
       this.#finish(live, { type: 'ended', sip_status: 408, talk_seconds: 0, reason: gaveUpReason(live) });
     }, this.#opts.cancelGuardMs ?? 32_000);
-    void this.#send('CANCEL', live.invite!.uri, { stackTxnId: live.invite!.txn }).then((s) => {
+    void this.#requests.send('CANCEL', live.invite!.uri, { stackTxnId: live.invite!.txn }).then((s) => {
       if (s === 'lost') return; // the reconnect cancels it
       if (s.ok) live.cancelAt = Date.now();
       else this.#log('warn', 'CANCEL not sent', { call_id: live.callId, err: s.reason });
@@ -436,7 +423,7 @@ export class DrachtioTrunk implements Trunk {
       live.dialog = null;
     }
     live.byeWanted = true;
-    const a = await this.#ask('BYE', IN_DIALOG, { stackDialogId: live.dialogId! });
+    const a = await this.#requests.ask('BYE', IN_DIALOG, { stackDialogId: live.dialogId! });
     if (a === 'lost') return a;
     live.byeWanted = false;
     if ('refused' in a) this.#log(a.code === 'ENODIALOG' ? 'info' : 'warn', a.code === 'ENODIALOG' ? 'BYE not needed: the dialog had already ended' : 'BYE not sent', { call_id: live.callId, err: a.refused });
@@ -461,7 +448,7 @@ export class DrachtioTrunk implements Trunk {
       const wasUp = 'status' in a && a.status < 300;
       return this.#finish(live, wasUp ? { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, Date.now()), reason: 'hangup' } : this.#lost(live));
     }
-    const a = await this.#ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
+    const a = await this.#requests.ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
     if (a === 'lost' || live.done) return;
     if ('status' in a && a.status !== 481 && a.status !== 408) {
       // Hung up while the OPTIONS was out: BYE now.
@@ -484,30 +471,33 @@ export class DrachtioTrunk implements Trunk {
    */
   async #ackIfLost(live: Live): Promise<'lost' | void> {
     const inv = live.invite!;
-    const c = await this.#send('CANCEL', inv.uri, { stackTxnId: inv.txn });
+    const c = await this.#requests.send('CANCEL', inv.uri, { stackTxnId: inv.txn });
     if (c === 'lost') return c;
     if (c.ok || UNKNOWN_TXN.test(c.reason)) return;
     this.#log('warn', 'the ACK of an answered call was lost with the drachtio connection: sent again', { call_id: live.callId });
-    if ((await this.#send('ACK', IN_DIALOG, { stackDialogId: live.dialogId! })) === 'lost') return 'lost';
+    if ((await this.#requests.send('ACK', IN_DIALOG, { stackDialogId: live.dialogId! })) === 'lost') return 'lost';
   }
 
   /** An INVITE with no final response seen: ACK a 200 that came meanwhile, else CANCEL it. */
   async #reattachInvite(live: Live, gen: number): Promise<void> {
     const inv = live.invite!;
-    const ack = await this.#send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
+    const ack = await this.#requests.send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
     if (ack === 'lost') return;
     if (ack.ok) return this.#answeredAway(live);
     if (live.cancelAt === null) {
       // Its responses would still go to the old connection: it cannot be followed, only ended.
-      if (!live.canceled) live.canceled = 'lost';
-      const c = await this.#send('CANCEL', inv.uri, { stackTxnId: inv.txn });
+      const c = await this.#requests.send('CANCEL', inv.uri, { stackTxnId: inv.txn });
       if (c === 'lost') return;
-      if (c.ok) live.cancelAt = Date.now();
-      else if (UNKNOWN_TXN.test(c.reason)) {
+      if (c.ok) {
+        live.cancelAt = Date.now();
+        live.canceled ??= 'lost';
+      } else if (UNKNOWN_TXN.test(c.reason)) {
         // A final response other than 200 came meanwhile (or the server is new): not knowable which.
         this.#log('info', 'INVITE ended while the drachtio connection was down', { call_id: live.callId });
         return this.#finish(live, this.#lost(live));
       }
+      // Otherwise refused with nothing sent: a CANCEL of ours before the drop got there (we had
+      // given up), or a 200 came since the ACK above. The watch tells which.
     }
     return this.#watchCancel(live, gen);
   }
@@ -523,15 +513,19 @@ export class DrachtioTrunk implements Trunk {
     const until = Date.now() + CANCEL_WATCH_MS;
     for (let wait = 200; ; wait = Math.min(wait * 2, 4_000)) {
       if (!(await this.#sleep(live, wait)) || gen !== this.#gen) return;
-      const ack = await this.#send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
+      const ack = await this.#requests.send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
       if (ack === 'lost') return;
       if (ack.ok) return this.#answeredAway(live);
-      const c = await this.#send('CANCEL', inv.uri, { stackTxnId: inv.txn });
+      const c = await this.#requests.send('CANCEL', inv.uri, { stackTxnId: inv.txn });
       if (c === 'lost') return;
-      if (c.ok) live.cancelAt ??= Date.now();
-      else if (UNKNOWN_TXN.test(c.reason)) {
+      if (c.ok) {
+        live.cancelAt ??= Date.now();
+        live.canceled ??= 'lost';
+      } else if (UNKNOWN_TXN.test(c.reason)) {
+        // Over. Not after a CANCEL we know went out: how is not knowable.
+        if (live.cancelAt === null) return this.#finish(live, this.#lost(live));
         // The server drops an INVITE 32 s after its CANCEL whatever came: past that, nothing is known.
-        const timedOut = live.cancelAt !== null && Date.now() - live.cancelAt >= 32_000;
+        const timedOut = Date.now() - live.cancelAt >= 32_000;
         return this.#finish(live, { type: 'ended', sip_status: timedOut ? 408 : 487, talk_seconds: 0, reason: gaveUpReason(live) });
       }
       if (Date.now() > until) return this.#finish(live, { type: 'ended', sip_status: 408, talk_seconds: 0, reason: gaveUpReason(live) });
@@ -572,7 +566,7 @@ export class DrachtioTrunk implements Trunk {
   async #keepalive(live: Live, gen: number): Promise<void> {
     while (await this.#sleep(live, this.#opts.keepaliveMs ?? 5_000)) {
       if (gen !== this.#gen || live.reported) return;
-      const a = await this.#ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
+      const a = await this.#requests.ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
       if (a === 'lost' || live.reported || live.done) return;
       if ('status' in a && isSignOfLife(a.status)) {
         live.seenUpAt = Date.now();
@@ -585,57 +579,6 @@ export class DrachtioTrunk implements Trunk {
       // Talk time up to the last answer that showed it up.
       return this.#finish(live, gone ? { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'completed' } : this.#lost(live));
     }
-  }
-
-  // ---- requests by id on the current connection ----
-
-  /**
-   * Sends a request and resolves once the server has sent it or refused it. `onFinal` gets the far
-   * end's final status: it is attached before anything else runs, since drachtio-server may write
-   * the response in the same read as its echo of the request.
-   */
-  #send(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }, onFinal?: (status: number) => void): Promise<Sent> {
-    if (!this.#up) return Promise.resolve('lost');
-    return new Promise<Sent>((resolve) => {
-      const lost = () => settle('lost');
-      const settle = (s: Sent) => {
-        this.#waiting.delete(lost);
-        resolve(s);
-      };
-      this.#waiting.add(lost);
-      try {
-        (this.#srf.request as unknown as SrfSend).call(this.#srf, uri, { method, ...ids }, (err, req) => {
-          if (err?.code === 'ESOCKETDESTROYED') return settle('lost');
-          if (err || !req) return settle({ ok: false, reason: errMessage(err), ...(err?.code ? { code: err.code } : {}) });
-          if (onFinal) req.on('response', (res) => res.status >= 200 && onFinal(res.status));
-          settle({ ok: true, req });
-        });
-      } catch {
-        // srf throws when it has no socket at all.
-        settle('lost');
-      }
-    });
-  }
-
-  /** Sends a request and resolves with the far end's final status (or the server's refusal). */
-  #ask(method: string, uri: string, ids: { stackTxnId?: string; stackDialogId?: string }): Promise<Answer> {
-    return new Promise<Answer>((resolve) => {
-      let answered = false;
-      const lost = () => {
-        this.#waiting.delete(lost);
-        resolve('lost');
-      };
-      void this.#send(method, uri, ids, (status) => {
-        answered = true;
-        this.#waiting.delete(lost);
-        resolve({ status });
-      }).then((s) => {
-        if (s === 'lost') return resolve(s);
-        if (!s.ok) return resolve({ refused: s.reason, ...(s.code ? { code: s.code } : {}) });
-        // Sent: wait for the final status (unless it came with the echo), or the connection's loss.
-        if (!answered) this.#waiting.add(lost);
-      });
-    });
   }
 
   /** Waits for the call (true), unless the wait is ended first by a drop, the call's end or close() (false). */
@@ -681,7 +624,7 @@ export class DrachtioTrunk implements Trunk {
     }
     this.#up = false;
     this.#gen += 1;
-    for (const w of [...this.#waiting]) w();
+    this.#requests.connectionLost();
     // Calls still up are left to the far end and get no more events (the agent has stopped
     // listening); no timer of theirs may fire after this.
     for (const live of this.#all()) {
