@@ -601,12 +601,17 @@ export class DrachtioTrunk implements Trunk {
     live.wake?.();
   }
 
-  /** Disconnects (and stops reconnecting); never throws, connected or not. Calls still up are left to the far end. */
-  async close(): Promise<void> {
+  /**
+   * Disconnects (and stops reconnecting); never throws, connected or not. Calls reported ended
+   * whose BYE or CANCEL is under way get up to `settleMs` to finish it; calls still up are left to
+   * the far end.
+   */
+  async close(settleMs = 2_000): Promise<void> {
     this.#closing = true;
     this.#settleStart();
     if (this.#detachedTimer) clearTimeout(this.#detachedTimer);
     this.#detachedTimer = null;
+    for (const until = Date.now() + settleMs; this.#up && this.#lingering.size > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
     const app = this.#srf as unknown as { _app?: { client?: { wp?: { closing?: boolean; reconnectVars?: { retryTimer?: NodeJS.Timeout | null } } } } };
     const wp = app._app?.client?.wp;
     if (wp) {

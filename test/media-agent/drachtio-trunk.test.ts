@@ -214,6 +214,18 @@ t('close() does not throw when never connected, nor when the server is gone', as
   assert.is(b.standin.count('connection'), before);
 });
 
+t('close() right after a hang-up lets the BYE under way finish before it disconnects', async () => {
+  const { standin, trunk } = await harness();
+  await trunk.start();
+  const c = place(trunk, '+15550001');
+  await c.next('answered');
+  const invite = await standin.waitFor('invite');
+  trunk.hangup(c.call_id);
+  await trunk.close();
+  assert.is(standin.count('bye_answered', (e) => e.callId === invite.callId && e.by === 'far_end' && e.status === 200), 1);
+  assert.equal(c.events.map((e) => e.type), ['placed', 'answered', 'ended']);
+});
+
 t('the call id header: not sent by default; sent under the configured name when set', async () => {
   const a = await harness();
   await a.trunk.start();
