@@ -6,7 +6,8 @@
  * and per number); and the sweeps that find calls and claims nobody will finish.
  *
  * Lock order (every transaction of the dialer and of the call event writer keeps it, each kind of
- * row taken in id order): companies, campaigns, calls, people, journeys, campaign_counts. A
+ * row taken in id order): companies, campaigns, calls, people, journeys, campaign_counts,
+ * campaign_abandon_hours. A
  * transaction that needs a later kind never waits for an earlier one while holding it, so two of
  * them cannot deadlock. See docs/decisions.md (Dialing: lock order).
  */
