@@ -4,9 +4,6 @@
  * is a call someone or the pacing loop was about to place and did not: refused by the kill switch
  * (manual dialing and preview), by a cap, for want of a node, by the do-not-call list, or refused
  * by the node itself, or stopped by a pause that arrived between its reservation and its launch.
- *
- * Every 10 s it also samples the live calls per company into `live_calls_samples` (the console's
- * charts of the last hour): each instance tries, the first sample of a 10 s boundary stands.
  */
 import { sql } from 'kysely';
 import type { Logger } from '../shared/logger.ts';
@@ -25,7 +22,6 @@ export class DialStats {
   #cells = new Map<string, Cell>();
   #timer: NodeJS.Timeout | null = null;
   #flushes = 0;
-  #sampled = 0;
 
   constructor(store: Store, instance: string, log: Logger) {
     this.#store = store;
@@ -64,16 +60,7 @@ export class DialStats {
   /** Adds what was counted to the store (kept for the next try when the store is down). */
   async flush(): Promise<void> {
     // Once a minute, rows older than an hour go (the rate reads the last minute only).
-    if (++this.#flushes % 60 === 0) {
-      const hourAgo = new Date(Date.now() - 3_600_000);
-      await this.#store.db.deleteFrom('dial_stats').where('second', '<', hourAgo).execute().catch(() => {});
-      await this.#store.db.deleteFrom('live_calls_samples').where('at', '<', hourAgo).execute().catch(() => {});
-    }
-    const tenSeconds = Math.floor(Date.now() / 10_000);
-    if (tenSeconds !== this.#sampled) {
-      this.#sampled = tenSeconds;
-      await sampleLiveCalls(this.#store).catch((err) => this.#log.warn({ err }, 'live calls could not be sampled'));
-    }
+    if (++this.#flushes % 60 === 0) await this.#store.db.deleteFrom('dial_stats').where('second', '<', new Date(Date.now() - 3_600_000)).execute().catch(() => {});
     if (this.#cells.size === 0) return;
     const cells = this.#cells;
     this.#cells = new Map();
@@ -103,17 +90,4 @@ export class DialStats {
       this.#log.warn({ err }, 'dial statistics could not be written; kept for the next second');
     }
   }
-}
-
-/**
- * Live calls per company and for the platform (`*`, also when 0) at the current 10 s boundary,
- * from the `calls_live` index; a sample already taken there by another instance stands.
- */
-export async function sampleLiveCalls(store: Store): Promise<void> {
-  await sql`
-    insert into live_calls_samples (at, tenant_id, live)
-    select date_bin('10 seconds', now(), timestamptz '2000-01-01'), tenant_id, count(*)::int from calls where live group by tenant_id
-    union all
-    select date_bin('10 seconds', now(), timestamptz '2000-01-01'), '*', count(*)::int from calls where live
-    on conflict do nothing`.execute(store.db);
 }

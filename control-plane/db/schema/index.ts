@@ -15,7 +15,6 @@ import type { CompaniesTable } from './companies.ts';
 import type { CompanyUsersTable } from './company-users.ts';
 import type { ConnectorsTable } from './connectors.ts';
 import type { DialStatsTable } from './dial-stats.ts';
-import type { LiveCallsSamplesTable } from './live-calls-samples.ts';
 import type { DialingPausesTable } from './dialing-pauses.ts';
 import type { DncNumbersTable } from './dnc-numbers.ts';
 import type { IdempotencyRecordsTable } from './idempotency-records.ts';
@@ -84,7 +83,6 @@ export interface DB {
   usage_events: UsageEventsTable;
   usage_months: UsageMonthsTable;
   dial_stats: DialStatsTable;
-  live_calls_samples: LiveCallsSamplesTable;
   media_nodes: MediaNodesTable;
   connectors: ConnectorsTable;
   webhook_deliveries: WebhookDeliveriesTable;
