@@ -1,12 +1,18 @@
 /**
- * What the media agents report about calls, written down: the call rows, the campaign counters
- * and hourly abandonment counts, the people's next step (retries by outcome: `retries.ts`), usage
- * items and the outbox events (`vd.call.placed|answered|ended`,
- * `vd.journey.transfer_requested|bridged|completed`, `vd.journey.closed`, `vd.usage.recorded`).
+ * What the media agents report about calls, written down: the call rows (`trying` once the
+ * INVITE left, `ringing` on 180 or 183, `answered`, `ended`), the campaign counters and hourly
+ * abandonment counts, the people's next step (retries by outcome: `retries.ts`), what bots learn
+ * (`journey_facts`), usage items and the outbox events (`vd.call.placed|answered|ended`,
+ * `vd.journey.transfer_requested|bridged|completed`, `vd.journey.fact_recorded`,
+ * `vd.journey.closed`, `vd.usage.recorded`).
  *
  * Events are batched: whatever arrived since the last flush is written in one transaction, in
- * phases (placed, answered, hand-overs, ended, the people of ended calls), one function each, so
- * a call whose events all arrive together is still written in order. Two writers work at once,
+ * phases (placed, ringing, answered, hand-overs, ended, the people of ended calls, facts), one
+ * function each, so a call whose events all arrive together is still written in order. A later
+ * event stands for the earlier ones it implies when those were lost (an instance that died with
+ * them queued): a ringing, answer or end of a call still `dialing` means it was placed, an end
+ * with talk time means it was answered. The agent's own end of a call the platform had ended as
+ * `node_lost` corrects its talk and bot time once (`correctSweptEnds`). Two writers work at once,
  * each on the calls whose id hashes to it, so a call's events are still written in the order they
  * came. Every write is guarded by the call's state, so an event an agent sends twice (it re-sends
  * after a reconnect) changes nothing the second time; usage items go through the usage meter
@@ -20,7 +26,7 @@ import type { Coordinator } from '../control-plane/coordination/coordinator.ts';
 import type { Store, Tx } from '../control-plane/db/store.ts';
 import { emit, type NewEvent } from '../control-plane/runtime/outbox.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
-import { aiSeconds, billableTransfer, callMinutes, meterUsage, type UsageItem } from '../control-plane/usage/meter.ts';
+import { aiSeconds, billableTransfer, callMinutes, meterUsage, usageCorrection, type UsageItem } from '../control-plane/usage/meter.ts';
 import type { EventName } from '../shared/events.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { FIXED_RETRY, notReachedAs, readRetryPolicies, retryRule, type NotReached, type RetryRule } from './retries.ts';
@@ -42,6 +48,12 @@ export type CallEventsOptions = {
 
 type Ended = { id: string; at: string; talk: number; ai: number; reason: string; sip: number; refused: boolean };
 type Transfer = { id: string; stage: 'requested' | 'bridged' | 'completed'; at: string };
+type Fact = { id: string; key: string; value: string | number | boolean; at: string };
+
+/** The end reason of the platform's own sweeps (`dialer/launch-rows.ts`): never an agent's. */
+const SWEPT = 'node_lost';
+/** An agent's end of a call hung up through the API: CANCEL before the answer, BYE after. */
+const HANGUP_REASONS = ['canceled', 'hangup'];
 
 const PREVIOUS_STAGE = { requested: null, bridged: 'requested', completed: 'bridged' } as const;
 
@@ -171,15 +183,17 @@ export class CallEvents {
    * came together is still written in order, and every phase is guarded by the call's state.
    */
   async #write(tx: Tx, batch: CallEvent[], lane: number): Promise<EndedCall[]> {
-    const { placed, answered, transfers, ended } = sortEvents(batch);
+    const { placed, ringing, answered, transfers, ended, facts } = sortEvents(batch);
     const w: Writing = { tx, events: [], usage: [], counters: new Map(), abandonHours: new Map() };
-    await lockCalls(tx, [...placed, ...answered.keys(), ...transfers.map((t) => t.id), ...ended.keys()]);
+    await lockCalls(tx, [...placed, ...answered.keys(), ...transfers.map((t) => t.id), ...ended.keys(), ...facts.map((f) => f.id)]);
     await writePlaced(w, placed);
+    await writeRinging(w, ringing);
     await writeAnswered(w, answered);
     await writeTransfers(w, transfers);
     const { done, people } = await writeEnded(w, ended);
     const now = this.#clock.now();
     await settlePeople(w, people, now);
+    await writeFacts(w, facts);
     w.events.push(...(await meterUsage(tx, w.usage)));
     await writeCounters(tx, w.counters, lane);
     await writeAbandonHours(tx, w.abandonHours, lane, now);
@@ -208,37 +222,61 @@ function count(w: Writing, campaign: string | null, k: 'placed' | 'answered' | '
   c[k]++;
 }
 
-/** The batch's events by kind; `at` is the agent's time when it gave one, else now. */
+/**
+ * The batch's events by kind; `at` is the agent's time when it gave one, else now. An event
+ * implies the earlier ones of its call (each phase's write is a no-op where they were written):
+ * ringing, answered and ended (not refused) imply placed; an end with talk time implies answered.
+ */
 function sortEvents(batch: CallEvent[]) {
   const placed = new Set<string>();
+  const ringing = new Map<string, number>();
   const answered = new Map<string, string>();
   const transfers: Transfer[] = [];
   const ended = new Map<string, Ended>();
+  const facts: Fact[] = [];
   const now = new Date().toISOString();
   for (const { event } of batch) {
-    const e = event as CallEventMessage | { type: 'call.transfer'; call_id: string; stage: Transfer['stage']; at?: string } | { type: 'call.refused'; call_id: string; reason: string };
+    const e = event as CallEventMessage | { type: 'call.refused'; call_id: string; reason: string };
     const at = ('at' in e && e.at) || now;
     switch (e.type) {
       case 'call.placed':
         placed.add(e.call_id);
         break;
+      case 'call.ringing':
+        placed.add(e.call_id);
+        if (!ringing.has(e.call_id)) ringing.set(e.call_id, e.sip_status);
+        break;
       case 'call.answered':
+        placed.add(e.call_id);
         answered.set(e.call_id, at);
         break;
       case 'call.transfer':
         transfers.push({ id: e.call_id, stage: e.stage, at });
         break;
-      // The first end of a call wins, as it does across batches (the update is guarded by the
-      // state): a `node_lost` or other sweep's end queued behind the node's own end changes nothing.
-      case 'call.ended':
-        if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: e.talk_seconds, ai: e.bot_seconds ?? 0, reason: e.reason ?? (e.talk_seconds > 0 ? 'completed' : 'failed'), sip: e.sip_status, refused: false });
+      case 'call.fact':
+        facts.push({ id: e.call_id, key: e.key, value: e.value, at });
         break;
+      // The first end of a call wins, as it does across batches (the update is guarded by the
+      // state), except that the agent's own end wins over a sweep's `node_lost` queued before it.
+      case 'call.ended': {
+        // A sweep's end is written as a call.ended of a reason no agent sends (launch-rows.ts).
+        const reason: string = e.reason ?? (e.talk_seconds > 0 ? 'completed' : 'failed');
+        const known = ended.get(e.call_id);
+        if (known && !(known.reason === SWEPT && reason !== SWEPT)) break;
+        const end: Ended = { id: e.call_id, at, talk: e.talk_seconds, ai: e.bot_seconds ?? 0, reason, sip: e.sip_status, refused: false };
+        ended.set(e.call_id, end);
+        if (end.reason === SWEPT) break;
+        placed.add(e.call_id);
+        // Answered `talk` seconds before its end: its answer was lost if the store never saw it.
+        if (end.talk > 0 && !answered.has(e.call_id)) answered.set(e.call_id, new Date(Date.parse(at) - end.talk * 1000).toISOString());
+        break;
+      }
       case 'call.refused':
         if (!ended.has(e.call_id)) ended.set(e.call_id, { id: e.call_id, at, talk: 0, ai: 0, reason: `refused_${e.reason}`, sip: 503, refused: true });
         break;
     }
   }
-  return { placed, answered, transfers, ended };
+  return { placed, ringing, answered, transfers, ended, facts };
 }
 
 /**
@@ -250,10 +288,11 @@ async function lockCalls(tx: Tx, ids: string[]): Promise<void> {
   await sql`select id from calls where id = any(${touched}::text[]) order by id for update`.execute(tx);
 }
 
+/** The INVITE left: `trying` (SIP 100) until the far end rings. */
 async function writePlaced(w: Writing, placed: Set<string>): Promise<void> {
   if (placed.size === 0) return;
   const rows = await sql<CallRow>`
-    update calls set state = 'ringing', sip_status = coalesce(sip_status, 100)
+    update calls set state = 'trying', sip_status = coalesce(sip_status, 100)
     where id = any(${[...placed]}::text[]) and state = 'dialing'
     returning id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number`.execute(w.tx);
   for (const r of rows.rows) {
@@ -262,13 +301,23 @@ async function writePlaced(w: Writing, placed: Set<string>): Promise<void> {
   }
 }
 
+/** The far end rings (180) or sends early media (183): `ringing`, with that status. No event of its own. */
+async function writeRinging(w: Writing, ringing: Map<string, number>): Promise<void> {
+  if (ringing.size === 0) return;
+  const list = [...ringing].map(([id, sip]) => ({ id, sip }));
+  await sql`
+    update calls c set state = 'ringing', sip_status = x.sip
+    from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, sip integer)
+    where c.id = x.id and c.state in ('dialing', 'trying')`.execute(w.tx);
+}
+
 async function writeAnswered(w: Writing, answered: Map<string, string>): Promise<void> {
   if (answered.size === 0) return;
   const list = [...answered].map(([id, at]) => ({ id, at }));
   const rows = await sql<CallRow & { answered_at: Date }>`
     update calls c set state = 'answered', answered_at = x.at, sip_status = 200
     from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz)
-    where c.id = x.id and c.state in ('dialing', 'ringing')
+    where c.id = x.id and c.state in ('dialing', 'trying', 'ringing')
     returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at`.execute(w.tx);
   for (const r of rows.rows) {
     count(w, r.campaign_id, 'answered');
@@ -319,17 +368,21 @@ async function writeEnded(w: Writing, ended: Map<string, Ended>): Promise<{ done
   const people: PersonOutcome[] = [];
   if (ended.size === 0) return { done, people };
   const list = [...ended.values()].map((e) => ({ ...e, talk: Math.round(e.talk), ai: Math.ceil(e.ai) }));
+  // A call hung up through the API ends `hung_up` when the agent ended it that way (CANCEL or BYE).
+  const reason = sql`(case when o.hangup_requested_at is not null and x.reason = any(${HANGUP_REASONS}::text[]) then 'hung_up' else x.reason end)`;
   const rows = await sql<
     CallRow & { was: string; was_transfer: string | null; answered_at: Date | null; handler: string | null; launched_by: string | null; node_id: string | null; dropped: boolean; manual: boolean; reason: string; sip: number; talk: number; ai: number; refused: boolean; at: Date }
   >`
-    update calls c set state = 'ended', ended_at = x.at, talk_seconds = x.talk, ai_seconds = x.ai, end_reason = x.reason, sip_status = x.sip,
+    update calls c set state = 'ended', ended_at = x.at, talk_seconds = x.talk, ai_seconds = x.ai, end_reason = ${reason}, sip_status = x.sip,
       transfer_state = case when c.transfer_state = 'bridged' then 'completed' else c.transfer_state end,
-      dropped = c.answered_at is not null and x.reason = any(${[...DROPPED_REASONS]}::text[])
+      dropped = c.answered_at is not null and ${reason} = any(${[...DROPPED_REASONS]}::text[])
     from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, at timestamptz, talk integer, ai integer, reason text, sip integer, refused boolean),
-      (select id, state, transfer_state from calls where id = any(${list.map((e) => e.id)}::text[])) o
+      (select id, state, transfer_state, hangup_requested_at from calls where id = any(${list.map((e) => e.id)}::text[])) o
     where c.id = x.id and o.id = c.id and c.state <> 'ended'
     returning c.id, c.tenant_id, c.campaign_id, c.journey_id, c.person_id, c.direction, c.from_number, c.to_number, c.answered_at, c.handler,
-      c.launched_by, c.node_id, c.dropped, c.manual, o.state as was, o.transfer_state as was_transfer, x.reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(w.tx);
+      c.launched_by, c.node_id, c.dropped, c.manual, o.state as was, o.transfer_state as was_transfer, ${reason} as reason, x.sip, x.talk, x.ai, x.refused, x.at`.execute(w.tx);
+  const first = new Set(rows.rows.map((r) => r.id));
+  await correctSweptEnds(w, list.filter((e) => !first.has(e.id) && !e.refused && e.reason !== SWEPT));
   for (const r of rows.rows) {
     const wasPlaced = r.was !== 'dialing';
     done.push({ call_id: r.id, campaign_id: r.campaign_id, tenant_id: r.tenant_id, launched_by: r.launched_by, node_id: r.node_id, refused: r.refused });
@@ -364,6 +417,72 @@ async function writeEnded(w: Writing, ended: Map<string, Ended>): Promise<{ done
     if (ai) w.usage.push(ai);
   }
   return { done, people };
+}
+
+/**
+ * The agent's own end of an answered call the platform had ended as `node_lost` (its node went
+ * silent, or no longer listed it, and came back; the end it then sends is the one the wire saw):
+ * the call's talk and bot seconds and its end time become the agent's, once (`end_corrected_at`),
+ * and its usage follows: an item the sweep's end did not make (bot seconds: a sweep knows none)
+ * is made now, one whose quantity changes gets a correction item of the difference
+ * (`usageCorrection`). Both count in the month of the call's first end, so an invoiced month shows
+ * them as late usage. The end reason, and what it settled (the person's next step, the counters,
+ * `vd.call.ended`), stay as they were.
+ */
+async function correctSweptEnds(w: Writing, ends: Array<{ id: string; at: string; talk: number; ai: number }>): Promise<void> {
+  if (ends.length === 0) return;
+  const rows = await sql<{ id: string; tenant_id: string; campaign_id: string | null; was_talk: number; was_ai: number; was_ended: Date; talk: number; ai: number }>`
+    update calls c set talk_seconds = x.talk, ai_seconds = x.ai, ended_at = greatest(x.at, c.answered_at), end_corrected_at = now()
+    from jsonb_to_recordset(${JSON.stringify(ends)}::jsonb) as x(id text, at timestamptz, talk integer, ai integer),
+      (select id, talk_seconds, ai_seconds, ended_at from calls where id = any(${ends.map((e) => e.id)}::text[])) o
+    where c.id = x.id and o.id = c.id and c.state = 'ended' and c.end_reason = ${SWEPT} and c.end_corrected_at is null and c.answered_at is not null
+    returning c.id, c.tenant_id, c.campaign_id, o.talk_seconds as was_talk, o.ai_seconds as was_ai, o.ended_at as was_ended, x.talk, x.ai`.execute(w.tx);
+  for (const r of rows.rows) {
+    const at = new Date(r.was_ended);
+    const minutes = usageCorrection(r, 'call_minute', callMinutes(r, r.was_talk, at), callMinutes(r, r.talk, at));
+    const ai = usageCorrection(r, 'ai_second', aiSeconds(r, r.was_ai, at), aiSeconds(r, r.ai, at));
+    if (minutes) w.usage.push(minutes);
+    if (ai) w.usage.push(ai);
+  }
+}
+
+/**
+ * What bots learned (`call.fact`), kept per journey and key: a new key or a new value is written
+ * and emits `vd.journey.fact_recorded` once; the same value again changes nothing. Of several
+ * values for one key in a batch the last stands. Rows in (journey, key) order, after the journeys
+ * (the writer's lock order; nothing else writes them).
+ */
+async function writeFacts(w: Writing, facts: Fact[]): Promise<void> {
+  if (facts.length === 0) return;
+  const calls = await sql<CallRow>`
+    select id, tenant_id, campaign_id, journey_id, person_id, direction, from_number, to_number from calls
+    where id = any(${[...new Set(facts.map((f) => f.id))]}::text[]) and journey_id is not null`.execute(w.tx);
+  const byId = new Map(calls.rows.map((c) => [c.id, c]));
+  const latest = new Map<string, { journey_id: string; key: string; value: Fact['value']; tenant_id: string; person_id: string | null; call_id: string; at: string }>();
+  for (const f of facts) {
+    const c = byId.get(f.id);
+    if (c) latest.set(`${c.journey_id}\u0000${f.key}`, { journey_id: c.journey_id!, key: f.key, value: f.value, tenant_id: c.tenant_id, person_id: c.person_id, call_id: c.id, at: f.at });
+  }
+  const list = [...latest.values()].sort((a, b) => (a.journey_id < b.journey_id ? -1 : a.journey_id > b.journey_id ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const rows = await sql<{ journey_id: string; key: string }>`
+    insert into journey_facts as f (journey_id, key, value, tenant_id, person_id, call_id, recorded_at)
+    select x.journey_id, x.key, x.value, x.tenant_id, x.person_id, x.call_id, x.at
+    from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(journey_id text, key text, value jsonb, tenant_id text, person_id text, call_id text, at timestamptz)
+    order by x.journey_id, x.key
+    on conflict (journey_id, key) do update set value = excluded.value, call_id = excluded.call_id, person_id = excluded.person_id, recorded_at = excluded.recorded_at
+      where f.value is distinct from excluded.value
+    returning f.journey_id, f.key`.execute(w.tx);
+  for (const r of rows.rows) {
+    const f = latest.get(`${r.journey_id}\u0000${r.key}`)!;
+    const c = byId.get(f.call_id)!;
+    w.events.push({
+      subject: 'vd.journey.fact_recorded',
+      tenant_id: f.tenant_id,
+      about: f.call_id,
+      campaign_id: c.campaign_id,
+      data: { journey_id: f.journey_id, call_id: f.call_id, person_id: f.person_id, campaign_id: c.campaign_id, key: f.key, value: f.value, at: f.at },
+    });
+  }
 }
 
 /** A person's outcome from their call's end (the ended call's row as `writeEnded` has it). */

@@ -25,6 +25,7 @@ import type { Services } from '../control-plane/context.ts';
 import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
+import { hangupsOwed } from '../control-plane/telephony/hangup.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
 import { claimPeople, dueOutsideHours, findCallsOffNodes, findLostCalls, releaseClaims, releaseExpiredClaims, type Launch } from './launch-rows.ts';
 import { CallingHours } from './calling-hours.ts';
@@ -79,6 +80,8 @@ type Run = {
   nextWindowAt: number | null;
   /** The abandonment cap holds the campaign (read with the settings, with hysteresis). */
   abandonHeld: boolean;
+  /** Claimed people being given back: a claim waits for it, else it could not find them. */
+  releasing: Promise<void>;
   lastRefill: number;
   idle: IdleReason | null;
   idleSince: number;
@@ -283,6 +286,7 @@ export class Dialer {
         outside: false,
         nextWindowAt: null,
         abandonHeld: false,
+        releasing: Promise.resolve(),
         lastRefill: 0,
         idle: null,
         idleSince: now,
@@ -351,17 +355,21 @@ export class Dialer {
         this.#addLive(callId, run.id, run.tenantId);
         batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false, legalPerDay: this.hours.legalCallsPerDay(person.zoneId) });
       }
-      if (closed.length) {
-        releaseClaims(this.#s.store.db, run.id, run.epoch, closed.splice(0)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
-      }
+      if (closed.length) this.#giveBack(run, closed.splice(0));
       this.#setIdle(run, idle, now);
       const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
       if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
         const given = idleLong ? run.buffer.splice(0) : this.#takeOld(run, now);
-        releaseClaims(this.#s.store.db, run.id, run.epoch, given.map((p) => p.id)).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
+        this.#giveBack(run, given.map((p) => p.id));
+        // Those given back are due: the campaign has people, whatever its last claim found.
+        run.exhausted = false;
+        run.emptyClaims = 0;
       }
       const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
-      const mayRefill = !run.idle || run.idle === 'no_people' || run.idle === 'no_capacity' || run.idle === 'outside_calling_hours' || run.idle === 'abandon_cap';
+      // No claim while the campaign has long had no node to call on: it would only take back the
+      // people just given back, to give them back again 5 s later.
+      const noRoomLong = run.idle === 'no_capacity' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
+      const mayRefill = !run.idle || run.idle === 'no_people' || (run.idle === 'no_capacity' && !noRoomLong) || run.idle === 'outside_calling_hours' || run.idle === 'abandon_cap';
       if (mayRefill && !run.refilling && run.buffer.length < target / 2 && (!run.exhausted || now - run.lastRefill > exhaustedWait(run.emptyClaims))) {
         void this.#refill(run, target - run.buffer.length);
       }
@@ -371,6 +379,16 @@ export class Dialer {
     }
     if (batch.length) this.#launcher.queue(batch);
     if (this.#idleWrites.size) void this.#writeIdle();
+  }
+
+  /**
+   * Gives claimed people back. A claim of the campaign waits for it (`#refill`): run at once, the
+   * claim did not see them given back, found nobody, and the campaign read `no_people` until its
+   * next claim took them again (the idle reason flapped while no node had room).
+   */
+  #giveBack(run: Run, people: string[]): void {
+    const release = releaseClaims(this.#s.store.db, run.id, run.epoch, people).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
+    run.releasing = run.releasing.then(() => release);
   }
 
   #takeOld(run: Run, now: number): Person[] {
@@ -437,10 +455,22 @@ export class Dialer {
     if (!st || n <= 0) return;
     run.refilling = true;
     try {
+      await run.releasing;
       const now = this.#clock.now();
       await this.hours.refresh();
-      const open = this.hours.open(st.window, now);
-      const rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD, { zones: open.ids, at: new Date(now) });
+      let open = this.hours.open(st.window, now);
+      let rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD, { zones: open.ids, at: new Date(now) });
+      if (rows.length === 0) {
+        // Zone sets a list check made since the last read (their people could not be claimed):
+        // when some are open, the claim is made again at once, so a campaign whose list was just
+        // checked does not read no_people or outside_calling_hours until its next claim.
+        await this.hours.refreshZones();
+        const fresh = this.hours.open(st.window, now);
+        if (fresh.ids.length !== open.ids.length) {
+          open = fresh;
+          rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD, { zones: open.ids, at: new Date(now) });
+        }
+      }
       run.lastRefill = Date.now();
       if (run.retired) {
         await releaseClaims(this.#s.store.db, run.id, run.epoch, rows.map((r) => r.id));
@@ -451,8 +481,6 @@ export class Dialer {
       run.exhausted = rows.length === 0;
       run.emptyClaims = rows.length === 0 ? run.emptyClaims + 1 : 0;
       if (rows.length === 0) {
-        // Zone sets a list check made since the last read (their people could not be claimed).
-        await this.hours.refreshZones();
         // Nobody due inside their hours: are some due outside them, and when does the first open?
         const closedZones = this.hours.closedIds(open.set);
         const waiting = await dueOutsideHours(this.#s.store.db, run.tenantId, st.lists, closedZones, new Date(now));
@@ -571,6 +599,12 @@ export class Dialer {
     }
     for (const h of off.hangups) {
       this.#log.warn({ call_id: h.call_id, node: h.node_id }, 'a call its node still has was ended here: hung up');
+      this.#s.nodes.hangup(h.node_id, h.call_id);
+    }
+    // Calls hung up through the API that are still up: their node is told again.
+    const online = this.#s.agentHub.nodes().filter((n) => n.online).map((n) => n.node_id);
+    for (const h of await hangupsOwed(this.#s.store, online)) {
+      this.#log.info({ call_id: h.call_id, node: h.node_id }, 'a call hung up through the API is still up: hang-up sent again');
       this.#s.nodes.hangup(h.node_id, h.call_id);
     }
   }

@@ -338,7 +338,7 @@ const REPORT_GRACE_MS = 5_000;
 
 /**
  * The calls nodes no longer have, from their latest `call_ids` reports (this instance's hub):
- * a call up in the store on the node, placed (ringing or answered: the node had it), launched
+ * a call up in the store on the node, placed (trying, ringing or answered: the node had it), launched
  * more than REPORT_GRACE_MS before the report, not listed and with no event since the report,
  * is ended by a `call.ended` with reason `node_lost` through the normal event path (so it counts
  * as dropped there if it was answered). `dialing` calls are left to the one-minute sweep above:
@@ -353,7 +353,7 @@ export async function findCallsOffNodes(store: Store, reports: CallReport[]): Pr
     from calls k
     join unnest(${reports.map((r) => r.node_id)}::text[], ${reports.map((r) => r.age_ms + REPORT_GRACE_MS)}::float8[]) as r(node_id, before_ms)
       on k.node_id = r.node_id
-    where k.live and k.state in ('ringing', 'answered')
+    where k.live and k.state in ('trying', 'ringing', 'answered')
       and k.started_at < now() - make_interval(secs => r.before_ms / 1000)
       and not (k.id = any(${listed}::text[]))
     limit 1000`.execute(store.db);

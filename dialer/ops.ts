@@ -12,7 +12,7 @@ export async function liveNow(store: Store): Promise<{ at: string; totals: Omit<
   const rows = await sql<LiveRow>`
     select k.tenant_id, co.name,
       count(*)::int as calls,
-      count(*) filter (where k.state in ('dialing', 'ringing'))::int as ringing,
+      count(*) filter (where k.state in ('dialing', 'trying', 'ringing'))::int as ringing,
       count(*) filter (where k.state = 'answered')::int as answered,
       count(*) filter (where k.state = 'answered' and k.handler = 'bot' and k.transfer_state is null)::int as ai_sessions,
       count(*) filter (where k.state = 'answered' and (k.handler = 'agent' or k.transfer_state in ('bridged', 'completed')))::int as with_agents

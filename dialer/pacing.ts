@@ -44,9 +44,12 @@ export function pace(i: PaceInput): PaceDecision {
   if (!i.companyOn) return { launch: 0, idle: 'tenant_paused' };
   const room = Math.min(i.maxConcurrent - i.live, i.tenantCap - i.tenantLive);
   if (room <= 0) return { launch: 0, idle: 'concurrency_cap' };
-  if (i.buffered <= 0) return { launch: 0, idle: i.exhausted ? (i.outsideHours ? 'outside_calling_hours' : 'no_people') : null };
+  if (i.buffered <= 0 && i.exhausted) return { launch: 0, idle: i.outsideHours ? 'outside_calling_hours' : 'no_people' };
   if (i.agentsOnline !== null && i.agentsOnline - i.live <= 0) return { launch: 0, idle: 'abandon_cap' };
+  // No room on any node holds the campaign whether or not people are claimed yet (the dialer gives
+  // its claimed people back after a while without room).
   if (i.freeNodes <= 0) return { launch: 0, idle: 'no_capacity' };
+  if (i.buffered <= 0) return { launch: 0, idle: null };
   const capped = i.agentsOnline === null ? Infinity : i.agentsOnline - i.live;
   const n = Math.floor(Math.min(i.tokens, room, i.freeNodes, i.buffered, capped));
   return { launch: Math.max(0, n), idle: null };

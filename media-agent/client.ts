@@ -63,6 +63,8 @@ export class AgentClient {
   #stopped = false;
   /** The three causes of a drain, each kept on its own: the reason told is the strongest. */
   #shuttingDown = false;
+  /** A second signal came: hang everything up, wait for nothing more. */
+  #hurried = false;
   #operatorDrain = false;
   #trunkDown = false;
   readonly #calls = new Set<string>();
@@ -245,6 +247,8 @@ export class AgentClient {
         }
         const at = new Date().toISOString();
         if (e.type === 'placed') return this.#event({ type: 'call.placed', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
+        if (e.type === 'ringing') return this.#event({ type: 'call.ringing', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
+        if (e.type === 'fact') return this.#event({ type: 'call.fact', call_id, key: e.key, value: e.value, at });
         if (e.type === 'answered') return this.#event({ type: 'call.answered', call_id, sip_status: e.sip_status, talk_seconds: 0, at });
         if (e.type === 'transfer') return this.#event({ type: 'call.transfer', call_id, stage: e.stage, at });
         if (e.type === 'bot') return this.#event({ type: 'bot.session', call_id, event: e.event, at, ...(e.reply_ms?.length ? { reply_ms: e.reply_ms } : {}) });
@@ -313,9 +317,36 @@ export class AgentClient {
     this.#o.log('info', 'shutting down: draining', { live_calls: this.#calls.size });
     this.#sendHeartbeat();
     if (this.#calls.size > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
-    // Uploads under way get a while to finish; what is left stays on disk (a reconciliation gap).
-    await this.#uploads.stop(10_000);
+    // Uploads under way get a while to finish (none after a second signal); what is left stays on
+    // disk (a reconciliation gap) and is sent at the next start.
+    await this.#uploads.stop(this.#hurried ? 0 : 10_000);
     await this.close();
+  }
+
+  /**
+   * The hurried stop (a second SIGTERM): every call still up is hung up now (CANCEL while it
+   * rings, BYE once answered: the trunk's `hangup`), and the graceful stop under way no longer
+   * waits for uploads. Resolves once every call has ended (its `call.ended` sent or queued), or
+   * after `waitMs`, with the number of calls still up.
+   */
+  async hangUpAll(waitMs: number): Promise<number> {
+    this.#shuttingDown = true;
+    this.#hurried = true;
+    this.#o.log('warn', 'hanging up every call', { live_calls: this.#calls.size });
+    this.#sendHeartbeat();
+    for (const id of [...this.#calls]) this.#o.trunk.hangup(id);
+    void this.#uploads.stop(0);
+    if (this.#calls.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, waitMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    return this.#calls.size;
   }
 
   /** Closes the socket (after what was queued is written) and stops reconnecting. */

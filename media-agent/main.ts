@@ -1,7 +1,9 @@
 /**
  * The media agent process (one per media node): `node media-agent/main.ts`, settings from the
  * environment (media-agent/config.ts). The first SIGTERM (or SIGINT) drains for shutdown and
- * exits 0 once the live calls have ended; a second one forces the exit (code 1).
+ * exits 0 once the live calls have ended. A second one hangs every call up now (CANCEL or BYE),
+ * reports their ends and exits within a few seconds: 0 when every call ended, 1 when some did not
+ * (the trunk could not be reached). A third exits at once (1).
  */
 import { mkdirSync } from 'node:fs';
 import { pino } from 'pino';
@@ -59,12 +61,37 @@ const client = new AgentClient({
   recording: { maxAttempts: config.VD_AGENT_UPLOAD_ATTEMPTS },
 });
 
+/** After a second signal: how long the calls' ends are waited for, and the whole stop at most. */
+const HANGUP_WAIT_MS = 3_000;
+const HURRIED_EXIT_MS = 6_000;
+
 let signals = 0;
 const onSignal = (sig: NodeJS.Signals) => {
   signals += 1;
-  if (signals > 1) {
-    log('warn', 'second signal: forced exit', { signal: sig, live_calls: client.liveCalls });
+  if (signals > 2) {
+    log('warn', 'third signal: exit now', { signal: sig, live_calls: client.liveCalls });
     process.exit(1);
+  }
+  if (signals === 2) {
+    log('warn', 'second signal: hanging up every call, then exiting', { signal: sig, live_calls: client.liveCalls });
+    setTimeout(() => {
+      log('error', 'calls not ended in time: exiting', { live_calls: client.liveCalls });
+      process.exit(1);
+    }, HURRIED_EXIT_MS);
+    client
+      .hangUpAll(HANGUP_WAIT_MS)
+      .then(async (left) => {
+        await trunk.close();
+        await client.close();
+        if (left > 0) log('error', 'calls still up at exit', { live_calls: left });
+        else log('info', 'every call hung up, exiting');
+        process.exit(left > 0 ? 1 : 0);
+      })
+      .catch((err: unknown) => {
+        log('error', 'hurried stop failed', { err: (err as Error).message });
+        process.exit(1);
+      });
+    return;
   }
   log('info', 'signal: draining before exit', { signal: sig, live_calls: client.liveCalls });
   client

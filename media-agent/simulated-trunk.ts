@@ -1,9 +1,10 @@
 /**
  * The built-in simulated trunk: each call rings, then is answered, busy, unanswered or fails, by
  * a seeded random schedule (the same seed and call id give the same call), or by the test number
- * it is placed to (`TEST_NUMBERS`: `…0200` answers, `…0486` busy, …). Answered calls talk a
- * while; bot-handled ones run a bot session (reported as it starts, and as it ends or fails with
- * the AI upstream's reply times) that sometimes hands the call over to a person
+ * it is placed to (`TEST_NUMBERS`: `…0200` answers, `…0486` busy, …). A call rings (180) a
+ * second after its INVITE. Answered calls talk a while; bot-handled ones run a bot session
+ * (reported as it starts, and as it ends or fails with the AI upstream's reply times, what it
+ * learned told just before its end: `botFacts`) that sometimes hands the call over to a person
  * (`transfer` events: requested when the bot session ends, bridged 1–3 s later, completed just
  * before the call ends).
  * `timeScale` compresses the clock (0.01: a 60 s call lasts 0.6 s) so tests run fast; reported
@@ -86,6 +87,28 @@ export const TEST_NUMBERS: Readonly<Record<string, Exclude<SimulatedOutcome, 'ra
 
 /** Mixed into a call's seed for its bot session's draws. */
 const BOT_SALT = 0x0b07_5e55;
+/** Mixed into a call's seed for what its bot learns (its own generator: the other draws stay). */
+const FACT_SALT = 0x0fac_7500;
+/** Simulated seconds from the INVITE to the far end's 180. */
+const RING_AFTER_S = 1;
+
+/** One thing a bot learned on a call. */
+export type BotFact = { key: string; value: string | number | boolean };
+
+/**
+ * What the simulated bot learns on an answered call: whether the person is interested, and for
+ * half the calls the best time to call back and the number to call them on (the callee's own:
+ * a phone number, so webhooks mask it).
+ */
+export function botFacts(call: TrunkCall, seed: number): BotFact[] {
+  const rnd = mulberry32(seed);
+  const facts: BotFact[] = [{ key: 'interested', value: rnd() < 0.5 }];
+  if (rnd() < 0.5) {
+    facts.push({ key: 'best_time', value: (['morning', 'afternoon', 'evening'] as const)[Math.floor(rnd() * 3)] });
+    facts.push({ key: 'callback_number', value: call.to });
+  }
+  return facts;
+}
 
 function hash(s: string): number {
   let h = 2166136261;
@@ -101,8 +124,8 @@ type Live = {
   botSeconds?: number;
   /** How far the hand-over to a person has gone. */
   transfer: 'none' | 'requested' | 'bridged';
-  /** The bot session while it runs: when it started, and its own seeded draws (reply times, failure). */
-  bot: { startedAt: number; rnd: () => number } | null;
+  /** The bot session while it runs: when it started, its own seeded draws (reply times, failure), and what it learns. */
+  bot: { startedAt: number; rnd: () => number; facts: BotFact[] } | null;
   done: boolean;
   emit: (e: TrunkEvent) => void;
 };
@@ -174,6 +197,14 @@ export class SimulatedTrunk implements Trunk {
     const end = (e: Ended) => this.#end(call.call_id, live, e);
     onEvent({ type: 'placed', sip_status: 100 });
     const plan = this.plan(call);
+    // The far end rings (180) a second after the INVITE, or halfway to its answer or rejection if
+    // that comes sooner; a call that fails (503) never rings. Fixed, not drawn: the plans stay.
+    if (plan.outcome !== 'failed') {
+      const first = plan.outcome === 'no_answer' ? call.ring_timeout_s : plan.ring_s;
+      at(Math.min(RING_AFTER_S, first / 2), () => {
+        if (live.answeredAt === null) onEvent({ type: 'ringing', sip_status: 180 });
+      });
+    }
     switch (plan.outcome) {
       case 'no_answer':
         // Our ring timeout: CANCEL, and the far end answers 487.
@@ -195,7 +226,7 @@ export class SimulatedTrunk implements Trunk {
           onEvent({ type: 'answered', sip_status: 200 });
           if (plan.bot_s !== undefined) {
             // Its own generator: the plan's draws (and so every test that predicts a plan) stay as they were.
-            live.bot = { startedAt: Date.now(), rnd: mulberry32((this.#seed ^ hash(call.call_id) ^ BOT_SALT) >>> 0) };
+            live.bot = { startedAt: Date.now(), rnd: mulberry32((this.#seed ^ hash(call.call_id) ^ BOT_SALT) >>> 0), facts: botFacts(call, (this.#seed ^ hash(call.call_id) ^ FACT_SALT) >>> 0) };
             onEvent({ type: 'bot', event: 'started' });
           }
           const complete = () =>
@@ -264,6 +295,8 @@ export class SimulatedTrunk implements Trunk {
     const seconds = hungUp ? Math.min((Date.now() - bot.startedAt) / 1000 / this.#scale, planned) : planned;
     const replies = Math.min(MAX_REPLY_TIMES, Math.max(1, Math.round(seconds / 6)));
     const reply_ms = Array.from({ length: replies }, () => Math.round(250 + bot.rnd() * 1000));
+    // What the bot learned, told before its session's end (a broken session learned nothing).
+    if (!failed) for (const f of bot.facts) live.emit({ type: 'fact', key: f.key, value: f.value });
     live.emit({ type: 'bot', event: failed ? 'failed' : 'ended', reply_ms });
   }
 

@@ -17,7 +17,8 @@ export type TrunkCall = {
 
 /**
  * What happens to a call, in order: either `refused` alone (the trunk could not take it: nothing
- * was sent, the agent answers `call.refused`), or `placed` once, `answered` at most once, `ended` exactly once
+ * was sent, the agent answers `call.refused`), or `placed` once (the INVITE left), `ringing` at
+ * most once (180 or 183), `answered` at most once, `ended` exactly once
  * (after which no event comes for the call). Between `answered` and `ended` a bot-handled call
  * may be handed over to a person: `transfer` with stage `requested`, then `bridged` once the
  * person is on, then `completed` just before `ended` (a call that ends before the bridge gets no
@@ -29,7 +30,11 @@ export type TrunkCall = {
 export type TrunkEvent =
   | { type: 'refused'; reason: Extract<RefusalReason, 'trunk_unavailable'> }
   | { type: 'placed'; sip_status: number }
+  /** The far end rings (180) or sends early media (183); at most once, before `answered`. */
+  | { type: 'ringing'; sip_status: number }
   | { type: 'answered'; sip_status: number }
+  /** What the bot learned (a key and its value); only between `answered` and `ended`. */
+  | { type: 'fact'; key: string; value: string | number | boolean }
   | { type: 'transfer'; stage: TransferStage }
   /** A bot session's start, end or failure, with the AI upstream's reply times since its last report. */
   | { type: 'bot'; event: BotSessionEvent; reply_ms?: number[] }

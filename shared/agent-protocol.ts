@@ -85,7 +85,10 @@ const callEventFields = {
   at: z.iso.datetime().optional(),
 };
 
+/** The INVITE left (SIP 100): the call is `trying` until the far end rings. */
 export const callPlacedMessage = z.object({ type: z.literal('call.placed'), ...callEventFields });
+/** The far end rings (180) or sends early media (183): the call is `ringing`. Once per call, between placed and answered. */
+export const callRingingMessage = z.object({ type: z.literal('call.ringing'), ...callEventFields, sip_status: z.number().int().min(180).max(199) });
 export const callAnsweredMessage = z.object({ type: z.literal('call.answered'), ...callEventFields });
 export const callEndedMessage = z.object({ type: z.literal('call.ended'), ...callEventFields, reason: endReason.optional() });
 
@@ -100,6 +103,22 @@ export const callTransferMessage = z.object({
   call_id: callId,
   stage: transferStage,
   /** When the stage was reached on the agent (ISO 8601 UTC). */
+  at: z.iso.datetime().optional(),
+});
+
+/** Largest string a fact's value may be. */
+export const MAX_FACT_VALUE_CHARS = 1_000;
+/**
+ * What a bot learned on a call: a key (1 to 64 of `A-Z a-z 0-9 _ . -`) and its value (a string
+ * of at most 1,000 characters, a finite number or a boolean). A fact said again with the same
+ * value changes nothing; a new value replaces the old one for the person's journey.
+ */
+export const callFactMessage = z.object({
+  type: z.literal('call.fact'),
+  call_id: callId,
+  key: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected 1 to 64 of A-Z, a-z, 0-9, _, . and -'),
+  value: z.union([z.string().max(MAX_FACT_VALUE_CHARS), z.number().finite(), z.boolean()]),
+  /** When the bot learned it, on the agent (ISO 8601 UTC). */
   at: z.iso.datetime().optional(),
 });
 
@@ -161,9 +180,11 @@ export const agentMessage = z.discriminatedUnion('type', [
   helloMessage,
   heartbeatMessage,
   callPlacedMessage,
+  callRingingMessage,
   callAnsweredMessage,
   callEndedMessage,
   callTransferMessage,
+  callFactMessage,
   callRefusedMessage,
   recordingWaitingMessage,
   recordingFailedMessage,
@@ -173,12 +194,14 @@ export const agentMessage = z.discriminatedUnion('type', [
 export type HelloMessage = z.infer<typeof helloMessage>;
 export type HeartbeatMessage = z.infer<typeof heartbeatMessage>;
 export type CallPlacedMessage = z.infer<typeof callPlacedMessage>;
+export type CallRingingMessage = z.infer<typeof callRingingMessage>;
 export type CallAnsweredMessage = z.infer<typeof callAnsweredMessage>;
 export type CallEndedMessage = z.infer<typeof callEndedMessage>;
 export type CallTransferMessage = z.infer<typeof callTransferMessage>;
 export type CallRefusedMessage = z.infer<typeof callRefusedMessage>;
+export type CallFactMessage = z.infer<typeof callFactMessage>;
 export type BotSessionMessage = z.infer<typeof botSessionMessage>;
-export type CallEventMessage = CallPlacedMessage | CallAnsweredMessage | CallEndedMessage | CallTransferMessage | CallRefusedMessage;
+export type CallEventMessage = CallPlacedMessage | CallRingingMessage | CallAnsweredMessage | CallEndedMessage | CallTransferMessage | CallFactMessage | CallRefusedMessage;
 export type AgentMessage = z.infer<typeof agentMessage>;
 
 // ---- control plane → agent ----
@@ -249,7 +272,7 @@ function parseWith<T>(schema: z.ZodType<T>, known: readonly string[], raw: strin
   return { ok: true, message: parsed.data };
 }
 
-export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.answered', 'call.ended', 'call.transfer', 'call.refused', 'recording.waiting_upload', 'recording.failed', 'bot.session'] as const;
+export const AGENT_MESSAGE_TYPES = ['hello', 'heartbeat', 'call.placed', 'call.ringing', 'call.answered', 'call.ended', 'call.transfer', 'call.fact', 'call.refused', 'recording.waiting_upload', 'recording.failed', 'bot.session'] as const;
 export const CONTROL_MESSAGE_TYPES = ['welcome', 'originate', 'hangup', 'drain', 'resume'] as const;
 
 /** Parses a frame an agent sent to the control plane. */

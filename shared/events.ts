@@ -60,6 +60,10 @@ export const EVENT_NAMES = [
   'vd.platform.ai_settings_changed',
   // Ours: a usage item counted.
   'vd.usage.recorded',
+  // Ours: someone hung a live call up through the API (issue 26; also the audit trails), data
+  // `{actor, call_id, campaign_id, journey_id, person_id, state}` (the state it was in). The
+  // call's own `vd.call.ended` follows with reason `hung_up`.
+  'vd.call.hangup_requested',
   // Ours: dialing by the rules (issue 25; also the audit trails). The legal rules changed by an
   // operator, data `{actor, before, after}` (each the rules as GET /api/platform/dialing/rules
   // answers them), no company: platform-wide, every company's webhooks may subscribe.

@@ -31,13 +31,15 @@ export type CallView = {
   dropped: boolean;
   transfer_state: string | null;
   recording_id: string | null;
+  /** When someone hung the call up through the API (null: nobody did). */
+  hangup_requested_at: string | null;
 };
 
-type Row = Omit<CallView, 'started_at' | 'answered_at' | 'ended_at'> & { started_at: Date; answered_at: Date | null; ended_at: Date | null };
+type Row = Omit<CallView, 'started_at' | 'answered_at' | 'ended_at' | 'hangup_requested_at'> & { started_at: Date; answered_at: Date | null; ended_at: Date | null; hangup_requested_at: Date | null };
 
 // A call has at most one recording: a probe of the unique index on recordings.call_id a row.
 const COLUMNS = sql`id, campaign_id, person_id, journey_id, direction, from_number, to_number, state, handler, manual, started_at, answered_at, ended_at,
-  end_reason, sip_status, talk_seconds, dropped, transfer_state,
+  end_reason, sip_status, talk_seconds, dropped, transfer_state, hangup_requested_at,
   (select r.id from recordings r where r.call_id = calls.id and r.tenant_id = calls.tenant_id) as recording_id`;
 
 function view(r: Row): CallView {
@@ -46,12 +48,13 @@ function view(r: Row): CallView {
     started_at: r.started_at.toISOString(),
     answered_at: r.answered_at?.toISOString() ?? null,
     ended_at: r.ended_at?.toISOString() ?? null,
+    hangup_requested_at: r.hangup_requested_at?.toISOString() ?? null,
   };
 }
 
-/** The company's call `id`; 404 when it is not one of the company's. */
-export async function findCall(store: Store, tenantId: string, id: string): Promise<CallView> {
-  const r = await sql<Row>`select ${COLUMNS} from calls where tenant_id = ${tenantId} and id = ${id}`.execute(store.db);
+/** The company's call `id` (any company's for `tenantId` null: an operator's read); 404 when it is not one of the company's. */
+export async function findCall(store: Store, tenantId: string | null, id: string): Promise<CallView> {
+  const r = await sql<Row>`select ${COLUMNS} from calls where id = ${id} ${tenantId === null ? sql`` : sql`and tenant_id = ${tenantId}`}`.execute(store.db);
   if (!r.rows[0]) throw new ApiError('not_found', `no call ${id}`);
   return view(r.rows[0]);
 }

@@ -202,13 +202,13 @@ export class MediaNodes {
 
   /** Every node known to the platform, for the operator. */
   async list(): Promise<NodeRow[]> {
-    const rows = await this.#selectRows().orderBy('node_id').execute();
+    const rows = await this.#operatorRows().orderBy('node_id').execute();
     return rows.map((r) => toNodeRow(this.#withLive(r)));
   }
 
   /** One node as the operator sees it; null when the platform never saw it. */
   async get(nodeId: string): Promise<NodeRow | null> {
-    const row = await this.#selectRows().where('node_id', '=', nodeId).executeTakeFirst();
+    const row = await this.#operatorRows().where('node_id', '=', nodeId).executeTakeFirst();
     return row ? toNodeRow(this.#withLive(row)) : null;
   }
 
@@ -272,6 +272,9 @@ export class MediaNodes {
     const hb = this.#heartbeats.get(v.node_id);
     if (hb?.timer) clearTimeout(hb.timer);
     this.#heartbeats.delete(v.node_id);
+    // The last heartbeat the throttle still held is written, not dropped: the row's heartbeat time
+    // is what the 30 s sweep of the node's calls counts from.
+    if (hb?.next && !this.#stopped) this.#storeHeartbeat(hb.next);
     this.#enqueue(v.node_id, () => this.#send(v.node_id, { type: 'OFFLINE', epoch: v.epoch }).then(() => {}));
   }
 
@@ -378,21 +381,25 @@ export class MediaNodes {
     hb.beat = beat;
     hb.lastWrite = Date.now();
     const state = hb;
-    void this.#deps.store.db
+    void this.#storeHeartbeat(v).finally(() => {
+      state.writing = false;
+      const next = state.next;
+      state.next = null;
+      if (next && !this.#stopped && this.#heartbeats.get(v.node_id) === state) this.#writeHeartbeat(next);
+    });
+  }
+
+  /** One heartbeat's time and live calls to the node's row (only while the row is still this connection's). */
+  #storeHeartbeat(v: NodeView): Promise<unknown> {
+    return this.#deps.store.db
       .updateTable('media_nodes')
       // The heartbeat's own time on the store's clock (the write may come up to a second after it).
-      .set({ live_calls: v.live_calls, last_heartbeat_at: sql<Date>`now() - make_interval(secs => ${Math.max(0, Date.now() - beat) / 1000})` })
+      .set({ live_calls: v.live_calls, last_heartbeat_at: sql<Date>`now() - make_interval(secs => ${Math.max(0, Date.now() - v.last_heartbeat_at.getTime()) / 1000})` })
       .where('node_id', '=', v.node_id)
       .where('instance', '=', this.#deps.instanceId)
       .where('epoch', '=', v.epoch)
       .execute()
-      .catch((err) => this.#log.warn({ err, node: v.node_id }, 'heartbeat not written'))
-      .finally(() => {
-        state.writing = false;
-        const next = state.next;
-        state.next = null;
-        if (next && !this.#stopped && this.#heartbeats.get(v.node_id) === state) this.#writeHeartbeat(next);
-      });
+      .catch((err) => this.#log.warn({ err, node: v.node_id }, 'heartbeat not written'));
   }
 
   // ---- the registry for the choice ----
@@ -402,6 +409,14 @@ export class MediaNodes {
       .selectFrom('media_nodes')
       .select(['node_id', 'state', 'drain_reason', 'capacity', 'live_calls', 'region', 'version', 'instance', 'epoch', 'last_heartbeat_at'])
       .select(sql<number | null>`(extract(epoch from (now() - last_heartbeat_at)) * 1000)::float8`.as('age_ms'));
+  }
+
+  /**
+   * The operator's rows: with, for each node, its calls up in the store (`calls_live` holds only
+   * the calls up), which is what an offline node shows (its last heartbeat's count goes stale).
+   */
+  #operatorRows() {
+    return this.#selectRows().select(sql<number>`(select count(*) from calls k where k.live and k.node_id = media_nodes.node_id)::int`.as('calls_up'));
   }
 
   #refresh(): Promise<void> {
@@ -481,9 +496,15 @@ type SelectedRow = {
   version: string | null;
   last_heartbeat_at: Date | null;
   age_ms: number | null;
+  /** The node's calls up in the store. */
+  calls_up: number;
 };
 
-/** The operator's view: a node silent for 5 s is offline whatever its row says. */
+/**
+ * The operator's view: a node silent for 5 s is offline whatever its row says, and shows as live
+ * the calls the store still has up on it (its last heartbeat's count is stale: none once the
+ * sweeps or its agent's late reports have ended them).
+ */
 function toNodeRow(r: SelectedRow): NodeRow {
   const silent = r.age_ms === null || Number(r.age_ms) >= OFFLINE_AFTER_MS;
   const state: NodeRow['state'] = silent ? 'offline' : r.state;
@@ -495,7 +516,7 @@ function toNodeRow(r: SelectedRow): NodeRow {
     draining: drain_reason !== null,
     drain_reason,
     capacity: r.capacity,
-    live_calls: r.live_calls,
+    live_calls: state === 'offline' ? Number(r.calls_up) : r.live_calls,
     region: r.region,
     version: r.version,
     last_heartbeat_at: r.last_heartbeat_at ? new Date(r.last_heartbeat_at).toISOString() : null,

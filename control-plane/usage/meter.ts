@@ -4,7 +4,9 @@
  * call and kind, the list check, the review), so the same work reported twice is counted once:
  * the insert of an id already present does nothing, in the same transaction as the work it
  * meters. For each item newly counted the caller gets its `vd.usage.recorded` event to emit in
- * that transaction too.
+ * that transaction too. An item is never changed: a call whose end is later corrected gets a
+ * correction item of the difference (`usageCorrection`), so what was counted stays counted and
+ * the months' totals (and an invoiced month's late usage) follow.
  */
 import { sql } from 'kysely';
 import type { Tx } from '../db/store.ts';
@@ -51,6 +53,21 @@ export function callMinutes(call: { id: string; tenant_id: string; campaign_id: 
 export function aiSeconds(call: { id: string; tenant_id: string; campaign_id: string | null }, seconds: number, at: Date): UsageItem | null {
   if (seconds <= 0) return null;
   return { id: callUsageId(call.id, 'ai_second'), tenant_id: call.tenant_id, kind: 'ai_second', quantity: seconds, unit: 'second', call_id: call.id, campaign_id: call.campaign_id, occurred_at: at, source_id: call.id };
+}
+
+/**
+ * The usage that makes a call's item of `kind` go from `before` to `after` (its items as the
+ * call's first end made them, and as a truer end later says): `after` itself when there was none,
+ * else a correction item of the difference in quantity (negative when it went down), keyed
+ * `use_<call>_<kind>_correction` (a call's end is corrected once, so its id is its source's),
+ * counted in the month of `before`; null when nothing changes.
+ */
+export function usageCorrection(call: { id: string }, kind: 'call_minute' | 'ai_second', before: UsageItem | null, after: UsageItem | null): UsageItem | null {
+  if (!before) return after;
+  const quantity = (after?.quantity ?? 0) - before.quantity;
+  if (quantity === 0) return null;
+  const raw = before.raw_seconds == null ? null : (after?.raw_seconds ?? 0) - before.raw_seconds;
+  return { ...before, id: `${callUsageId(call.id, kind)}_correction`, quantity, raw_seconds: raw };
 }
 
 /** A hand-over to a person that was bridged. */

@@ -1,6 +1,7 @@
 /**
  * The company side of dialing under `/api/dialer/v1`: the company's calls (session or a key with
- * `read`), manual dialing and a preview campaign's next person (company sessions). While dialing
+ * `read`), hanging one up (owners and admins), manual dialing and a preview campaign's next
+ * person (company sessions). While dialing
  * is paused the last two answer 503 `unavailable` with a message that begins `platform_paused`
  * (or `platform_pause_unreadable` when the switch cannot be read: the dialer fails closed).
  */
@@ -8,7 +9,8 @@ import { z } from '@hono/zod-openapi';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppEnv } from '../env.ts';
 import { findCall, listCalls } from '../../control-plane/telephony/calls.ts';
-import { companyMembers, companyReaders, tenantOf } from '../middleware/guards.ts';
+import { hangUpCall } from '../../control-plane/telephony/hangup.ts';
+import { actorOf, companyMembers, companyReaders, companyWriters, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
 import { Cursor, idParam, json, optionalQueryParam, pageOf, pathOf, record } from '../openapi/schemas.ts';
 import { Since } from './core/results.ts';
@@ -19,11 +21,11 @@ const ManualCall = z
   .openapi({ description: 'Either `to` (a number) or `person_id`.' });
 
 const Call = record('Call', { call_id: z.string(), campaign_id: z.string() });
-const CallRecord = record('CallRecord', {
+export const CallRecord = record('CallRecord', {
   id: z.string(),
   campaign_id: z.string().nullable(),
   person_id: z.string().nullable(),
-  state: z.enum(['dialing', 'ringing', 'answered', 'ended']),
+  state: z.enum(['dialing', 'trying', 'ringing', 'answered', 'ended']).openapi({ description: '`dialing` (sent to a media node), `trying` (INVITE sent), `ringing` (180 or 183), `answered`, `ended`.' }),
   started_at: z.string(),
   answered_at: z.string().nullable(),
   ended_at: z.string().nullable(),
@@ -31,6 +33,7 @@ const CallRecord = record('CallRecord', {
   sip_status: z.number().nullable(),
   talk_seconds: z.number(),
   recording_id: z.string().nullable(),
+  hangup_requested_at: z.string().nullable().openapi({ description: 'When someone hung the call up through the API; null when nobody did.' }),
 });
 const CallsQuery = z.object({
   campaign_id: optionalQueryParam(z.string().max(64)).openapi({ description: "Only this campaign's calls." }),
@@ -68,6 +71,23 @@ export const dialerRoutes = new ApiRoutes('Dialing')
       answers: { 200: json('The call.', CallRecord) },
     },
     async (c, { params }) => c.json(await findCall(c.get('services').store, tenantOf(c.get('principal')), params.id)),
+  )
+  .add(
+    {
+      method: 'post',
+      path: '/calls/{id}/hangup',
+      guard: companyWriters,
+      summary: 'Hang up a live call',
+      description:
+        'A ringing call is cancelled (CANCEL), an answered one hung up (BYE) by its media node; the call then ends with `end_reason: "hung_up"`. Answers at once with the call as it reads now; its end follows. Who hung up is in the audit trail (`vd.call.hangup_requested`).',
+      params: pathOf({ id: idParam('The call id (call_…).') }),
+      answers: { 202: json('The call, being hung up.', CallRecord) },
+      errors: { 409: 'The call has ended already.' },
+    },
+    async (c, { params }) => {
+      const { store, nodes } = c.get('services');
+      return c.json(await hangUpCall({ store, nodes, log: c.get('log') }, tenantOf(c.get('principal')), params.id, actorOf(c.get('principal'))), 202);
+    },
   )
   .add(
     {

@@ -138,7 +138,7 @@ async function everyCallEnded(input: CheckInput, byId: Map<string, CallRow>): Pr
   ).rows;
   const reasons = (await input.db.query<{ end_reason: string | null; n: number }>(`select end_reason, count(*)::int as n from calls group by 1 order by 2 desc`)).rows;
   const figures: Record<string, number | string | null> = { calls: byId.size, still_up: live.length };
-  for (const s of ['dialing', 'ringing', 'answered']) figures[`still_up_${s}`] = live.filter((l) => l.state === s).length;
+  for (const s of ['dialing', 'trying', 'ringing', 'answered']) figures[`still_up_${s}`] = live.filter((l) => l.state === s).length;
   // Of those, the ones whose trunk call had ended (their end never reached the store) or whose agent died.
   const trunkEnded = live.filter((l) => {
     const t = input.taps.calls.get(l.id);
@@ -167,16 +167,19 @@ async function everyCallEnded(input: CheckInput, byId: Map<string, CallRow>): Pr
 async function usageOnce(input: CheckInput): Promise<CheckResult> {
   const q = async (sql: string) => Number((await input.db.query<{ n: number }>(sql)).rows[0].n);
   const items = await q(`select count(*)::int as n from usage_events`);
-  // One item per source and kind: a call's minutes, a check's numbers (list checks have no call).
-  const duplicates = await q(`select count(*)::int as n from (select source_id, kind from usage_events group by 1, 2 having count(*) > 1) x`);
+  // One item per source and kind: a call's minutes, a check's numbers (list checks have no call);
+  // and at most one correction of it (a call whose node_lost end the agent's own end corrected).
+  const duplicates = await q(`select count(*)::int as n from (select source_id, kind, id like '%\\_correction' as fix from usage_events group by 1, 2, 3 having count(*) > 1) x`);
+  const corrections = await q(`select count(*)::int as n from usage_events where id like '%\\_correction'`);
   const missingMinutes = await q(`select count(*)::int as n from calls c where c.state = 'ended' and c.answered_at is not null and c.talk_seconds > 0
     and not exists (select 1 from usage_events u where u.call_id = c.id and u.kind = 'call_minute')`);
   const missingAi = await q(`select count(*)::int as n from calls c where c.state = 'ended' and c.ai_seconds > 0
     and not exists (select 1 from usage_events u where u.call_id = c.id and u.kind = 'ai_second')`);
   const missingTransfers = await q(`select count(*)::int as n from calls c where c.transfer_state in ('bridged', 'completed')
     and not exists (select 1 from usage_events u where u.call_id = c.id and u.kind = 'billable_transfer')`);
-  const wrongMinutes = await q(`select count(*)::int as n from usage_events u join calls c on c.id = u.call_id
-    where u.kind = 'call_minute' and u.quantity <> ceil(c.talk_seconds / 60.0)`);
+  // A call's minutes with their correction, if any, are its talk's started minutes.
+  const wrongMinutes = await q(`select count(*)::int as n from (select u.call_id, sum(u.quantity) as q from usage_events u where u.kind = 'call_minute' group by 1) u
+    join calls c on c.id = u.call_id where u.q <> ceil(c.talk_seconds / 60.0)`);
   const unearned = await q(`select count(*)::int as n from usage_events u join calls c on c.id = u.call_id
     where (u.kind = 'call_minute' and (c.answered_at is null or c.talk_seconds = 0)) or (u.kind = 'ai_second' and c.ai_seconds = 0)`);
   const ev = (
@@ -196,6 +199,7 @@ async function usageOnce(input: CheckInput): Promise<CheckResult> {
       usage_items: items,
       usage_events: ev.events,
       duplicates_by_source: duplicates,
+      corrections,
       missing_call_minute: missingMinutes,
       missing_ai_second: missingAi,
       missing_billable_transfer: missingTransfers,

@@ -64,6 +64,8 @@ const callEvent = (callId: string, type?: CallEventMessage['type']) => (s: Seen)
 const online = (nodeId: string, minEpoch = 0) => (s: Seen) => s.kind === 'online' && s.node.node_id === nodeId && s.node.epoch > minEpoch;
 const offline = (nodeId: string) => (s: Seen) => s.kind === 'offline' && s.node.node_id === nodeId;
 const eventsOf = (callId: string) => seen.flatMap((s) => (s.kind === 'call' && s.call.event.call_id === callId ? [s.call.event] : []));
+/** A call's events without what its bot learned (`call.fact`, tested on its own). */
+const progressOf = (callId: string) => eventsOf(callId).filter((e) => e.type !== 'call.fact');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const call = (id: string, handler: 'bot' | 'agents' = 'agents') => ({ call_id: id, to: '+15555550100', from: '+15555550199', ring_timeout_s: 30, handler });
@@ -123,8 +125,15 @@ t('originate → placed, answered, ended on the simulated trunk; a full node ref
   assert.equal(refused.call.event, { type: 'call.refused', call_id: 'call_a3', reason: 'at_capacity' });
   const e1 = await waitFor(callEvent('call_a1', 'call.ended'), 3000, 'call_a1 ended');
   const e2 = await waitFor(callEvent('call_a2', 'call.ended'), 3000, 'call_a2 ended');
-  assert.equal(eventsOf('call_a1').map((e) => e.type), ['call.placed', 'call.answered', 'call.ended']);
-  assert.equal(eventsOf('call_a2').map((e) => e.type), ['call.placed', 'call.answered', 'call.ended']);
+  assert.equal(progressOf('call_a1').map((e) => e.type), ['call.placed', 'call.ringing', 'call.answered', 'call.ended']);
+  assert.equal(eventsOf('call_a2').map((e) => e.type), ['call.placed', 'call.ringing', 'call.answered', 'call.ended']);
+  assert.equal(eventsOf('call_a2').map((e) => ('sip_status' in e ? e.sip_status : null)), [100, 180, 200, 200]);
+  // The bot call's bot told what it learned, between the answer and the end.
+  const facts = eventsOf('call_a1').filter((e) => e.type === 'call.fact');
+  assert.ok(facts.length >= 1 && facts.every((f) => f.type === 'call.fact' && typeof f.key === 'string'), JSON.stringify(facts));
+  assert.ok(facts.some((f) => f.type === 'call.fact' && f.key === 'interested' && typeof f.value === 'boolean'));
+  const types = eventsOf('call_a1').map((e) => e.type);
+  assert.ok(types.indexOf('call.fact') > types.indexOf('call.answered') && types.lastIndexOf('call.fact') < types.indexOf('call.ended'));
   const end1 = e1.call.event as Extract<CallEventMessage, { type: 'call.ended' }>;
   const end2 = e2.call.event as Extract<CallEventMessage, { type: 'call.ended' }>;
   assert.equal([end1.sip_status, end1.talk_seconds, end1.bot_seconds, end1.transferred, end1.reason], [200, 30, 30, false, 'completed']);
@@ -179,10 +188,10 @@ t('a bot call handed over to a person: call.transfer requested, bridged, complet
   await waitFor(online('node_t'), 5000, 'node_t online');
   assert.ok(cp.agentHub.originate('node_t', call(chosen.id, 'bot')).ok);
   const ended = await waitFor(callEvent(chosen.id, 'call.ended'), 5000, `${chosen.id} ended`);
-  const events = eventsOf(chosen.id);
+  const events = progressOf(chosen.id);
   assert.equal(
     events.map((e) => (e.type === 'call.transfer' ? `${e.type}:${e.stage}` : e.type)),
-    ['call.placed', 'call.answered', 'call.transfer:requested', 'call.transfer:bridged', 'call.transfer:completed', 'call.ended'],
+    ['call.placed', 'call.ringing', 'call.answered', 'call.transfer:requested', 'call.transfer:bridged', 'call.transfer:completed', 'call.ended'],
   );
   for (const e of events) if (e.type === 'call.transfer') assert.ok(e.at && !Number.isNaN(Date.parse(e.at)));
   const end = ended.call.event as Extract<CallEventMessage, { type: 'call.ended' }>;
@@ -244,20 +253,35 @@ t('SIGTERM with a live call: the agent drains, the call ends normally, exit 0; r
   await waitFor(offline('node_b'), 2000, 'node_b offline');
 });
 
-t('a second SIGTERM forces the exit', async () => {
-  const c = spawnAgent('node_c', { VD_AGENT_SIM_TALK_SECONDS: '3000' });
+t('a second SIGTERM hangs every call up now (BYE when answered, CANCEL when ringing), reports their ends and exits 0 within a few seconds', async () => {
+  // The agent's seed plans each call: one that answers (and talks 3,000 s), one that never does
+  // (ringing for its 600 s ring timeout).
+  const planner = new SimulatedTrunk({ seed: 7 });
+  const ids = Array.from({ length: 50 }, (_, i) => `call_c${i}`);
+  const answering = ids.find((id) => planner.plan(call(id)).outcome === 'answer')!;
+  const ringing = ids.find((id) => planner.plan({ ...call(id), ring_timeout_s: 600 }).outcome === 'no_answer')!;
+  const c = spawnAgent('node_c', { VD_AGENT_SIM_OUTCOME: 'random', VD_AGENT_SIM_TALK_SECONDS: '3000' });
   await waitFor(online('node_c'), 5000, 'node_c online');
-  assert.ok(cp.agentHub.originate('node_c', call('call_c1')).ok);
-  await waitFor(callEvent('call_c1', 'call.answered'), 2000, 'call_c1 answered');
+  assert.ok(cp.agentHub.originate('node_c', call(answering)).ok);
+  assert.ok(cp.agentHub.originate('node_c', { ...call(ringing), ring_timeout_s: 600 }).ok);
+  await waitFor(callEvent(answering, 'call.answered'), 3000, 'one call answered');
+  await waitFor(callEvent(ringing, 'call.ringing'), 3000, 'the other ringing');
   const since = Date.now();
   c.proc.kill('SIGTERM');
   await waitFor((s) => s.kind === 'updated' && s.node.node_id === 'node_c' && s.node.drain_reason === 'shutdown', 2000, 'node_c draining', since);
   await sleep(200);
-  assert.is(c.proc.exitCode, null, 'the first SIGTERM waits for the live call');
+  assert.is(c.proc.exitCode, null, 'the first SIGTERM waits for the live calls');
+  const second = Date.now();
   c.proc.kill('SIGTERM');
-  const code = await Promise.race([c.exit, sleep(3000).then(() => 'still running')]);
-  assert.is(code, 1);
-  assert.not.ok(eventsOf('call_c1').some((e) => e.type === 'call.ended'));
+  const code = await Promise.race([c.exit, sleep(5000).then(() => 'still running')]);
+  assert.is(code, 0, c.output());
+  assert.ok(Date.now() - second < 4000, `exited ${Date.now() - second} ms after the second signal`);
+  const bye = eventsOf(answering).find((e) => e.type === 'call.ended') as Extract<CallEventMessage, { type: 'call.ended' }>;
+  assert.equal([bye.reason, bye.sip_status], ['hangup', 200]);
+  assert.ok(bye.talk_seconds > 0 && bye.talk_seconds < 3000, `talk ${bye.talk_seconds}`);
+  const cancel = eventsOf(ringing).find((e) => e.type === 'call.ended') as Extract<CallEventMessage, { type: 'call.ended' }>;
+  assert.equal([cancel.reason, cancel.sip_status, cancel.talk_seconds], ['canceled', 487, 0]);
+  await waitFor(offline('node_c'), 2000, 'node_c offline');
 });
 
 t('a node silent for 5 s is offline (no heartbeat after hello)', async () => {

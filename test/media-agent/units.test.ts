@@ -20,6 +20,61 @@ t('valid messages parse both ways', () => {
   assert.ok(transfer.ok && transfer.message.type === 'call.transfer' && transfer.message.stage === 'bridged');
   const orig = parseControlMessage(JSON.stringify({ type: 'originate', epoch: 3, call_id: 'call_1', to: '+15550100', from: '+15550199', ring_timeout_s: 30, handler: 'bot' }));
   assert.ok(orig.ok && orig.message.type === 'originate' && orig.message.epoch === 3);
+  const ringing = parseAgentMessage(JSON.stringify({ type: 'call.ringing', call_id: 'call_1', sip_status: 183, talk_seconds: 0 }));
+  assert.ok(ringing.ok && ringing.message.type === 'call.ringing' && ringing.message.sip_status === 183);
+  for (const value of ['morning', 42.5, false]) {
+    const fact = parseAgentMessage(JSON.stringify({ type: 'call.fact', call_id: 'call_1', key: 'best_time', value }));
+    assert.ok(fact.ok && fact.message.type === 'call.fact' && fact.message.value === value);
+  }
+});
+
+t('call.ringing takes 180–199 only; call.fact a plain key and a short string, number or boolean', () => {
+  for (const sip_status of [100, 200]) assert.not.ok(parseAgentMessage(JSON.stringify({ type: 'call.ringing', call_id: 'c', sip_status, talk_seconds: 0 })).ok, `ringing ${sip_status}`);
+  const fact = (key: unknown, value: unknown) => parseAgentMessage(JSON.stringify({ type: 'call.fact', call_id: 'c', key, value }));
+  assert.not.ok(fact('', 'x').ok);
+  assert.not.ok(fact('has space', 'x').ok);
+  assert.not.ok(fact('k'.repeat(65), 'x').ok);
+  assert.not.ok(fact('k', 'x'.repeat(1001)).ok);
+  assert.not.ok(fact('k', { nested: true }).ok);
+  assert.not.ok(fact('k', null).ok);
+  assert.ok(fact('k'.repeat(64), 'x'.repeat(1000)).ok);
+});
+
+t('the simulated bot tells what it learned before its session ends, the same by seed; a failed session tells nothing', async () => {
+  const calls = Array.from({ length: 200 }, (_, i) => ({ call_id: `call_f${i}`, to: '+15550100', from: '+15550199', ring_timeout_s: 30, handler: 'bot' as const }));
+  const run = (trunk: SimulatedTrunk) =>
+    Promise.all(
+      calls.map(
+        (c) =>
+          new Promise<TrunkEvent[]>((resolve) => {
+            const all: TrunkEvent[] = [];
+            trunk.originate(c, (e) => {
+              all.push(e);
+              if (e.type === 'ended') resolve(all);
+            });
+          }),
+      ),
+    );
+  const [first, second] = await Promise.all([run(new SimulatedTrunk({ seed: 9, timeScale: 0.0001, outcome: 'answer' })), run(new SimulatedTrunk({ seed: 9, timeScale: 0.0001, outcome: 'answer' }))]);
+  assert.equal(first, second, 'the same facts by seed');
+  let twoOrMore = 0;
+  first.forEach((events, i) => {
+    const facts = events.filter((e): e is Extract<TrunkEvent, { type: 'fact' }> => e.type === 'fact');
+    const end = events.find((e) => e.type === 'bot' && e.event !== 'started') as Extract<TrunkEvent, { type: 'bot' }>;
+    if (end.event === 'failed') return assert.is(facts.length, 0);
+    assert.ok(facts[0].key === 'interested' && typeof facts[0].value === 'boolean');
+    if (facts.length > 1) {
+      twoOrMore++;
+      assert.equal(facts.slice(1).map((f) => f.key), ['best_time', 'callback_number']);
+      assert.is(facts[2].value, calls[i].to, 'the number to call back is the callee’s own');
+    }
+    const at = (p: (e: TrunkEvent) => boolean) => events.findIndex(p);
+    assert.ok(at((e) => e.type === 'fact') > at((e) => e.type === 'bot' && e.event === 'started'));
+    assert.ok(events.map((e) => e.type).lastIndexOf('fact') < at((e) => e.type === 'bot' && e.event !== 'started'));
+  });
+  assert.ok(twoOrMore > 50 && twoOrMore < 150, `calls with more than one fact: ${twoOrMore}`);
+  const people = await runCall(new SimulatedTrunk({ seed: 9, timeScale: 0.0001, outcome: 'answer' }), { ...calls[0], handler: 'agents' });
+  assert.not.ok(people.some((x) => x.e.type === 'fact'));
 });
 
 t('unknown types, bad fields and non-JSON are refused', () => {
@@ -59,20 +114,22 @@ t('simulated calls end with the right statuses, scaled in time; hang-up cancels 
       const t2 = new SimulatedTrunk({ seed: 1, timeScale: 0.001, outcome, talkSeconds: 100 });
       const events: TrunkEvent[] = [];
       t2.originate({ call_id: 'call_x', to: '+1555', from: '+1556', ring_timeout_s: 20, handler: 'bot' }, (e) => {
-        events.push(e);
+        if (e.type !== 'fact') events.push(e);
         if (e.type === 'ended') resolve(events);
       });
       if (hangupAfterMs !== undefined) setTimeout(() => t2.hangup('call_x'), hangupAfterMs);
     });
   const ends = (es: TrunkEvent[]) => es.map((e) => (e.type === 'ended' ? `${e.type}:${e.sip_status}:${e.reason}` : e.type === 'bot' ? `bot:${e.event}` : e.type));
-  assert.equal(ends(await run('busy')), ['placed', 'ended:486:busy']);
-  assert.equal(ends(await run('no_answer')), ['placed', 'ended:487:no_answer']);
+  // The far end rings (180) a second after the INVITE; a failing one (503) never rings.
+  assert.equal(ends(await run('busy')), ['placed', 'ringing', 'ended:486:busy']);
+  assert.equal(ends(await run('no_answer')), ['placed', 'ringing', 'ended:487:no_answer']);
   assert.equal(ends(await run('failed')), ['placed', 'ended:503:failed']);
   const answered = await run('answer');
-  assert.equal(ends(answered), ['placed', 'answered', 'bot:started', 'bot:ended', 'ended:200:completed']);
-  assert.equal(answered[4], { type: 'ended', sip_status: 200, talk_seconds: 100, reason: 'completed', bot_seconds: 100, transferred: false });
-  assert.equal(ends(await run('no_answer', 1)), ['placed', 'ended:487:canceled']);
-  assert.equal(ends(await run('answer', 50)), ['placed', 'answered', 'bot:started', 'bot:ended', 'ended:200:hangup']);
+  assert.equal(ends(answered), ['placed', 'ringing', 'answered', 'bot:started', 'bot:ended', 'ended:200:completed']);
+  assert.equal(answered[1], { type: 'ringing', sip_status: 180 });
+  assert.equal(answered[5], { type: 'ended', sip_status: 200, talk_seconds: 100, reason: 'completed', bot_seconds: 100, transferred: false });
+  assert.equal(ends(await run('no_answer', 1)), ['placed', 'ringing', 'ended:487:canceled']);
+  assert.equal(ends(await run('answer', 50)), ['placed', 'ringing', 'answered', 'bot:started', 'bot:ended', 'ended:200:hangup']);
   await trunk.close();
 });
 
@@ -81,7 +138,8 @@ function runCall(trunk: SimulatedTrunk, call: TrunkCall, onEvent?: (e: TrunkEven
   return new Promise((resolve) => {
     const seen: Array<{ e: TrunkEvent; ms: number }> = [];
     trunk.originate(call, (e) => {
-      seen.push({ e, ms: performance.now() });
+      // What the bot learned is left out (its own test below).
+      if (e.type !== 'fact') seen.push({ e, ms: performance.now() });
       onEvent?.(e);
       if (e.type === 'ended') resolve(seen);
     });
@@ -108,13 +166,13 @@ t('a transferred call: placed, answered, transfer requested, bridged 1–3 s lat
     const plan = a.plan(c) as Answered;
     const [first, second] = [runs[2 * i], runs[2 * i + 1]];
     // The bot session ends (its report first) when it asks for a person.
-    assert.equal(first.map((x) => label(x.e).replace('bot:failed', 'bot:ended')), ['placed', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:completed']);
+    assert.equal(first.map((x) => label(x.e).replace('bot:failed', 'bot:ended')), ['placed', 'ringing', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:completed']);
     assert.equal(first.map((x) => x.e), second.map((x) => x.e), 'same seed and call id, same events');
-    assert.equal(first[7].e, { type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', bot_seconds: plan.bot_s, transferred: true });
+    assert.equal(first[8].e, { type: 'ended', sip_status: 200, talk_seconds: plan.talk_s, reason: 'completed', bot_seconds: plan.bot_s, transferred: true });
     assert.ok(plan.bridge_s! >= 1 && plan.bridge_s! <= 3, `bridge after ${plan.bridge_s} s`);
     // Timers may fire a little early by clock rounding (a few ms at most), never by a whole step.
-    assert.ok(first[4].ms - first[1].ms >= plan.bot_s! * 1000 * scale - 3, 'requested when the bot session ends');
-    assert.ok(first[5].ms - first[4].ms >= plan.bridge_s! * 1000 * scale - 3, 'bridged after the bridge wait');
+    assert.ok(first[5].ms - first[2].ms >= plan.bot_s! * 1000 * scale - 3, 'requested when the bot session ends');
+    assert.ok(first[6].ms - first[5].ms >= plan.bridge_s! * 1000 * scale - 3, 'bridged after the bridge wait');
   });
   // The bridge wait is drawn, not fixed; calls without a hand-over have none.
   assert.ok(new Set(calls.map((c) => (a.plan(c) as Answered).bridge_s)).size > 1);
@@ -127,11 +185,11 @@ t('a hang-up during a transfer: completed once bridged, no completed while only 
   const trunk = new SimulatedTrunk({ seed: 11, timeScale: 0.001 });
   const hangUpAt = (stage: 'requested' | 'bridged') => runCall(trunk, c, (e) => e.type === 'transfer' && e.stage === stage && trunk.hangup(c.call_id));
   const early = (await hangUpAt('requested')).map((x) => x.e);
-  assert.equal(early.map(label), ['placed', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'ended:200:hangup']);
-  assert.is((early[5] as { transferred?: boolean }).transferred, false, 'not handed over before the bridge');
+  assert.equal(early.map(label), ['placed', 'ringing', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'ended:200:hangup']);
+  assert.is((early[6] as { transferred?: boolean }).transferred, false, 'not handed over before the bridge');
   const late = (await hangUpAt('bridged')).map((x) => x.e);
-  assert.equal(late.map(label), ['placed', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:hangup']);
-  assert.is((late[7] as { transferred?: boolean }).transferred, true);
+  assert.equal(late.map(label), ['placed', 'ringing', 'answered', 'bot:started', 'bot:ended', 'transfer:requested', 'transfer:bridged', 'transfer:completed', 'ended:200:hangup']);
+  assert.is((late[8] as { transferred?: boolean }).transferred, true);
 });
 
 t('bot sessions: started when answered, then ended or failed with a reply time per 6 s of bot talk (250–1250 ms); none for calls of people; the same by seed', async () => {

@@ -29,6 +29,7 @@ import * as webhookOpen from './20261126_0026_webhook_open.ts';
 import * as webhookBodiesInSql from './20261126_0027_webhook_bodies_in_sql.ts';
 import * as dialingRules from './20261128_0028_dialing_rules.ts';
 import * as calleeZoneRowsKept from './20261128_0030_callee_zone_rows_kept.ts';
+import * as callsUnderControl from './20261128_0033_calls_under_control.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -60,4 +61,5 @@ export const migrations: Record<string, Migration> = {
   '20261126_0027_webhook_bodies_in_sql': webhookBodiesInSql,
   '20261128_0028_dialing_rules': dialingRules,
   '20261128_0030_callee_zone_rows_kept': calleeZoneRowsKept,
+  '20261128_0033_calls_under_control': callsUnderControl,
 };

@@ -1,7 +1,8 @@
 /** Calls, one row each, from the moment the dialer places it until it ends. */
 import type { ColumnType } from 'kysely';
 
-export type CallState = 'dialing' | 'ringing' | 'answered' | 'ended';
+/** `dialing` (sent to a node) → `trying` (INVITE sent) → `ringing` (180 or 183) → `answered` → `ended`. */
+export type CallState = 'dialing' | 'trying' | 'ringing' | 'answered' | 'ended';
 
 export interface CallsTable {
   id: string;
@@ -36,4 +37,8 @@ export interface CallsTable {
   manual: ColumnType<boolean, boolean | undefined, boolean>;
   /** Hand-over to a person: requested, bridged, completed; null when none. */
   transfer_state: 'requested' | 'bridged' | 'completed' | null;
+  /** When someone hung the call up through the API (its end is then `hung_up`). */
+  hangup_requested_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** When the agent's own end corrected the talk time of a call the platform had ended as `node_lost`. */
+  end_corrected_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }

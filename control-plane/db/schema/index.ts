@@ -20,6 +20,7 @@ import type { DncNumbersTable } from './dnc-numbers.ts';
 import type { IdempotencyRecordsTable } from './idempotency-records.ts';
 import type { ImportsTable } from './imports.ts';
 import type { JourneysTable } from './journeys.ts';
+import type { JourneyFactsTable } from './journey-facts.ts';
 import type { ListChecksTable } from './list-checks.ts';
 import type { ListsTable } from './lists.ts';
 import type { MediaNodesTable } from './media-nodes.ts';
@@ -80,6 +81,7 @@ export interface DB {
   dialing_pauses: DialingPausesTable;
   platform_settings: PlatformSettingsTable;
   journeys: JourneysTable;
+  journey_facts: JourneyFactsTable;
   usage_events: UsageEventsTable;
   usage_months: UsageMonthsTable;
   dial_stats: DialStatsTable;
