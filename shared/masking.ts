@@ -3,6 +3,8 @@
  * off: each phone number becomes an ellipsis and its last four digits ("…0123"). A phone number
  * is (a) a string under a phone key (to_number, …) holding at least four digits, whatever its
  * form, or (b) any string that is a plain number starting with + (7 to 15 digits, E.164 length).
+ * The `value` of an object whose `key` is a phone key (a fact: `{key: "phone", value}`) counts as
+ * under that key.
  * Values under transcript keys (spoken words) are never scanned, so a number said aloud stays in
  * the text. Masking is idempotent: "…0123" stays "…0123".
  */
@@ -67,9 +69,13 @@ function copy(value: unknown, key: string | undefined, scan: boolean): unknown {
   if (value === null || typeof value !== 'object') return value;
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return value;
+  // A key/value pair (a fact a bot learned, `{key: "phone", value: "…"}`) whose key names a phone
+  // number: its value is masked as if it sat under that key.
+  const named = (value as { key?: unknown }).key;
+  const valueKey = typeof named === 'string' && PHONE_KEYS.has(named) ? named : 'value';
   // fromEntries defines own properties, so a "__proto__" key from JSON stays a plain key.
   const out = Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k, copy(v, k, scan && !TRANSCRIPT_KEYS.has(k))]),
+    Object.entries(value).map(([k, v]) => [k, copy(v, k === 'value' ? valueKey : k, scan && !TRANSCRIPT_KEYS.has(k))]),
   );
   return proto === null ? Object.setPrototypeOf(out, null) : out;
 }

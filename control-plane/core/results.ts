@@ -1,7 +1,10 @@
 /**
- * Results, read (`GET /api/core/v1/results`): the people of a company who have a result saved
- * (an outcome's disposition), each with the result, how many calls they got and the last one's
- * start, and whether they are closed (nobody calls them again). Paged by person id; `campaign_id`
+ * Results, read (`GET /api/core/v1/results`): the people of a company who have a result (an
+ * outcome's disposition, or facts a bot learned on their calls), each with the result, how many
+ * calls they got and the last one's start, and whether they are closed (nobody calls them again).
+ * `facts` are the bot's (the latest value of each key over the person's journeys) under the
+ * outcome's own (the company's word wins on a key both have); `disposition` is null while only a
+ * bot has spoken; `result_at` is the latest change of either. Paged by person id; `campaign_id`
  * keeps the people of that campaign's lists, `since` those whose result changed at or after it.
  * Each also carries the person's zones (`timezone`, `timezone_used`) and `next_call_at`.
  */
@@ -18,7 +21,8 @@ export type ResultView = {
   person_id: string;
   list_id: string;
   external_id: string | null;
-  disposition: string;
+  /** The outcome's disposition; null while the person has only facts a bot learned. */
+  disposition: string | null;
   note: string | null;
   facts: Record<string, unknown> | null;
   callback_at: string | null;
@@ -62,19 +66,37 @@ export async function listResults(
     if (!c) throw new ApiError('not_found', `no campaign ${q.campaign_id}`);
     lists = c.list_ids;
   }
+  const limit = PAGE_SIZE.results + 1;
+  // The page's people: the next ones by id with an outcome (people_results) or with a fact
+  // (journey_facts_person), each side stopping at a page.
   const rows = await sql<Row>`
-    select p.id as person_id, p.list_id, p.lead_id as external_id, p.disposition, p.note, p.facts, p.callback_at, p.result_at,
+    with ids as (
+      (select p.id from people p
+        where p.tenant_id = ${tenantId} and p.result_at is not null
+          ${lists ? sql`and p.list_id = any(${lists}::text[])` : sql``}
+          ${q.since ? sql`and p.result_at >= ${q.since}::timestamptz` : sql``}
+          ${after ? sql`and p.id > ${after}` : sql``}
+        order by p.id limit ${limit})
+      union
+      (select f.person_id from journey_facts f ${lists ? sql`join people q on q.id = f.person_id and q.list_id = any(${lists}::text[])` : sql``}
+        where f.tenant_id = ${tenantId} and f.person_id is not null
+          ${q.since ? sql`and f.recorded_at >= ${q.since}::timestamptz` : sql``}
+          ${after ? sql`and f.person_id > ${after}` : sql``}
+        group by f.person_id order by f.person_id limit ${limit}))
+    select p.id as person_id, p.list_id, p.lead_id as external_id, p.disposition, p.note,
+      case when b.facts is null then p.facts else b.facts || coalesce(p.facts, '{}'::jsonb) end as facts,
+      p.callback_at, greatest(p.result_at, b.at) as result_at,
       k.calls, k.last_call_at, p.status = 'done' as closed, p.closed_at,
       p.timezone, z.zones as timezone_used, z.region, p.status, p."check", p.next_attempt_at
-    from people p
+    from (select id from ids order by id limit ${limit}) i
+    join people p on p.id = i.id and p.tenant_id = ${tenantId}
     cross join lateral (select count(*)::int as calls, max(started_at) as last_call_at from calls where person_id = p.id) k
+    left join lateral (
+      select jsonb_object_agg(l.key, l.value) as facts, max(l.recorded_at) as at
+      from (select distinct on (f.key) f.key, f.value, f.recorded_at from journey_facts f
+        where f.tenant_id = ${tenantId} and f.person_id = p.id order by f.key, f.recorded_at desc) l) b on true
     left join callee_zones z on z.id = p.zone_id
-    where p.tenant_id = ${tenantId} and p.result_at is not null
-      ${lists ? sql`and p.list_id = any(${lists}::text[])` : sql``}
-      ${q.since ? sql`and p.result_at >= ${q.since}::timestamptz` : sql``}
-      ${after ? sql`and p.id > ${after}` : sql``}
-    order by p.id
-    limit ${PAGE_SIZE.results + 1}`.execute(store.db);
+    order by p.id`.execute(store.db);
   const page = pageOf(rows.rows, PAGE_SIZE.results, (r) => r.person_id);
   const next = new NextCalls(await readLegalRules(store.db), now);
   return {

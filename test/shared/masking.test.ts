@@ -198,6 +198,15 @@ t('property: the input is not changed', () => {
   );
 });
 
+t('a fact whose key names a phone number has its value masked as under that key; other facts only by the plain-number rule', () => {
+  const fact = (key: string, value: unknown) => maskPhoneNumbers({ journey_id: 'jny_1', key, value });
+  assert.equal(fact('phone', '(202) 555-0123'), { journey_id: 'jny_1', key: 'phone', value: '…0123' });
+  assert.equal(fact('callback_number', '+1 202 555 0123'), { journey_id: 'jny_1', key: 'callback_number', value: '…0123' });
+  assert.equal(fact('best_time', 'morning'), { journey_id: 'jny_1', key: 'best_time', value: 'morning' });
+  assert.equal(fact('budget', 12000), { journey_id: 'jny_1', key: 'budget', value: 12000 });
+  assert.equal(fact('notes', '202 555 0123'), { journey_id: 'jny_1', key: 'notes', value: '202 555 0123' }, 'not a phone key, not a plain + number');
+});
+
 t('property: masking twice is masking once', () => {
   fc.assert(
     fc.property(treeArb, (data) => {

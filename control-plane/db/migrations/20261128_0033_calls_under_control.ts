@@ -28,8 +28,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('recorded_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint('journey_facts_pk', ['journey_id', 'key'])
     .execute();
-  // The results read a person's facts.
-  await sql`create index journey_facts_person on journey_facts (person_id) where person_id is not null`.execute(db);
+  // The results read a company's people with facts in person order, and each person's facts.
+  await sql`create index journey_facts_person on journey_facts (tenant_id, person_id) where person_id is not null`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -1,4 +1,4 @@
-/** Results under `/api/core/v1/results`: the people with a saved result (session or a key with `read`). */
+/** Results under `/api/core/v1/results`: the people with a saved result or facts a bot learned (session or a key with `read`). */
 import { z } from '@hono/zod-openapi';
 import { listResults } from '../../../control-plane/core/results.ts';
 import { companyReaders, tenantOf } from '../../middleware/guards.ts';
@@ -9,9 +9,9 @@ const Result = record('Result', {
   person_id: z.string(),
   list_id: z.string(),
   external_id: z.string().nullable(),
-  disposition: z.string(),
+  disposition: z.string().nullable().openapi({ description: "The outcome's disposition; null while the person has only facts a bot learned." }),
   note: z.string().nullable(),
-  facts: z.record(z.string(), z.unknown()).nullable(),
+  facts: z.record(z.string(), z.unknown()).nullable().openapi({ description: "What a bot learned on the person's calls (the latest value of each key), under the outcome's own facts (the outcome's win on a key both have)." }),
   callback_at: z.string().nullable(),
   result_at: z.string(),
   calls: z.number(),
