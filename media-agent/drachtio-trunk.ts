@@ -323,6 +323,7 @@ export class DrachtioTrunk implements Trunk {
       onEvent({ type: 'refused', reason: 'trunk_unavailable' });
     };
     let uac: Promise<UacDialog>;
+    let rang = false;
     try {
       uac = this.#srf.createUAC(uri, { headers, localSdp: this.#opts.localSdp }, {
         // drachtio-srf 5.0.29 calls this (err, req) (srf.js launchRequest), not (req).
@@ -334,6 +335,12 @@ export class DrachtioTrunk implements Trunk {
           if (live.canceled) return this.#sendCancel(live);
           live.ringTimer = setTimeout(() => this.#cancel(live, 'timeout'), call.ring_timeout_s * 1000);
         }) as unknown as (req: Srf.SrfRequest) => void,
+        // The far end rings (180) or sends early media (183): `ringing`, once (the INVITE's 100 is `placed`).
+        cbProvisional: (res: Srf.SrfResponse) => {
+          if (rang || live.done || !live.placed || !current() || res.status < 180) return;
+          rang = true;
+          onEvent({ type: 'ringing', sip_status: res.status });
+        },
       }) as unknown as Promise<UacDialog>;
     } catch (err) {
       this.#log('warn', 'INVITE not sent', { call_id: call.call_id, err: errMessage(err) });

@@ -51,19 +51,26 @@ export async function closeHarnesses(): Promise<void> {
   }
 }
 
-/** Places a call and collects its events; `next(type)` waits for the first event of that type. */
+/**
+ * Places a call and collects its events; `next(type)` waits for the first event of that type.
+ * `events` leaves out the far end's ringing (180/183), which the stand-in sends for every call:
+ * it is kept in `ringing` (with its place among the others in `all`).
+ */
 export function place(trunk: DrachtioTrunk, to: string, ring_timeout_s = 30, call_id = `call_${to}_${Math.random().toString(36).slice(2, 8)}`) {
   const events: TrunkEvent[] = [];
+  const ringing: TrunkEvent[] = [];
+  const all: TrunkEvent[] = [];
   const waiters: Array<() => void> = [];
   const call: TrunkCall = { call_id, to, from: '+15559999', ring_timeout_s, handler: 'agents' };
   trunk.originate(call, (e) => {
-    events.push(e);
+    all.push(e);
+    (e.type === 'ringing' ? ringing : events).push(e);
     for (const w of waiters.splice(0)) w();
   });
   const next = async <T extends TrunkEvent['type']>(type: T, timeoutMs = 3_000): Promise<Extract<TrunkEvent, { type: T }>> => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const hit = events.find((e) => e.type === type);
+      const hit = all.find((e) => e.type === type);
       if (hit) return hit as Extract<TrunkEvent, { type: T }>;
       if (Date.now() > deadline) throw new Error(`no ${type} for ${call_id} within ${timeoutMs} ms; got ${JSON.stringify(events)}`);
       await new Promise<void>((r) => {
@@ -75,7 +82,7 @@ export function place(trunk: DrachtioTrunk, to: string, ring_timeout_s = 30, cal
       });
     }
   };
-  return { call_id, events, next };
+  return { call_id, events, ringing, all, next };
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
