@@ -39,7 +39,8 @@
   }
   function tick() {
     var els = pollers();
-    for (var i = 0; i < els.length; i++) window.htmx.trigger(els[i], 'poll');
+    // A card with an open confirmation (a Hang up, say) waits: the refresh would close it.
+    for (var i = 0; i < els.length; i++) if (!els[i].querySelector('details[open]')) window.htmx.trigger(els[i], 'poll');
   }
   function period() {
     var els = pollers();

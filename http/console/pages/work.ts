@@ -13,7 +13,8 @@ import { CampaignSettingsChange, changeCampaignSettings, WEEK } from '../../../c
 import { createList, findList, listLists } from '../../../control-plane/core/lists.ts';
 import { addPeople, listPeople } from '../../../control-plane/core/people.ts';
 import { listResults } from '../../../control-plane/core/results.ts';
-import { listCalls } from '../../../control-plane/telephony/calls.ts';
+import { listCalls, type CallView } from '../../../control-plane/telephony/calls.ts';
+import { hangUpCall } from '../../../control-plane/telephony/hangup.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, companyMembers, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { NewCampaign, readCampaign, type CampaignRead } from '../../routes/core/campaigns.ts';
@@ -150,17 +151,42 @@ function pageLink(id: string, cursors: { calls?: string; results?: string }, anc
 }
 
 /**
+ * A live call's Hang up (owners and admins), behind a confirmation: CANCEL while it rings, BYE
+ * once answered (the API's POST /api/dialer/v1/calls/{id}/hangup). A call already being hung up
+ * says so; an ended one has nothing.
+ */
+function hangupCell(x: CallView): H | string {
+  if (x.state === 'ended') return '—';
+  if (x.hangup_requested_at) return html`<span class="muted">Hanging up…</span>`;
+  const ringing = x.state !== 'answered';
+  return confirmAction({
+    id: `hangup-${x.id}`,
+    label: 'Hang up',
+    action: `/console/calls/${x.id}/hangup`,
+    target: '#calls-result',
+    button: 'Hang up the call',
+    stops: ringing ? `The call to ${x.to_number} stops ringing now (cancelled): the person is not reached.` : `The call to ${x.to_number} ends now, mid-conversation.`,
+  });
+}
+
+/**
  * The campaign's calls (the API's GET /api/dialer/v1/calls?campaign_id=…), 100 a page in launch
- * order; the first page polls every 10 s while visible (a page further on stays as it is).
+ * order; the first page polls every 10 s while visible (a page further on stays as it is; a poll
+ * waits while a Hang up confirmation is open). Owners and admins get a Hang up on live calls.
  */
 async function callsCard(c: Context<AppEnv>, id: string, cursors: { calls?: string; results?: string }): Promise<H> {
   const page = await listCalls(c.get('services').store, tenant(c), { campaign_id: id, cursor: cursors.calls });
   const live = !cursors.calls;
+  const writer = can(c, companyWriters);
   return html`<section id="calls" class="card"${live ? html` hx-get="/console/campaigns/${id}/calls" hx-trigger="poll" hx-swap="outerHTML" data-poll="10"` : ''}><h2>Calls</h2>${
+    writer ? html`<div id="calls-result" role="status"></div>` : ''
+  }${
     page.items.length
-      ? html`<div class="table-wrap"><table class="stack"><thead><tr><th>Call</th><th>To</th><th>State</th><th>Started</th><th>Answered</th><th>Ended</th><th>End reason</th><th class="num">SIP</th><th class="num">Talk (s)</th><th>Recording</th></tr></thead><tbody>${page.items.map(
+      ? html`<div class="table-wrap"><table class="stack"><thead><tr><th>Call</th><th>To</th><th>State</th><th>Started</th><th>Answered</th><th>Ended</th><th>End reason</th><th class="num">SIP</th><th class="num">Talk (s)</th><th>Recording</th>${writer ? html`<th>Hang up</th>` : ''}</tr></thead><tbody>${page.items.map(
           (x) => html`<tr><td data-label="Call"><code>${x.id}</code></td><td data-label="To">${x.to_number}</td><td data-label="State">${badge(x.state)}</td><td data-label="Started">${when(x.started_at)}</td><td data-label="Answered">${when(x.answered_at)}</td><td data-label="Ended">${when(x.ended_at)}</td>
-<td data-label="End reason">${x.end_reason ?? '—'}</td><td class="num" data-label="SIP">${x.sip_status ?? '—'}</td><td class="num" data-label="Talk (s)">${x.talk_seconds}</td><td data-label="Recording">${x.recording_id ? html`<a href="/console/recordings/${x.recording_id}">Listen</a>` : '—'}</td></tr>`,
+<td data-label="End reason">${x.end_reason ?? '—'}</td><td class="num" data-label="SIP">${x.sip_status ?? '—'}</td><td class="num" data-label="Talk (s)">${x.talk_seconds}</td><td data-label="Recording">${x.recording_id ? html`<a href="/console/recordings/${x.recording_id}">Listen</a>` : '—'}</td>${
+            writer ? html`<td data-label="Hang up">${hangupCell(x)}</td>` : ''
+          }</tr>`,
         )}</tbody></table></div>`
       : html`<p class="muted">${cursors.calls ? 'No more calls.' : 'No call yet.'}</p>`
   }<nav class="pager" aria-label="Pages of calls">${cursors.calls ? pageLink(id, { results: cursors.results }, 'calls', 'First calls') : ''}${page.next_cursor ? pageLink(id, { calls: page.next_cursor, results: cursors.results }, 'calls', 'Next calls') : ''}</nav>${
@@ -175,7 +201,9 @@ async function resultsCard(c: Context<AppEnv>, id: string, cursors: { calls?: st
   return html`<section id="results" class="card"${live ? html` hx-get="/console/campaigns/${id}/results" hx-trigger="poll" hx-swap="outerHTML" data-poll="10"` : ''}><h2>Results</h2>${
     page.items.length
       ? html`<div class="table-wrap"><table class="stack"><thead><tr><th>Person</th><th>Result</th><th>Note</th><th>Call back</th><th class="num">Calls</th><th>Last call</th><th>Closed</th><th>Saved</th></tr></thead><tbody>${page.items.map(
-          (r) => html`<tr><td data-label="Person"><code>${r.person_id}</code>${r.external_id ? html`<br><small class="muted">${r.external_id}</small>` : ''}</td><td data-label="Result">${r.disposition}</td><td data-label="Note">${r.note ?? '—'}</td>
+          (r) => html`<tr><td data-label="Person"><code>${r.person_id}</code>${r.external_id ? html`<br><small class="muted">${r.external_id}</small>` : ''}</td><td data-label="Result">${r.disposition ?? '—'}${
+            r.facts && Object.keys(r.facts).length ? html`<br><small class="muted">${Object.entries(r.facts).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ')}</small>` : ''
+          }</td><td data-label="Note">${r.note ?? '—'}</td>
 <td data-label="Call back">${when(r.callback_at)}</td><td class="num" data-label="Calls">${r.calls}</td><td data-label="Last call">${when(r.last_call_at)}</td><td data-label="Closed">${r.closed ? 'yes' : 'no'}</td><td data-label="Saved">${when(r.result_at)}</td></tr>`,
         )}</tbody></table></div>`
       : html`<p class="muted">${cursors.results ? 'No more results.' : 'No result yet.'}</p>`
@@ -281,6 +309,11 @@ ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     });
   });
   app.get('/campaigns/:id/calls', companyMembers, async (c) => c.html(await callsCard(c, c.req.param('id'), {})));
+  app.post('/calls/:id/hangup', companyWriters, async (c) => {
+    const { store, nodes } = c.get('services');
+    const call = await hangUpCall({ store, nodes, log: c.get('log') }, tenant(c), c.req.param('id'), actorOf(c.get('principal')));
+    return redirect(c, call.campaign_id ? `/console/campaigns/${call.campaign_id}#calls` : '/console/campaigns');
+  });
   app.get('/campaigns/:id/results', companyMembers, async (c) => c.html(await resultsCard(c, c.req.param('id'), {})));
   app.get('/campaigns/:id/counters', companyMembers, async (c) => c.html(counters(await readCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
   app.post('/campaigns/:id/settings', companyWriters, (c) => {
