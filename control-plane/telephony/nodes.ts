@@ -412,11 +412,15 @@ export class MediaNodes {
   }
 
   /**
-   * The operator's rows: with, for each node, its calls up in the store (`calls_live` holds only
-   * the calls up), which is what an offline node shows (its last heartbeat's count goes stale).
+   * The operator's rows: with, for an offline node (its row says so, or its heartbeat is 5 s old),
+   * its calls up in the store, which is what it shows (its last heartbeat's count goes stale).
+   * Counted for offline nodes only: the count reads the calls up (`calls_live`).
    */
   #operatorRows() {
-    return this.#selectRows().select(sql<number>`(select count(*) from calls k where k.live and k.node_id = media_nodes.node_id)::int`.as('calls_up'));
+    return this.#selectRows().select(
+      sql<number | null>`case when state = 'offline' or last_heartbeat_at is null or last_heartbeat_at <= now() - make_interval(secs => ${OFFLINE_AFTER_MS / 1000})
+        then (select count(*) from calls k where k.live and k.node_id = media_nodes.node_id)::int end`.as('calls_up'),
+    );
   }
 
   #refresh(): Promise<void> {
@@ -496,8 +500,8 @@ type SelectedRow = {
   version: string | null;
   last_heartbeat_at: Date | null;
   age_ms: number | null;
-  /** The node's calls up in the store. */
-  calls_up: number;
+  /** The node's calls up in the store, counted for an offline node only. */
+  calls_up: number | null;
 };
 
 /**
@@ -516,7 +520,7 @@ function toNodeRow(r: SelectedRow): NodeRow {
     draining: drain_reason !== null,
     drain_reason,
     capacity: r.capacity,
-    live_calls: state === 'offline' ? Number(r.calls_up) : r.live_calls,
+    live_calls: state === 'offline' ? Number(r.calls_up ?? 0) : r.live_calls,
     region: r.region,
     version: r.version,
     last_heartbeat_at: r.last_heartbeat_at ? new Date(r.last_heartbeat_at).toISOString() : null,
