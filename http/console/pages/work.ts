@@ -165,7 +165,7 @@ function hangupCell(x: CallView): H | string {
     action: `/console/calls/${x.id}/hangup`,
     target: '#calls-result',
     button: 'Hang up the call',
-    stops: ringing ? `The call to ${x.to_number} stops ringing now (cancelled): the person is not reached.` : `The call to ${x.to_number} ends now, mid-conversation.`,
+    stops: ringing ? 'This call stops ringing now (cancelled): the person is not reached.' : 'This call ends now, mid-conversation.',
   });
 }
 
