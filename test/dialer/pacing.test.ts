@@ -39,6 +39,8 @@ t('the idle reasons, in order of what holds the campaign', () => {
   assert.equal(pace({ ...base, buffered: 0, exhausted: true }).idle, 'no_people');
   assert.equal(pace({ ...base, buffered: 0, exhausted: false }).idle, null, 'still looking for people');
   assert.equal(pace({ ...base, freeNodes: 0 }).idle, 'no_capacity');
+  assert.equal(pace({ ...base, freeNodes: 0, buffered: 0, exhausted: false }).idle, 'no_capacity', 'no room holds it whether or not people are claimed yet');
+  assert.equal(pace({ ...base, freeNodes: 0, buffered: 0, exhausted: true }).idle, 'no_people', 'nobody due says so, room or not');
   assert.equal(pace({ ...base, buffered: 0, exhausted: true, outsideHours: true }).idle, 'outside_calling_hours');
   assert.equal(pace({ ...base, agentsOnline: 2, live: 2 }).idle, 'abandon_cap', 'held by the cap: no call past one per agent online');
   assert.equal(pace({ ...base, agentsOnline: 0 }).idle, 'abandon_cap', 'held with no agent online: nothing');
