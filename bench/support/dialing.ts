@@ -16,6 +16,7 @@ import type { DialerOptions } from '../../dialer/dialer.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../../test/support/db.ts';
 import { deleteRedisPrefix } from '../../test/support/processes.ts';
 import { untilListChecked } from '../../test/support/fixtures.ts';
+import { ALL_DAY_RULES } from '../../test/support/server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Area codes in service, for numbers libphonenumber takes as valid. */
@@ -38,7 +39,30 @@ export type Bench = {
   close(): Promise<void>;
 };
 
-export async function setUpDialing(opts: { companies: number; campaignsPer: number; people: number; cps: number; concurrent: number; nodes: number; capacity: number; talkSeconds: number; dialer?: DialerOptions }): Promise<Bench> {
+export type DialingSetUp = {
+  companies: number;
+  campaignsPer: number;
+  people: number;
+  cps: number;
+  concurrent: number;
+  nodes: number;
+  capacity: number;
+  talkSeconds: number;
+  dialer?: DialerOptions;
+  /**
+   * The legal rules the instance starts with (VD_BOOTSTRAP_DIALING_RULES's JSON; '' for the
+   * shipped federal and state rules). Default: open all day everywhere with no legal calls-a-day
+   * limit, as in the tests, so a bench dials whatever the hour of its run.
+   */
+  rules?: string;
+  /**
+   * Area codes each list's people are spread over, person by person (their numbers decide their
+   * zones in the list check). Default: one area code a campaign, from AREAS.
+   */
+  areas?: string[];
+};
+
+export async function setUpDialing(opts: DialingSetUp): Promise<Bench> {
   const db = await createTestDatabase();
   const prefix = testRedisPrefix();
   const config = loadConfig({
@@ -53,6 +77,7 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
     VD_BOOTSTRAP_OPERATOR_EMAIL: 'bench-owner@platform.test',
     VD_BOOTSTRAP_OPERATOR_PASSWORD: 'bench-operator-password-1',
     VD_EMBEDDED_AGENT: '0',
+    VD_BOOTSTRAP_DIALING_RULES: opts.rules ?? ALL_DAY_RULES,
   });
   const cp = await startControlPlane(config, {}, opts.dialer ?? {});
   const launches: Launch[] = [];
@@ -90,9 +115,16 @@ export async function setUpDialing(opts: { companies: number; campaignsPer: numb
     for (let k = 0; k < opts.campaignsPer; k++) {
       const list = await createList(cp.services.store, tenantId, `List ${k}`);
       const n = c * opts.campaignsPer + k;
+      const spread = opts.areas;
       const area = AREAS[n % AREAS.length];
       const exchange = 234 + Math.floor(n / AREAS.length) * 3;
-      const people = Array.from({ length: opts.people }, (_, i) => ({ phone_number: `+1${area}${exchange + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}` }));
+      // Spread: person i in area i mod k, exchange 200 + the campaign's number, line 1000 and up
+      // (clear of the simulated trunk's test numbers …0200, …0299, …0480, …0486, …0503).
+      const people = Array.from({ length: opts.people }, (_, i) => ({
+        phone_number: spread
+          ? `+1${spread[i % spread.length]}${200 + n}${1000 + Math.floor(i / spread.length)}`
+          : `+1${area}${exchange + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}`,
+      }));
       for (let i = 0; i < people.length; i += 5000) await addPeople(cp.services, tenantId, list.id, people.slice(i, i + 5000));
       await untilListChecked(cp, list.id, 600_000);
       const camp = await createCampaign(cp.services, tenantId, { name: `Bench ${c}/${k}`, list_ids: [list.id], mode: 'progressive', handler: 'bot', max_concurrent_calls: opts.concurrent, calls_per_second: opts.cps, caller_id: '+12025550100' });
