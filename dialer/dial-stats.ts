@@ -4,11 +4,15 @@
  * is a call someone or the pacing loop was about to place and did not: refused by the kill switch
  * (manual dialing and preview), by a cap, for want of a node, by the do-not-call list, or refused
  * by the node itself, or stopped by a pause that arrived between its reservation and its launch.
+ *
+ * It also takes the console's live-calls samples every 10 s (`live-samples.ts`), on a timer of its
+ * own: the sample never delays the flush, and a slow one is not started again before it ends.
  */
 import { sql } from 'kysely';
 import type { Logger } from '../shared/logger.ts';
 import type { Store } from '../control-plane/db/store.ts';
 import { callLaunchDenials, callLaunches, DENY_REASONS, type DenyReason } from '../control-plane/metrics.ts';
+import { SAMPLE_DELAY_MS, sampleLiveCalls } from './live-samples.ts';
 
 type Cell = { launched: number; denied: number };
 
@@ -22,6 +26,8 @@ export class DialStats {
   #cells = new Map<string, Cell>();
   #timer: NodeJS.Timeout | null = null;
   #flushes = 0;
+  #sampler: NodeJS.Timeout | null = null;
+  #sampling: Promise<void> | null = null;
 
   constructor(store: Store, instance: string, log: Logger) {
     this.#store = store;
@@ -31,11 +37,30 @@ export class DialStats {
 
   start(): void {
     this.#timer = setInterval(() => void this.flush(), 1000);
+    this.#scheduleSample();
   }
 
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
+    if (this.#sampler) clearTimeout(this.#sampler);
+    this.#sampler = null;
+    await this.#sampling;
     await this.flush();
+  }
+
+  /** The next live-calls sample, `SAMPLE_DELAY_MS` after the next 10 s boundary. */
+  #scheduleSample(): void {
+    const now = Date.now();
+    const next = Math.floor((now - SAMPLE_DELAY_MS) / 10_000) * 10_000 + 10_000 + SAMPLE_DELAY_MS;
+    this.#sampler = setTimeout(() => {
+      if (!this.#sampling) {
+        this.#sampling = sampleLiveCalls(this.#store)
+          .then(() => {}, (err) => this.#log.warn({ err }, 'live calls could not be sampled'))
+          .finally(() => (this.#sampling = null));
+      }
+      if (this.#sampler) this.#scheduleSample();
+    }, next - now);
+    this.#sampler.unref();
   }
 
   /** Counts launches here and in the process's metrics (`vd_call_launches_total`). */

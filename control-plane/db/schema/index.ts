@@ -15,6 +15,7 @@ import type { CompaniesTable } from './companies.ts';
 import type { CompanyUsersTable } from './company-users.ts';
 import type { ConnectorsTable } from './connectors.ts';
 import type { DialStatsTable } from './dial-stats.ts';
+import type { LiveCallsSamplesTable } from './live-calls-samples.ts';
 import type { DialingPausesTable } from './dialing-pauses.ts';
 import type { DncNumbersTable } from './dnc-numbers.ts';
 import type { IdempotencyRecordsTable } from './idempotency-records.ts';
@@ -85,6 +86,7 @@ export interface DB {
   usage_events: UsageEventsTable;
   usage_months: UsageMonthsTable;
   dial_stats: DialStatsTable;
+  live_calls_samples: LiveCallsSamplesTable;
   media_nodes: MediaNodesTable;
   connectors: ConnectorsTable;
   webhook_deliveries: WebhookDeliveriesTable;
