@@ -197,6 +197,9 @@ async function launchBrowser(): Promise<Browser> {
   }
 }
 
+/** The media agents' bearer token of the suite's control plane (a journey may start an agent). */
+export const AGENT_TOKEN = 'console-agent-token-0123456789';
+
 /** A file's `before`: the control plane, the web source, the browser, the owner operator signed in. */
 export async function startConsole(): Promise<void> {
   try {
@@ -213,7 +216,7 @@ async function startConsoleParts(): Promise<void> {
   drop = db.drop;
   prefix = testRedisPrefix();
   // Private targets: the recording import reads a web index on 127.0.0.1.
-  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1' }, recordingImports: { pollMs: 100, leaseMs: 5000 } });
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1', VD_AGENT_TOKEN: AGENT_TOKEN }, recordingImports: { pollMs: 100, leaseMs: 5000 } });
   web = await startWebSource();
   // A missing browser fails here, never skips. Without --single-process (of the package's
   // serverless defaults): in one process, contexts mixed up their cookie jars, so a second person
