@@ -47,12 +47,8 @@ export class CallingHours {
         ]);
         const changed = JSON.stringify(rules.default) !== JSON.stringify(this.#rules?.default) || JSON.stringify([...rules.regions]) !== JSON.stringify([...(this.#rules?.regions ?? [])]);
         this.#rules = rules;
-        const known = this.#zones.size;
-        for (const z of zones.rows) {
-          this.#zones.set(z.id, z);
-          this.#maxId = Math.max(this.#maxId, z.id);
-        }
-        if (changed || this.#zones.size !== known) this.#open.clear();
+        if (changed) this.#open.clear();
+        this.#learn(zones.rows);
         this.#readAt = now;
       } finally {
         this.#reading = null;
@@ -67,28 +63,21 @@ export class CallingHours {
    */
   async refreshZones(): Promise<void> {
     const zones = await sql<ZoneSet>`select id, zones, region from callee_zones where id > ${this.#maxId} order by id`.execute(this.#store.db);
-    for (const z of zones.rows) {
+    this.#learn(zones.rows);
+  }
+
+  /** Zone sets read from the store (never changed once made): new ones drop the cached open sets. */
+  #learn(rows: ZoneSet[]): void {
+    const known = this.#zones.size;
+    for (const z of rows) {
       this.#zones.set(z.id, z);
       this.#maxId = Math.max(this.#maxId, z.id);
     }
-    if (zones.rows.length) this.#open.clear();
-  }
-
-  get ready(): boolean {
-    return this.#rules !== null;
-  }
-
-  get rules(): LegalRules | null {
-    return this.#rules;
+    if (this.#zones.size !== known) this.#open.clear();
   }
 
   zoneSet(id: number): ZoneSet | undefined {
     return this.#zones.get(id);
-  }
-
-  /** Whether zone set `id` is known here (a new one is read at the next refresh). */
-  knows(id: number): boolean {
-    return this.#zones.has(id);
   }
 
   /** The zone sets open now for `window` (the campaign's; null: the legal window alone). */
@@ -112,11 +101,6 @@ export class CallingHours {
   /** Every known zone set not in `open`. */
   closedIds(open: ReadonlySet<number>): number[] {
     return [...this.#zones.keys()].filter((id) => !open.has(id));
-  }
-
-  /** Whether zone set `id` is open now for `window`. */
-  isOpen(window: CampaignWindow, id: number | null, at: number): boolean {
-    return id !== null && this.open(window, at).set.has(id);
   }
 
   /** The first instant (ms) at or after `at` when one of the zone sets `ids` opens for `window`. */

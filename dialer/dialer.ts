@@ -29,14 +29,15 @@ import { hangupsOwed } from '../control-plane/telephony/hangup.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
 import { claimPeople, dueOutsideHours, findCallsOffNodes, findLostCalls, releaseClaims, releaseExpiredClaims, type Launch } from './launch-rows.ts';
 import { CallingHours } from './calling-hours.ts';
-import { readAbandonment } from './abandonment.ts';
+import { judgeAbandonCap } from './abandonment.ts';
+import { IdleReasons, type IdleState } from './idle-reasons.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { nobodyLeft } from './completion.ts';
 import { Launcher } from './launcher.ts';
 import { readRunSettings, type Company, type Settings } from './run-settings.ts';
 import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
-import { PaceBucket, pace, type IdleReason } from './pacing.ts';
+import { PaceBucket, pace } from './pacing.ts';
 import { mirrorSource, KillSwitchReader } from './kill-switch-reader.ts';
 import { CHANNELS } from '../control-plane/coordination/channels.ts';
 
@@ -64,8 +65,7 @@ export type DialerOptions = CallEventsOptions & {
 };
 
 type Person = { id: string; phone: string; claimedAt: number; zoneId: number | null };
-type Run = {
-  id: string;
+type Run = IdleState & {
   tenantId: string;
   epoch: number;
   settings: Settings | null;
@@ -75,18 +75,11 @@ type Run = {
   exhausted: boolean;
   /** Claims in a row that found nobody due (the next one waits longer: `exhaustedWait`). */
   emptyClaims: number;
-  /** The last empty claim found people due but outside their calling hours; when the first opens. */
+  /** The last empty claim found people due but outside their calling hours (when: `nextWindowAt`). */
   outside: boolean;
-  nextWindowAt: number | null;
-  /** The abandonment cap holds the campaign (read with the settings, with hysteresis). */
-  abandonHeld: boolean;
   /** Claimed people being given back: a claim waits for it, else it could not find them. */
   releasing: Promise<void>;
   lastRefill: number;
-  idle: IdleReason | null;
-  idleSince: number;
-  written: IdleReason | null | undefined;
-  writtenWindowAt: number | null | undefined;
   completing: boolean;
   retired: boolean;
 };
@@ -126,7 +119,7 @@ export class Dialer {
   readonly #liveByCampaign = new Map<string, number>();
   readonly #liveByTenant = new Map<string, number>();
   readonly #companies = new Map<string, Company>();
-  readonly #idleWrites = new Map<string, { r: IdleReason | null; at: number | null }>();
+  readonly #idle: IdleReasons;
   readonly #clock: Clock;
   readonly hours: CallingHours;
   /** Agents online by company, for companies with a campaign the abandonment cap holds. */
@@ -136,7 +129,6 @@ export class Dialer {
   readonly #launcher: Launcher;
   #timers: NodeJS.Timeout[] = [];
   #subs: LastingSubscription[] = [];
-  #writingIdle = false;
   #onCall = (e: CallEvent) => this.events.push(e);
   #refreshing = false;
   #stopped = false;
@@ -150,6 +142,7 @@ export class Dialer {
     this.#reconcileEveryMs = opts.reconcileEveryMs ?? 5000;
     this.#clock = opts.clock ?? systemClock;
     this.hours = new CallingHours(services.store);
+    this.#idle = new IdleReasons(services.store.db, this.#log);
     this.#ownReader = !opts.pauseReader;
     this.pause =
       opts.pauseReader ??
@@ -285,7 +278,6 @@ export class Dialer {
         emptyClaims: 0,
         outside: false,
         nextWindowAt: null,
-        abandonHeld: false,
         releasing: Promise.resolve(),
         lastRefill: 0,
         idle: null,
@@ -312,7 +304,7 @@ export class Dialer {
       const company = this.#companies.get(run.tenantId);
       if (!st || !company) continue;
       if (st.mode !== 'progressive') {
-        this.#setIdle(run, null, now);
+        this.#idle.set(run, null, now);
         continue;
       }
       let tenantBucket = this.#tenantBuckets.get(run.tenantId);
@@ -331,14 +323,15 @@ export class Dialer {
         buffered: run.buffer.length,
         exhausted: run.exhausted,
         outsideHours: run.outside,
-        agentsOnline: st.handler === 'agents' && run.abandonHeld ? (this.#agentsOnline.get(run.tenantId) ?? 0) : null,
+        agentsOnline: st.handler === 'agents' && st.abandonHeld ? (this.#agentsOnline.get(run.tenantId) ?? 0) : null,
       });
       let idle = decision.idle;
-      const at = this.#clock.now();
+      // The zone sets open now for the campaign's window, looked up once a tick (kept a minute).
+      const open = decision.launch > 0 ? this.hours.open(st.window, this.#clock.now()).set : null;
       for (let i = 0; i < decision.launch; i++) {
         // A person claimed while their window was open whose window has closed since goes back.
         let person = run.buffer.shift();
-        while (person && !this.hours.isOpen(st.window, person.zoneId, at)) {
+        while (person && (person.zoneId === null || !open!.has(person.zoneId))) {
           closed.push(person.id);
           person = run.buffer.shift();
         }
@@ -356,7 +349,7 @@ export class Dialer {
         batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false, legalPerDay: this.hours.legalCallsPerDay(person.zoneId) });
       }
       if (closed.length) this.#giveBack(run, closed.splice(0));
-      this.#setIdle(run, idle, now);
+      this.#idle.set(run, idle, now);
       const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
       if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
         const given = idleLong ? run.buffer.splice(0) : this.#takeOld(run, now);
@@ -378,7 +371,7 @@ export class Dialer {
       if (mayComplete && run.exhausted && !run.refilling && run.buffer.length === 0 && this.#campaignLive(run) === 0 && !run.completing) void this.#maybeComplete(run);
     }
     if (batch.length) this.#launcher.queue(batch);
-    if (this.#idleWrites.size) void this.#writeIdle();
+    void this.#idle.write();
   }
 
   /**
@@ -400,45 +393,6 @@ export class Dialer {
 
   #campaignLive(run: Run): number {
     return (this.#liveByCampaign.get(run.id) ?? 0) + (run.settings?.foreignLive ?? 0);
-  }
-
-  #setIdle(run: Run, idle: IdleReason | null, now: number): void {
-    if (run.idle !== idle) {
-      run.idle = idle;
-      run.idleSince = now;
-    }
-    const windowAt = idle === 'outside_calling_hours' ? run.nextWindowAt : null;
-    if (run.written !== idle || run.writtenWindowAt !== windowAt) this.#idleWrites.set(run.id, { r: idle, at: windowAt });
-  }
-
-  async #writeIdle(): Promise<void> {
-    if (this.#writingIdle) return;
-    this.#writingIdle = true;
-    const list = [...this.#idleWrites].map(([id, w]) => ({ id, r: w.r, at: w.at === null ? null : new Date(w.at).toISOString() }));
-    this.#idleWrites.clear();
-    try {
-      // Campaign rows in id order (the lock order of launches: docs/decisions.md). A row another
-      // transaction holds is skipped, not waited for: it is changing (a pause, a stop), and an
-      // idle reason is only worth writing to a campaign that keeps running; it is tried again at
-      // the next tick if it still is.
-      const done = await sql<{ id: string }>`update campaigns c set idle_reason = x.r, next_window_at = x.at
-        from jsonb_to_recordset(${JSON.stringify(list)}::jsonb) as x(id text, r text, at timestamptz),
-          (select id from campaigns where id = any(${list.map((l) => l.id)}::text[]) order by id for no key update skip locked) k
-        where c.id = x.id and k.id = c.id and c.state = 'running'
-        returning c.id`.execute(this.#s.store.db);
-      const written = new Set(done.rows.map((r) => r.id));
-      for (const { id, r, at } of list) {
-        const run = this.#runs.get(id);
-        if (run && written.has(id)) {
-          run.written = r as IdleReason | null;
-          run.writtenWindowAt = at === null ? null : Date.parse(at);
-        }
-      }
-    } catch (err) {
-      this.#log.debug({ err }, 'idle reasons could not be written');
-    } finally {
-      this.#writingIdle = false;
-    }
   }
 
   async #retire(run: Run): Promise<void> {
@@ -525,51 +479,13 @@ export class Dialer {
         const run = this.#runs.get(id);
         if (run) run.settings = settings;
       }
-      await this.#abandonCap();
+      const online = await judgeAbandonCap(this.#s.store.db, [...this.#runs.values()]);
+      this.#agentsOnline.clear();
+      for (const [tenantId, n] of online) this.#agentsOnline.set(tenantId, n);
     } catch (err) {
       this.#log.warn({ err }, 'dialer could not re-read its campaigns');
     } finally {
       this.#refreshing = false;
-    }
-  }
-
-  /**
-   * The abandonment cap of the agents campaigns this instance paces: at or over the cap the
-   * campaign is held (at most one call up per agent online), and let go once its rate is half a
-   * point under the cap. The state is written to the campaign (`abandon_held`) when it changes, so
-   * the company's health check and a new owner see it; agents online are read for the companies
-   * of held campaigns only.
-   */
-  async #abandonCap(): Promise<void> {
-    const runs = [...this.#runs.values()].filter((r) => r.settings?.handler === 'agents');
-    if (runs.length === 0) return;
-    // The store's time, as the call-event writer's hours are (not the dialer's calling-hours clock).
-    const rates = await readAbandonment(this.#s.store.db, runs.map((r) => r.id), Date.now());
-    const changed: Array<{ id: string; held: boolean }> = [];
-    for (const run of runs) {
-      const st = run.settings!;
-      const rate = rates.get(run.id)!.rate;
-      const wasHeld = run.abandonHeld || st.abandonHeld;
-      const held = rates.get(run.id)!.answered > 0 && (rate >= st.abandonCap || (wasHeld && rate > st.abandonCap - 0.5));
-      run.abandonHeld = held;
-      if (held !== st.abandonHeld) {
-        st.abandonHeld = held;
-        changed.push({ id: run.id, held });
-      }
-    }
-    if (changed.length) {
-      await sql`update campaigns c set abandon_held = x.held
-        from jsonb_to_recordset(${JSON.stringify(changed)}::jsonb) as x(id text, held boolean)
-        where c.id = x.id`.execute(this.#s.store.db);
-    }
-    const tenants = [...new Set(runs.filter((r) => r.abandonHeld).map((r) => r.tenantId))];
-    this.#agentsOnline.clear();
-    if (tenants.length) {
-      const rows = await sql<{ tenant_id: string; n: number }>`
-        select u.tenant_id, count(distinct u.id)::int as n from company_users u join sessions s on s.user_id = u.id and s.user_kind = 'company'
-        where u.tenant_id = any(${tenants}::text[]) and 'agent' = any(u.roles) and s.ended_at is null and s.expires_at > now()
-        group by u.tenant_id`.execute(this.#s.store.db);
-      for (const r of rows.rows) this.#agentsOnline.set(r.tenant_id, r.n);
     }
   }
 

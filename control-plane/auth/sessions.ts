@@ -39,6 +39,15 @@ export async function startSession(
   return { token, csrf: csrfTokenFor(tokenHash), sessionId, expiresAt };
 }
 
+/** Sessions with their person (operator `o` or company user `u`) and the user's company `c`. */
+function sessionsWithPeople(store: Store) {
+  return store.db
+    .selectFrom('sessions as s')
+    .leftJoin('operators as o', (j) => j.onRef('o.id', '=', 's.user_id').on('s.user_kind', '=', 'operator'))
+    .leftJoin('company_users as u', (j) => j.onRef('u.id', '=', 's.user_id').on('s.user_kind', '=', 'company'))
+    .leftJoin('companies as c', 'c.id', 'u.tenant_id');
+}
+
 /**
  * The signed-in user behind a session token, or null when the session is unknown, ended or
  * expired, or the user's company is not switched on. One query: the session, its user and the
@@ -46,11 +55,7 @@ export async function startSession(
  */
 export async function resolveSession(store: Store, token: string, idleHours: number): Promise<SessionPrincipal | null> {
   const tokenHash = sha256Hex(token);
-  const row = await store.db
-    .selectFrom('sessions as s')
-    .leftJoin('operators as o', (j) => j.onRef('o.id', '=', 's.user_id').on('s.user_kind', '=', 'operator'))
-    .leftJoin('company_users as u', (j) => j.onRef('u.id', '=', 's.user_id').on('s.user_kind', '=', 'company'))
-    .leftJoin('companies as c', 'c.id', 'u.tenant_id')
+  const row = await sessionsWithPeople(store)
     .select([
       's.id', 's.user_kind', 's.user_id', 's.tenant_id', 's.expires_at',
       sql<string>`coalesce(o.email, u.email)`.as('email'),
@@ -114,11 +119,7 @@ export async function endCompanySessions(db: Store['db'] | Tx, tenantId: string)
 export type SessionEndReason = 'suspended' | 'disabled' | 'reset' | 'ended' | 'expired';
 
 export async function whySessionEnded(store: Store, token: string): Promise<SessionEndReason | null> {
-  const row = await store.db
-    .selectFrom('sessions as s')
-    .leftJoin('operators as o', (j) => j.onRef('o.id', '=', 's.user_id').on('s.user_kind', '=', 'operator'))
-    .leftJoin('company_users as u', (j) => j.onRef('u.id', '=', 's.user_id').on('s.user_kind', '=', 'company'))
-    .leftJoin('companies as c', 'c.id', 'u.tenant_id')
+  const row = await sessionsWithPeople(store)
     .select([
       's.user_kind', 's.ended_at', 's.expires_at', 'c.status as company_status',
       sql<Date | null>`coalesce(o.disabled_at, u.disabled_at)`.as('disabled_at'),

@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely';
 import type { Store } from '../db/store.ts';
+import { agentsOnline } from './agents-online.ts';
 
 /** How long the sources get before their columns are given up as null. */
 export const COLUMN_TIME_LIMIT_MS = 1500;
@@ -131,22 +132,7 @@ export function storeColumnSources(store: Store): ColumnSources {
         .execute();
       return byTenant(rows, (n) => minutesOf(Number(n)));
     },
-    async agents_online(ids) {
-      // An agent holding a session that is neither ended nor expired; the expiry slides on each
-      // use, so such a session was used within the idle time.
-      const now = new Date();
-      const rows = await db
-        .selectFrom('company_users as u')
-        .innerJoin('sessions as s', (j) => j.onRef('s.user_id', '=', 'u.id').on('s.user_kind', '=', 'company'))
-        .select(['u.tenant_id', sql<string>`count(distinct u.id)`.as('n')])
-        .where('u.tenant_id', 'in', ids)
-        .where(sql<boolean>`'agent' = any(u.roles)`)
-        .where('s.ended_at', 'is', null)
-        .where('s.expires_at', '>', now)
-        .groupBy('u.tenant_id')
-        .execute();
-      return byTenant(rows, Number);
-    },
+    agents_online: (ids) => agentsOnline(db, ids),
     async last_activity(ids) {
       const [calls, audit] = await Promise.all([
         db.selectFrom('calls').select(['tenant_id', sql<Date>`max(started_at)`.as('at')]).where('tenant_id', 'in', ids).groupBy('tenant_id').execute(),
