@@ -45,6 +45,9 @@ t.after(async () => {
   await db?.drop();
 });
 
+// A test that fails leaves no agent behind for the next one (its own stop was never reached).
+t.after.each(() => stopAgents());
+
 async function stopAgents(): Promise<void> {
   for (const x of agents) {
     await x.client.close();
@@ -68,14 +71,15 @@ t('the plan cap is exact with two instances launching for one company at once (5
   const sy = await call(b.url, 'POST', `/api/core/v1/campaigns/${y.campaignId}/start`, { session: co.owner });
   assert.is(sx.status, 200, sx.text);
   assert.is(sy.status, 200, sy.text);
-  await eventually('each campaign running on its own instance', () => a.services.runtime.stateOf('campaign', x.campaignId) === 'running' && b.services.runtime.stateOf('campaign', y.campaignId) === 'running', 5000);
+  await eventually('each campaign running on its own instance', () => a.services.runtime.stateOf('campaign', x.campaignId) === 'running' && b.services.runtime.stateOf('campaign', y.campaignId) === 'running', 30_000);
   const live = async () =>
     Number((await sql<{ n: number }>`select count(*)::int as n from calls where tenant_id = ${co.tenantId} and state <> 'ended'`.execute(a.services.store.db)).rows[0].n);
+  // Both instances launch about 50 a second each: the cap is reached in about 5 s on a quiet
+  // machine (waited for, however long a busy one takes), then both keep trying for 4 s more.
   let most = 0;
+  await eventually(() => `the cap reached (most seen ${most})`, async () => (most = Math.max(most, await live())) >= 500, 60_000, 20);
   const started = Date.now();
-  // Both instances launch about 50 a second each: the cap is reached in about 5 s, then both
-  // keep trying for 4 s more.
-  while (Date.now() - started < 9000) {
+  while (Date.now() - started < 4000) {
     most = Math.max(most, await live());
     await new Promise((r) => setTimeout(r, 20));
   }

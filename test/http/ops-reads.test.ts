@@ -11,7 +11,7 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix, testPool } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
 import { call, signIn, type Session } from '../support/http.ts';
@@ -44,7 +44,7 @@ t.before(async () => {
   db = await createTestDatabase();
   prefix = testRedisPrefix();
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_METRICS_PORT: 'off' } });
-  sqlPool = new pg.Pool({ connectionString: db.url, max: 2 });
+  sqlPool = testPool(db.url);
   owner = await signIn(cp.url, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   ops.support = await makeOperator(cp, ['platform_support']);
   ops.billing = await makeOperator(cp, ['platform_billing']);

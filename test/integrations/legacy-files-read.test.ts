@@ -11,7 +11,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { asUtf8, type FileEncoding } from '../../control-plane/integrations/legacy/encoding.ts';
-import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix, testPool } from '../support/db.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
 import { assertError } from '../support/limits.ts';
@@ -52,7 +52,7 @@ t.before(async () => {
   db = await createTestDatabase();
   prefix = testRedisPrefix();
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
-  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  sql = testPool(db.url);
   ({ owner, tenantId } = await makeCompany(cp, 'Files Co'));
   const a = await call(cp.url, 'POST', CONNECTORS, { session: owner, body: { kind: 'legacy', name: 'Old dialer' } });
   con = a.body.id;

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix, testPool } from '../support/db.ts';
 import { makeCompany, makeKey, makeUser } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
 import { assertError } from '../support/limits.ts';
@@ -70,7 +70,7 @@ t.before(async () => {
   db = await createTestDatabase();
   prefix = testRedisPrefix();
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
-  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  sql = testPool(db.url);
   const co = await makeCompany(cp);
   owner = co.owner;
   tenantId = co.tenantId;

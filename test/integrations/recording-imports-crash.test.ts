@@ -13,7 +13,7 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, testPool } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
@@ -41,7 +41,7 @@ t.before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'vd-imports-crash-'));
   // B looks for runs only when woken: A takes the run first.
   b = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1', VD_DATA_DIR: dataDir }, recordingImports: { pollMs: 600_000 } });
-  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  sql = testPool(db.url);
   ({ owner } = await makeCompany(b));
   web = await startWebSource();
 });

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix, testPool } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
@@ -33,7 +33,7 @@ t.before(async () => {
   prefix = testRedisPrefix();
   dataDir = mkdtempSync(join(tmpdir(), 'vd-imports-fair-'));
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1', VD_DATA_DIR: dataDir }, recordingImports: { pollMs: 100, runs: 2 } });
-  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  sql = testPool(db.url);
   web = await startWebSource();
 });
 

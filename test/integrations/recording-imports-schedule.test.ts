@@ -13,7 +13,7 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { createTestDatabase, testRedisPrefix, testPool } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';
@@ -43,7 +43,7 @@ t.before(async () => {
   const opts = { databaseUrl: db.url, redisPrefix: prefix, env: { VD_ALLOW_PRIVATE_TARGETS: '1', VD_DATA_DIR: dataDir }, recordingImports: { pollMs: 25, leaseMs: 3000, minuteMs: MINUTE_MS } };
   a = await startTestServer(opts);
   b = await startTestServer(opts);
-  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  sql = testPool(db.url);
   ({ owner } = await makeCompany(a));
   web = await startWebSource();
 });

@@ -32,3 +32,15 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
 export function testRedisPrefix(): string {
   return `vdt:${randomBytes(4).toString('hex')}:`;
 }
+
+/**
+ * A small pool on a test database for a suite's own reads. pg-pool's `end()` resolves before its
+ * clients' sockets have closed, and a client still closing when the database is dropped (with
+ * force) gets "terminating connection due to administrator command": without a listener the
+ * pool re-emits it as an unhandled 'error' and the suite's process dies (seen under load).
+ */
+export function testPool(url: string, max = 2): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on('error', () => {});
+  return pool;
+}

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { createTestDatabase, testRedisPrefix } from './db.ts';
+import { createTestDatabase, testRedisPrefix, testPool } from './db.ts';
 import { eventually } from './eventually.ts';
 import { makeCompany } from './fixtures.ts';
 import { call, type Session } from './http.ts';
@@ -46,7 +46,7 @@ export async function startImports(): Promise<void> {
     // A wait of 2.5 s for an answer (or inside a body) is a stall (30 s in production).
     recordingImports: { pollMs: 100, leaseMs: 5000, idleMs: 2500 },
   });
-  sql = new pg.Pool({ connectionString: db.url, max: 2 });
+  sql = testPool(db.url);
   ({ owner, tenantId } = await makeCompany(cp));
   web = await startWebSource();
 }
