@@ -289,7 +289,8 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
   const keys = await keyboardCheck(page);
   assert.equal([keys.unnamed, keys.unreached], [[], []], `${keys.count} elements`);
   assert.ok(keys.count >= 3);
-  await page.getByRole('link', { name: rec.id }).click();
+  // Named by its campaign (none) and its file; the id is detail.
+  await page.getByRole('link', { name: 'No campaign, old/kappa-1.wav' }).click();
   await page.waitForURL(new RegExp(`/console/recordings/${rec.id}$`));
   // The player loads the audio: metadata read (readyState HAVE_METADATA or more), its length the recording's.
   const player = page.locator('#player');
@@ -297,13 +298,13 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
   const audio = await player.evaluate((a) => ({ readyState: (a as unknown as { readyState: number }).readyState, duration: (a as unknown as { duration: number }).duration, error: (a as unknown as { error: unknown }).error }));
   assert.ok(audio.readyState >= 1 && audio.error === null, JSON.stringify(audio));
   assert.ok(Number.isFinite(audio.duration) && Math.abs(audio.duration - 25) < 0.05, `duration ${audio.duration}`);
-  assert.is(Number(await page.locator('#recording-seconds').textContent()), 25, 'the page says the same length');
+  assert.is(await page.locator('#recording-length').textContent(), '0:25', 'the page says the same length');
   // The built-in scorer's review shows as it ends (the card polls while it is queued or scoring).
   await pollUntil('the first review scored', async () => (await page.locator('#reviews').getByText('vd-builtin-1').count()) > 0);
   const first = (await page.locator('#reviews tbody tr[id^="review-"]').first().getAttribute('id'))!.slice('review-'.length);
   assert.match((await page.locator(`#review-${first}`).textContent())!, /scored.*50(\.00)? %/s);
   await shot(page, 'recording-qa');
-  await page.getByRole('button', { name: `Re-score recording ${rec.id}` }).click();
+  await page.getByRole('button', { name: 'Re-score the recording No campaign, old/kappa-1.wav' }).click();
   await page.locator('#reviews').getByText(`re-score of ${first}`).waitFor();
   await page.locator('#reviews').getByText(`superseded by`).waitFor();
   const rows = page.locator('#reviews tbody tr[id^="review-"]');
@@ -314,7 +315,7 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
   assert.match((await page.locator(`#review-${first}`).textContent())!, new RegExp(`superseded by ${second}`));
   const stored = await cp.services.store.db.selectFrom('qa_reviews').select(['id', 'supersedes', 'status']).where('recording_id', '=', rec.id).orderBy('id').execute();
   assert.equal(stored.map((r) => [r.id, r.supersedes, r.status]), [[first, null, 'scored'], [second, first, 'scored']]);
-  await page.getByRole('button', { name: `Re-score recording ${rec.id}` }).waitFor();
+  await page.getByRole('button', { name: 'Re-score the recording No campaign, old/kappa-1.wav' }).waitFor();
   assert.is(await page.getByRole('button', { name: /^Re-score/ }).count(), 1, 'only the latest review can be re-scored');
   await shot(page, 'recording-rescored');
   await phoneWidth(page);

@@ -14,6 +14,7 @@ import { actorOf, operators } from '../../middleware/guards.ts';
 import { billers, PriceBookBody } from '../../routes/platform/billing.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { confirmAction } from '../confirm.ts';
+import { companyNames } from '../../../control-plane/console/names.ts';
 import { companyPicker } from '../picker.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 
@@ -34,10 +35,11 @@ ${companyPicker({ field: 'tenant_id', label: 'Company for an override', none: 'N
 async function priceBookCard(c: Context<AppEnv>): Promise<H> {
   const { store, config } = c.get('services');
   const book = await priceBook(store, config);
+  const names = await companyNames(store, book.rows.map((r) => r.tenant_id));
   const biller = can(c, billers);
   return html`<section class="card" id="prices"><h2>Price book</h2>
 <div class="table-wrap"><table class="stack"><thead><tr><th>Item</th><th>Scope</th><th class="num">Unit price</th><th>Changed</th><th></th></tr></thead><tbody>${book.rows.map(
-    (r) => html`<tr><td data-label="Item">${r.item}</td><td data-label="Scope">${r.tenant_id ? html`override for <a href="/console/companies/${r.tenant_id}">${r.tenant_id}</a>` : 'global'}</td>
+    (r) => html`<tr><td data-label="Item">${r.item}</td><td data-label="Scope">${r.tenant_id ? html`override for <a href="/console/companies/${r.tenant_id}">${names.get(r.tenant_id) ?? r.tenant_id}</a> <small class="muted"><code>${r.tenant_id}</code></small>` : 'global'}</td>
 <td class="num" data-label="Unit price">${r.unit_price}</td><td data-label="Changed">${when(r.updated_at)} ${r.updated_by ?? ''}</td>
 <td>${
       biller
@@ -85,12 +87,13 @@ ${await priceBookCard(c)}`,
     const { store, config } = c.get('services');
     const id = c.req.param('id');
     const m = await billingMonth(store, config, id, monthOrNow(c.req.query('month') || undefined));
+    const companyName = (await companyNames(store, [id])).get(id) ?? id;
     const biller = can(c, billers);
     const action = (name: string, label: string, cls = '') =>
       html`<form class="inline" hx-post="/console/companies/${id}/billing/${m.month}/${name}" hx-target="#month-actions" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit" class="${cls}">${label}</button></form>`;
-    return page(c, `Billing ${m.month}`, {
+    return page(c, `${companyName}: billing ${m.month}`, {
       nav: 'billing',
-      body: html`<p><a href="/console/companies/${id}">← The company</a></p>${monthPicker(`/console/companies/${id}/billing`, m.month)}
+      body: html`<p><a href="/console/companies/${id}">← ${companyName}</a></p>${monthPicker(`/console/companies/${id}/billing`, m.month)}
 <section class="card"><h2>${m.month}: ${badge(m.status)}</h2>
 <dl class="facts"><dt>Total</dt><dd>${m.total}</dd><dt>Our cost</dt><dd>${m.our_cost}</dd><dt>Margin</dt><dd>${m.margin}</dd><dt>Invoiced</dt><dd>${when(m.invoiced_at)}</dd><dt>Paid</dt><dd>${when(m.paid_at)}</dd></dl>
 <div class="table-wrap"><table class="stack"><thead><tr><th>Item</th><th class="num">Quantity</th><th class="num">Unit price</th><th class="num">Amount</th><th>Price from</th></tr></thead><tbody>${m.lines.map(

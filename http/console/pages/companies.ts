@@ -20,6 +20,7 @@ import { check, emptyForm, field, submit, topError, type FormState } from '../fo
 import { badge, can, dash, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { companyPauseCard, owners } from './dialing.ts';
 import { confirmAction } from '../confirm.ts';
+import { companyNames } from '../../../control-plane/console/names.ts';
 import { companyPicker, pickerChoices } from '../picker.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
 import { resetter } from '../../routes/platform/operators.ts';
@@ -163,7 +164,7 @@ ${t.status !== 'closing' ? closingForm(id, emptyForm()) : ''}</div>
 </div></section>`;
 }
 
-function detailBody(c: Context<AppEnv>, d: TenantDetail): H {
+function detailBody(c: Context<AppEnv>, d: TenantDetail, parentName: string | undefined): H {
   const t = d.tenant;
   const h = d.health;
   const u = d.usage_this_month;
@@ -172,7 +173,7 @@ function detailBody(c: Context<AppEnv>, d: TenantDetail): H {
 <section class="card"><h2>Company</h2><dl class="facts">
 <dt>Status</dt><dd>${badge(t.status)}${t.status_reason ? html` <span class="muted">${t.status_reason}</span>` : ''}</dd>
 <dt>Slug</dt><dd>${t.slug}</dd><dt>Plan</dt><dd>${d.plan.name} <span class="muted">(${d.plan.limits.concurrent_calls} calls at once, ${d.plan.limits.users} users, ${d.plan.limits.sub_accounts} sub-accounts)</span></dd>
-<dt>Parent</dt><dd>${t.parent_id ? html`<a href="/console/companies/${t.parent_id}">${t.parent_id}</a>` : '—'}</dd>
+<dt>Parent</dt><dd>${t.parent_id ? html`<a href="/console/companies/${t.parent_id}">${parentName ?? t.parent_id}</a> <small class="muted"><code>${t.parent_id}</code></small>` : '—'}</dd>
 <dt>Created</dt><dd>${when(t.created_at)}</dd><dt>Notes</dt><dd>${t.notes || '—'}</dd>
 ${t.closing_date ? html`<dt>Closing date</dt><dd>${t.closing_date}</dd>` : ''}</dl></section>
 ${liveCard(t.id, d)}
@@ -293,7 +294,8 @@ ${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard', parent_id: c.r
   app.get('/companies/:id', anyOperator, async (c) => {
     const { store, columnSources } = c.get('services');
     const d = await tenantDetail(store, columnSources, c.req.param('id'));
-    return page(c, d.tenant.name, { nav: 'companies', body: detailBody(c, d) });
+    const parent = d.tenant.parent_id ? (await companyNames(store, [d.tenant.parent_id])).get(d.tenant.parent_id) : undefined;
+    return page(c, d.tenant.name, { nav: 'companies', body: detailBody(c, d, parent) });
   });
   app.get('/companies/:id/live', anyOperator, async (c) => {
     const { store, columnSources } = c.get('services');

@@ -7,13 +7,15 @@
 import type { Hono } from 'hono';
 import { html } from 'hono/html';
 import { aiHealth } from '../../../control-plane/ai/health.ts';
-import { AI_PURPOSES, listAiProviders, setAiProvider } from '../../../control-plane/ai/providers.ts';
+import { AI_PURPOSES, listAiProviders, removeAiProvider, setAiProvider, type AiProviderView, type AiPurpose } from '../../../control-plane/ai/providers.ts';
 import { opsServices } from '../../../control-plane/ops/services.ts';
 import { reconcileRecordings } from '../../../control-plane/recordings/reconciliation.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { AiChange } from '../../routes/platform/ai.ts';
-import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
+import { ApiError } from '../../../shared/errors.ts';
+import { confirmAction, confirmedWord } from '../confirm.ts';
+import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, dash, page, redirect, when, type H } from '../layout.ts';
 import { owners } from './dialing.ts';
 
@@ -26,6 +28,24 @@ function aiForm(form: FormState): H {
 ${field(form, 'base_url', 'Base address (OpenAI-compatible)', { in: 'ai-settings', type: 'url', required: true })}${field(form, 'model', 'Model', { in: 'ai-settings', required: true })}
 ${field(form, 'api_key', 'API key', { in: 'ai-settings', type: 'password', autocomplete: 'off', hint: 'Empty: the stored key stays. It is never shown again.' })}
 <button type="submit">Save</button></form>`;
+}
+
+/** The typed word that removes an AI provider (its key is deleted: it cannot be undone). */
+export const CONFIRM_REMOVE = 'REMOVE';
+
+/** What removing a purpose's provider stops, in the words of what the platform does with it. */
+function removalStops(p: AiProviderView): string {
+  const what = `${p.model ?? 'its model'} at ${p.base_url ?? 'its address'}`;
+  const gone = 'Its address, model and key are deleted; this cannot be undone (to use it again, set it anew with its key).';
+  if (p.purpose === 'bot') return `The platform stops using ${what} for the voice bot, and the AI health stops asking it. ${gone}`;
+  const role = p.purpose === 'qa' ? 'scoring' : 'transcribing recordings';
+  return `The QA Bot stops ${role} with ${what}: every review from now on is scored by the built-in scorer (the AI scorer needs both a qa and a transcription provider). ${gone}`;
+}
+
+/** Remove, for a platform_owner, on a purpose that has a provider. */
+function removeCell(p: AiProviderView): H | string {
+  if (p.base_url === null) return '';
+  return confirmAction({ id: `remove-ai-${p.purpose}`, label: `Remove the ${p.purpose} provider`, action: '/console/ai/remove', target: '#ai-result', word: CONFIRM_REMOVE, hidden: { purpose: p.purpose }, button: `Remove the ${p.purpose} provider`, stops: removalStops(p) });
 }
 
 export function opsPages(app: Hono<AppEnv>): void {
@@ -44,16 +64,19 @@ export function opsPages(app: Hono<AppEnv>): void {
   app.get('/ai', anyOperator, async (c) => {
     const { store, aiProbeClient } = c.get('services');
     const [health, providers] = await Promise.all([aiHealth(store, aiProbeClient), listAiProviders(store)]);
+    const owner = can(c, owners);
     return page(c, 'AI upstream', {
       nav: 'ai',
       body: html`<div class="grid"><section class="card"><h2>Health</h2><dl class="facts">
 <dt>Configured</dt><dd>${health.configured ? 'yes' : 'no'}</dd><dt>Reachable</dt><dd>${health.reachable === null ? '—' : health.reachable ? badge('pass') : badge('fail')}</dd>
 <dt>Reply p50 (ms)</dt><dd>${dash(health.reply_ms.p50)}</dd><dt>Reply p95 (ms)</dt><dd>${dash(health.reply_ms.p95)}</dd>
 <dt>Bot sessions live</dt><dd>${dash(health.sessions.live)}</dd><dt>Failed (15 min)</dt><dd>${dash(health.sessions.failed)}</dd><dt>Checked</dt><dd>${when(health.checked_at)}</dd></dl></section>
-<section class="card"><h2 id="providers">Providers</h2><div class="table-wrap" tabindex="0" role="region" aria-labelledby="providers"><table class="stack"><thead><tr><th>Purpose</th><th>Base address</th><th>Model</th><th>Key present</th><th>Changed</th></tr></thead><tbody>${providers.map(
-        (p) => html`<tr><td data-label="Purpose">${p.purpose}</td><td data-label="Base address">${p.base_url ?? '—'}</td><td data-label="Model">${p.model ?? '—'}</td><td data-label="Key present">${p.key_present ? 'yes' : 'no'}</td><td data-label="Changed">${when(p.updated_at)}</td></tr>`,
-      )}</tbody></table></div></section></div>
-${can(c, owners) ? aiForm(emptyForm({ purpose: 'qa' })) : ''}`,
+<section class="card"><h2 id="providers">Providers</h2><div class="table-wrap" tabindex="0" role="region" aria-labelledby="providers"><table class="stack"><thead><tr><th>Purpose</th><th>Base address</th><th>Model</th><th>Key present</th><th>Changed</th>${owner ? html`<th>Remove</th>` : ''}</tr></thead><tbody>${providers.map(
+        (p) => html`<tr id="provider-${p.purpose}"><td data-label="Purpose">${p.purpose}</td><td data-label="Base address">${p.base_url ?? '—'}</td><td data-label="Model">${p.model ?? '—'}</td><td data-label="Key present">${p.key_present ? 'yes' : 'no'}</td><td data-label="Changed">${when(p.updated_at)}</td>${
+          owner ? html`<td data-label="Remove">${removeCell(p)}</td>` : ''
+        }</tr>`,
+      )}</tbody></table></div><div id="ai-result" aria-live="polite"></div></section></div>
+${owner ? aiForm(emptyForm({ purpose: 'qa' })) : ''}`,
     });
   });
   app.post('/ai', owners, (c) =>
@@ -63,6 +86,15 @@ ${can(c, owners) ? aiForm(emptyForm({ purpose: 'qa' })) : ''}`,
       return redirect(c, '/console/ai');
     }),
   );
+  app.post('/ai/remove', owners, async (c) => {
+    const v = formValues(c);
+    const purpose = AI_PURPOSES.find((p) => p === v.purpose) as AiPurpose | undefined;
+    if (!purpose) throw new ApiError('unprocessable', `purpose: one of ${AI_PURPOSES.join(', ')}`);
+    confirmedWord(v.confirm, CONFIRM_REMOVE);
+    await removeAiProvider(c.get('services').store, actorOf(c.get('principal')), purpose);
+    c.get('log').info({ purpose }, 'AI provider removed');
+    return redirect(c, '/console/ai');
+  });
   app.get('/recordings/reconciliation', anyOperator, async (c) => {
     const items = await reconcileRecordings(c.get('services').store, RECONCILIATION_HOURS);
     return page(c, `Recording reconciliation (${RECONCILIATION_HOURS} hours)`, {

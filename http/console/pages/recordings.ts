@@ -9,7 +9,7 @@ import { html } from 'hono/html';
 import { ConnectorChanges, createConnector, getConnector, NewConnector, updateConnector } from '../../../control-plane/integrations/connectors.ts';
 import { listRuns, queueManualRun } from '../../../control-plane/integrations/recording-imports/runs.ts';
 import { listReviews, rescore, type ReviewView } from '../../../control-plane/qa/reviews.ts';
-import { findRecording, listRecordings } from '../../../control-plane/recordings/read.ts';
+import { recordingLine, recordingLines, recordingLinesById, type LatestReview, type RecordingLine } from '../../../control-plane/console/recordings.ts';
 import type { AppEnv } from '../../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
 import { connectorDeps } from '../../routes/connectors.ts';
@@ -51,18 +51,19 @@ async function runsCard(c: Context<AppEnv>, id: string, oob = false): Promise<H>
  * Reviews as a table: a review another one re-scored is marked superseded (by which) and has no
  * Re-score button; the latest of each recording has it, for owners and admins, once it has ended.
  */
-function reviewsTable(c: Context<AppEnv>, items: ReviewView[], fromRecording: boolean): H {
+function reviewsTable(c: Context<AppEnv>, items: ReviewView[], fromRecording: boolean, recordings: Map<string, RecordingLine>): H {
   const writer = can(c, companyWriters);
+  const named = (id: string) => (recordings.has(id) ? recordingName(recordings.get(id)!) : id);
   const supersededBy = new Map(items.filter((r) => r.supersedes).map((r) => [r.supersedes!, r.id]));
   if (!items.length) return html`<p class="muted">No review yet.</p>`;
   return html`<div class="table-wrap"><table class="stack"><thead><tr><th>Review</th><th>Recording</th><th>Status</th><th class="num">Score</th><th>Critical failed</th><th>Scorer</th><th>Scored</th><th>Action</th></tr></thead><tbody>${items.map((r) => {
     const newer = supersededBy.get(r.id);
     return html`<tr id="review-${r.id}"><td data-label="Review"><code>${r.id}</code>${r.supersedes ? html`<br><small class="muted">re-score of ${r.supersedes}</small>` : ''}${newer ? html`<br><small class="muted superseded">superseded by ${newer}</small>` : ''}</td>
-<td data-label="Recording"><a href="/console/recordings/${r.recording_id}">${r.recording_id}</a></td><td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td>
+<td data-label="Recording"><a href="/console/recordings/${r.recording_id}">${named(r.recording_id)}</a><br><small class="muted"><code>${r.recording_id}</code></small></td><td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td>
 <td class="num" data-label="Score">${r.percentage === null ? '—' : `${r.percentage} %`}</td><td data-label="Critical failed">${r.critical_failed === null ? '—' : r.critical_failed ? 'yes' : 'no'}</td><td data-label="Scorer">${r.scorer ?? '—'}${r.model ? ` (${r.model})` : ''}</td><td data-label="Scored">${when(r.scored_at)}</td>
 <td data-label="Action">${
       writer && !newer && r.status !== 'queued' && r.status !== 'scoring'
-        ? html`<form hx-post="/console/qa/rescore" hx-target="#qa-result" hx-swap="innerHTML" hx-disabled-elt="find button"><input type="hidden" name="recording_id" value="${r.recording_id}">${fromRecording ? html`<input type="hidden" name="back" value="recording">` : ''}<button type="submit" class="secondary" aria-label="Re-score recording ${r.recording_id}">Re-score</button></form>`
+        ? html`<form hx-post="/console/qa/rescore" hx-target="#qa-result" hx-swap="innerHTML" hx-disabled-elt="find button"><input type="hidden" name="recording_id" value="${r.recording_id}">${fromRecording ? html`<input type="hidden" name="back" value="recording">` : ''}<button type="submit" class="secondary" aria-label="Re-score the recording ${named(r.recording_id)}">Re-score</button></form>`
         : ''
     }</td></tr>
 ${r.answers ? html`<tr><td colspan="8"><details><summary>Answers of ${r.id}</summary><ul>${r.answers.map((a) => html`<li>${a.criterion}: ${a.not_applicable ? 'n/a' : `${a.points}/${a.max_points}`} — ${a.justification}</li>`)}</ul></details></td></tr>` : ''}`;
@@ -70,10 +71,46 @@ ${r.answers ? html`<tr><td colspan="8"><details><summary>Answers of ${r.id}</sum
 }
 
 /** A recording's reviews; polled every 5 s while one is queued or being scored, then left as it is. */
-async function recordingReviews(c: Context<AppEnv>, recordingId: string): Promise<H> {
-  const list = await listReviews(c.get('services').store, tenant(c), { recording_id: recordingId });
+async function recordingReviews(c: Context<AppEnv>, recording: RecordingLine): Promise<H> {
+  const list = await listReviews(c.get('services').store, tenant(c), { recording_id: recording.id });
   const busy = list.items.some((r) => r.status === 'queued' || r.status === 'scoring');
-  return html`<section id="reviews" class="card"${busy ? html` hx-get="/console/recordings/${recordingId}/reviews" hx-trigger="poll" hx-swap="outerHTML" data-poll="5"` : ''} aria-live="polite"><h2>QA reviews</h2>${reviewsTable(c, list.items, true)}<div id="qa-result"></div></section>`;
+  return html`<section id="reviews" class="card"${busy ? html` hx-get="/console/recordings/${recording.id}/reviews" hx-trigger="poll" hx-swap="outerHTML" data-poll="5"` : ''} aria-live="polite"><h2>QA reviews</h2>${reviewsTable(c, list.items, true, new Map([[recording.id, recording]]))}<div id="qa-result"></div></section>`;
+}
+
+/** What a person calls a recording: its campaign and the number called, or an imported file's name. */
+export function recordingName(r: RecordingLine): string {
+  const campaign = r.campaign_name ?? 'No campaign';
+  if (r.number) return `${campaign}, ${r.number}`;
+  return r.source_name ? `${campaign}, ${r.source_name}` : campaign;
+}
+
+/** A length in minutes and seconds ("1:05"). */
+function minutes(seconds: number | null): string {
+  if (seconds === null) return '—';
+  const s = Math.round(seconds);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** The latest QA review in a few words: its score (and a critical failure), or where it is. */
+function reviewSummary(id: string, r: LatestReview | null): H {
+  if (!r) return html`<span class="muted">No review yet</span>`;
+  const open = html` <a href="/console/recordings/${id}#reviews">Review</a>`;
+  if (r.status !== 'scored') return html`${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}${open}`;
+  return html`<strong>${r.percentage} %</strong>${r.critical_failed ? html` <span class="badge failed">critical failed</span>` : ''}${open}`;
+}
+
+/** Why numbers show as they do: as the company's webhooks send them. */
+function numbersNote(full: boolean): H {
+  return full
+    ? html`<p class="muted">Numbers are shown in full, as your webhooks send them.</p>`
+    : html`<p class="muted">Numbers are shown as your webhooks send them: the last four digits. A webhook with "Send full phone numbers" on shows them in full here too.</p>`;
+}
+
+/** The player on the API's own audio route (a recording not stored has none). */
+function player(r: RecordingLine, preload: 'none' | 'metadata', id?: string): H {
+  return r.status === 'stored'
+    ? html`<audio${id ? html` id="${id}"` : ''} controls preload="${preload}" src="/api/core/v1/recordings/${r.id}/audio" aria-label="Recording ${recordingName(r)}"></audio>`
+    : html`${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}`;
 }
 
 /** The settings a recording import's owner changes (a secret left empty stays as it is). */
@@ -163,44 +200,44 @@ export function recordingPages(app: Hono<AppEnv>): void {
   app.get('/connections/:id/runs', companyMembers, async (c) => c.html(await runsCard(c, c.req.param('id'))));
 
   app.get('/recordings', companyMembers, async (c) => {
-    const list = await listRecordings(c.get('services').store, tenant(c), { cursor: c.req.query('cursor') || undefined, campaign_id: c.req.query('campaign_id') || undefined });
+    const list = await recordingLines(c.get('services').store, tenant(c), { cursor: c.req.query('cursor') || undefined, campaign_id: c.req.query('campaign_id') || undefined });
     return page(c, 'Recordings', {
       nav: 'recordings',
-      body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Recording</th><th>Source</th><th>Status</th><th class="num">Seconds</th><th>Stored</th><th>Listen</th></tr></thead><tbody>${
+      body: html`<section class="card"><div class="table-wrap"><table class="stack recordings"><thead><tr><th>Campaign</th><th>Number</th><th>Date</th><th class="num">Length</th><th>Listen</th><th>QA review</th></tr></thead><tbody>${
         list.items.length
           ? list.items.map(
-              (r) => html`<tr><td data-label="Recording"><a href="/console/recordings/${r.id}"><code>${r.id}</code></a>${r.call_id ? html`<br><small class="muted">call ${r.call_id}</small>` : ''}</td><td data-label="Source">${r.source}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}</td>
-<td data-label="Status">${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td class="num" data-label="Seconds">${r.duration_s ?? '—'}</td><td data-label="Stored">${when(r.stored_at)}</td>
-<td data-label="Listen">${r.status === 'stored' ? html`<audio controls preload="none" src="/api/core/v1/recordings/${r.id}/audio" aria-label="Recording ${r.id}"></audio> <a href="/console/qa?recording_id=${r.id}">QA</a>` : '—'}</td></tr>`,
+              (r) => html`<tr id="recording-${r.id}"><td data-label="Campaign"><a href="/console/recordings/${r.id}" aria-label="${recordingName(r)}">${r.campaign_name ?? 'No campaign'}</a>${r.source_name ? html`<br><small class="muted">${r.source_name}</small>` : ''}<br><small class="muted"><code>${r.id}</code></small></td>
+<td data-label="Number">${r.number ?? '—'}</td><td data-label="Date">${when(r.at)}</td><td class="num" data-label="Length">${minutes(r.duration_s)}</td>
+<td data-label="Listen">${player(r, 'none')}</td><td data-label="QA review">${reviewSummary(r.id, r.review)}</td></tr>`,
             )
           : html`<tr><td colspan="6">No recording yet.</td></tr>`
-      }</tbody></table></div>${list.next_cursor ? html`<p><a href="/console/recordings?cursor=${list.next_cursor}">Next page</a></p>` : ''}</section>`,
+      }</tbody></table></div>${numbersNote(list.full_numbers)}${list.next_cursor ? html`<p><a href="/console/recordings?${new URLSearchParams({ ...(c.req.query('campaign_id') ? { campaign_id: c.req.query('campaign_id')! } : {}), cursor: list.next_cursor })}">Next page</a></p>` : ''}</section>`,
     });
   });
   app.get('/qa', companyMembers, async (c) => {
     const recordingId = c.req.query('recording_id') || undefined;
-    const list = await listReviews(c.get('services').store, tenant(c), { recording_id: recordingId, cursor: c.req.query('cursor') || undefined });
+    const store = c.get('services').store;
+    const list = await listReviews(store, tenant(c), { recording_id: recordingId, cursor: c.req.query('cursor') || undefined });
+    const recordings = await recordingLinesById(store, tenant(c), list.items.map((r) => r.recording_id));
     return page(c, 'QA reviews', {
       nav: 'qa',
-      body: html`<section class="card">${reviewsTable(c, list.items, false)}<div id="qa-result" aria-live="polite"></div>${list.next_cursor ? html`<p><a href="/console/qa?${new URLSearchParams({ ...(recordingId ? { recording_id: recordingId } : {}), cursor: list.next_cursor })}">Next page</a></p>` : ''}</section>`,
+      body: html`<section class="card">${reviewsTable(c, list.items, false, recordings)}<div id="qa-result" aria-live="polite"></div>${list.next_cursor ? html`<p><a href="/console/qa?${new URLSearchParams({ ...(recordingId ? { recording_id: recordingId } : {}), cursor: list.next_cursor })}">Next page</a></p>` : ''}</section>`,
     });
   });
   // One recording: its player (metadata loaded at once, so its length shows) and its reviews.
   app.get('/recordings/:id', companyMembers, async (c) => {
-    const store = c.get('services').store;
-    const r = await findRecording(store, tenant(c), c.req.param('id'));
-    return page(c, `Recording ${r.id}`, {
+    const r = await recordingLine(c.get('services').store, tenant(c), c.req.param('id'));
+    return page(c, `Recording: ${recordingName(r)}`, {
       nav: 'recordings',
-      body: html`<p><a href="/console/recordings">← Recordings</a></p><div><section class="card"><h2>Listen</h2>${
-        r.status === 'stored'
-          ? html`<audio id="player" controls preload="metadata" src="/api/core/v1/recordings/${r.id}/audio" aria-label="Recording ${r.id}"></audio>`
-          : html`<p class="muted">Not stored (${r.status}): nothing to play.</p>`
-      }<dl class="facts"><dt>Status</dt><dd>${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</dd><dt>Seconds</dt><dd id="recording-seconds">${r.duration_s ?? '—'}</dd><dt>Source</dt><dd>${r.source}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}</dd>
-<dt>Call</dt><dd>${r.call_id ?? '—'}</dd><dt>Stored</dt><dd>${when(r.stored_at)}</dd></dl></section></div>
-${await recordingReviews(c, r.id)}`,
+      body: html`<p><a href="/console/recordings">← Recordings</a> <small class="muted"><code>${r.id}</code></small></p><div><section class="card"><h2>Listen</h2>${
+        r.status === 'stored' ? player(r, 'metadata', 'player') : html`<p class="muted">Not stored (${r.status}): nothing to play.</p>`
+      }<dl class="facts"><dt>Campaign</dt><dd>${r.campaign_id && r.campaign_name ? html`<a href="/console/campaigns/${r.campaign_id}">${r.campaign_name}</a>` : 'No campaign'}</dd><dt>Number</dt><dd id="recording-number">${r.number ?? '—'}</dd>
+<dt>Date</dt><dd>${when(r.at)}</dd><dt>Length</dt><dd id="recording-length">${minutes(r.duration_s)}</dd><dt>Status</dt><dd>${badge(r.status)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</dd>
+<dt>Source</dt><dd>${r.source === 'import' ? 'imported' : 'a call'}${r.source_name ? html` <small class="muted">${r.source_name}</small>` : ''}${r.call_id ? html` <small class="muted"><code>${r.call_id}</code></small>` : ''}</dd></dl></section></div>
+${await recordingReviews(c, r)}`,
     });
   });
-  app.get('/recordings/:id/reviews', companyMembers, async (c) => c.html(await recordingReviews(c, c.req.param('id'))));
+  app.get('/recordings/:id/reviews', companyMembers, async (c) => c.html(await recordingReviews(c, await recordingLine(c.get('services').store, tenant(c), c.req.param('id')))));
   app.post('/qa/rescore', companyWriters, async (c) => {
     const services = c.get('services');
     const v = formValues(c);
