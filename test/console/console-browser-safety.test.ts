@@ -115,7 +115,7 @@ t('removing a price override and deleting a connection ask first; a connection t
   await owner.waitForLoadState();
   const row = owner.locator('#prices tr', { hasText: '0.0300' });
   await row.locator('summary', { hasText: 'Remove' }).click();
-  await row.getByText("This company's own call_minute price stops").waitFor();
+  await row.getByText("This company's own price for call minutes stops").waitFor();
   await row.getByRole('button', { name: 'Remove this override' }).click();
   await owner.locator('#prices tr', { hasText: '0.0300' }).waitFor({ state: 'detached' });
 

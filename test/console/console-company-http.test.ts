@@ -124,7 +124,10 @@ t('webhooks: the secret shown once, Test with its result, rotation, Switch on on
     assert.ok(badEdit.text.includes('value="CRM 2"'));
     assert.ok((await post(`/console/connections/${id}/edit`, co.owner, { name: 'CRM 2', url, events: 'vd.company.user_created vd.call.*' })).headers.get('hx-redirect'));
     const edited = await get(`/console/connections/${id}`, co.owner);
-    assert.ok(edited.text.includes('<h1>CRM 2</h1>') && edited.text.includes('vd.company.user_created, vd.call.*'));
+    assert.ok(edited.text.includes('<h1>CRM 2</h1>'));
+    // Its events in words, each with its code (words.ts), and the edit form holds the codes as typed.
+    assert.ok(edited.text.includes('A user was added <code class="hint">vd.company.user_created</code>, Every call event <code class="hint">vd.call.*</code>'), edited.text);
+    assert.ok(edited.text.includes('value="vd.company.user_created vd.call.*"'));
     // Deleting takes the typed word DELETE: without it, nothing is deleted.
     assert.is((await post(`/console/connections/${id}/delete`, co.owner)).status, 422);
     assert.is((await get(`/console/connections/${id}`, co.owner)).status, 200);

@@ -17,13 +17,14 @@ import { confirmAction } from '../confirm.ts';
 import { companyNames } from '../../../control-plane/console/names.ts';
 import { companyPicker } from '../picker.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
+import { usageItem, usageItemText } from '../words.ts';
 
 
 function monthPicker(action: string, month: string): H {
   return html`<form class="row card" method="get" action="${action}"><div class="field"><label for="month">Month</label><input id="month" name="month" type="month" value="${month}"></div><div class="field"><button type="submit">Show</button></div></form>`;
 }
 
-const ITEM_OPTIONS = ITEMS.map((i) => [i, i] as const);
+const ITEM_OPTIONS = ITEMS.map((i) => [i, `${usageItemText(i)} (${i})`] as const);
 
 function priceForm(form: FormState): H {
   return html`<form id="price-form" hx-post="/console/billing/prices" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button" class="row">
@@ -39,7 +40,7 @@ async function priceBookCard(c: Context<AppEnv>): Promise<H> {
   const biller = can(c, billers);
   return html`<section class="card" id="prices"><h2>Price book</h2>
 <div class="table-wrap"><table class="stack"><thead><tr><th>Item</th><th>Scope</th><th class="num">Unit price</th><th>Changed</th><th></th></tr></thead><tbody>${book.rows.map(
-    (r) => html`<tr><td data-label="Item">${r.item}</td><td data-label="Scope">${r.tenant_id ? html`override for <a href="/console/companies/${r.tenant_id}">${names.get(r.tenant_id) ?? r.tenant_id}</a> <small class="muted"><code>${r.tenant_id}</code></small>` : 'global'}</td>
+    (r) => html`<tr><td data-label="Item">${usageItem(r.item)}</td><td data-label="Scope">${r.tenant_id ? html`override for <a href="/console/companies/${r.tenant_id}">${names.get(r.tenant_id) ?? r.tenant_id}</a> <small class="muted"><code>${r.tenant_id}</code></small>` : 'global'}</td>
 <td class="num" data-label="Unit price">${r.unit_price}</td><td data-label="Changed">${when(r.updated_at)} ${r.updated_by ?? ''}</td>
 <td>${
       biller
@@ -53,8 +54,8 @@ async function priceBookCard(c: Context<AppEnv>): Promise<H> {
             hidden: { item: r.item, tenant_id: r.tenant_id ?? '' },
             button: `Remove this ${r.tenant_id ? 'override' : 'price'}`,
             stops: r.tenant_id
-              ? `This company's own ${r.item} price stops: from now on it pays the global price (or the placeholder). Months already invoiced keep their lines.`
-              : `The global ${r.item} price stops: companies without an override pay the built-in placeholder. Months already invoiced keep their lines.`,
+              ? `This company's own price for ${usageItemText(r.item)} stops: from now on it pays the global price (or the placeholder). Months already invoiced keep their lines.`
+              : `The global price for ${usageItemText(r.item)} stops: companies without an override pay the built-in placeholder. Months already invoiced keep their lines.`,
           })
         : ''
     }</td></tr>`,
@@ -97,9 +98,9 @@ ${await priceBookCard(c)}`,
 <section class="card"><h2>${m.month}: ${badge(m.status)}</h2>
 <dl class="facts"><dt>Total</dt><dd>${m.total}</dd><dt>Our cost</dt><dd>${m.our_cost}</dd><dt>Margin</dt><dd>${m.margin}</dd><dt>Invoiced</dt><dd>${when(m.invoiced_at)}</dd><dt>Paid</dt><dd>${when(m.paid_at)}</dd></dl>
 <div class="table-wrap"><table class="stack"><thead><tr><th>Item</th><th class="num">Quantity</th><th class="num">Unit price</th><th class="num">Amount</th><th>Price from</th></tr></thead><tbody>${m.lines.map(
-        (l) => html`<tr><td data-label="Item">${l.item}</td><td class="num" data-label="Quantity">${l.quantity}</td><td class="num" data-label="Unit price">${l.unit_price}</td><td class="num" data-label="Amount">${l.amount}</td><td data-label="Price from">${l.price_source}</td></tr>`,
+        (l) => html`<tr><td data-label="Item">${usageItem(l.item, l.quantity)}</td><td class="num" data-label="Quantity">${l.quantity}</td><td class="num" data-label="Unit price">${l.unit_price}</td><td class="num" data-label="Amount">${l.amount}</td><td data-label="Price from">${l.price_source}</td></tr>`,
       )}</tbody></table></div>
-${m.late_usage.length ? html`<p class="alert">Usage that arrived after the month was frozen: ${m.late_usage.map((u) => `${u.item} ${u.quantity}`).join(', ')}</p>` : ''}
+${m.late_usage.length ? html`<p class="alert">Usage that arrived after the month was frozen: ${m.late_usage.map((u, i) => html`${i ? ', ' : ''}${u.quantity} ${usageItem(u.item, u.quantity)}`)}</p>` : ''}
 <div id="month-actions">${
         biller
           ? html`${m.status === 'draft' ? action('mark-invoiced', 'Mark invoiced') : ''}${m.status === 'invoiced' ? html`${action('mark-paid', 'Mark paid')} ${action('reopen', 'Reopen', 'secondary')}` : ''}`

@@ -21,6 +21,7 @@ import { badge, can, dash, outOfBand, page, redirect, when, type H } from '../la
 import { companyPauseCard, owners } from './dialing.ts';
 import { confirmAction } from '../confirm.ts';
 import { companyNames } from '../../../control-plane/console/names.ts';
+import { capWords, usageItem } from '../words.ts';
 import { companyPicker, pickerChoices } from '../picker.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
 import { resetter } from '../../routes/platform/operators.ts';
@@ -180,13 +181,13 @@ ${liveCard(t.id, d)}
 <section class="card"><h2>This month's usage</h2>${
     u
       ? html`<dl class="facts"><dt>Month</dt><dd>${u.month}</dd><dt>Calls</dt><dd>${u.calls}</dd><dt>Talk minutes</dt><dd>${u.talk_minutes}</dd><dt>AI minutes</dt><dd>${u.ai_minutes}</dd>
-${Object.entries(u.items).map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`
+${Object.entries(u.items).map(([k, v]) => html`<dt>${usageItem(k, v)}</dt><dd>${v}</dd>`)}</dl>`
       : html`<p class="muted">— the store did not answer in time.</p>`
   }</section>
 <section class="card"><h2>Health check</h2><dl class="facts">
 <dt>Suspended in the gateway</dt><dd>${h.gateway_suspended ? 'yes' : 'no'}</dd><dt>Suspended in core</dt><dd>${h.core_suspended ? 'yes' : 'no'}</dd>
 <dt>The two agree</dt><dd>${h.agree ? 'yes' : html`<strong class="error">no</strong>`}</dd>
-<dt>Caps hit</dt><dd id="caps-hit">${h.caps_hit.length ? h.caps_hit.join(', ') : 'none'}${
+<dt>Caps hit</dt><dd id="caps-hit">${h.caps_hit.length ? h.caps_hit.map((x, i) => html`${i ? ', ' : ''}${capWords(x)}`) : 'none'}${
     h.abandon_capped_campaigns?.length ? html`<br><span class="muted">Abandonment cap holds: ${h.abandon_capped_campaigns.map((x) => x.name).join(', ')}</span>` : ''
   }</dd>
 <dt>Kill switch holds it</dt><dd>${h.kill_switch.holds === null ? html`— ${h.kill_switch.message}` : h.kill_switch.holds ? 'yes' : 'no'}</dd>

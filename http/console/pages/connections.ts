@@ -21,6 +21,7 @@ import { confirmAction, confirmedWord } from '../confirm.ts';
 import { badge, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { recordingImportDetail, recordingImportForm } from './recordings.ts';
 
+import { eventChoices, eventWords } from '../words.ts';
 /** The upload paths, whose body the import code reads as it arrives (not under the body limit). */
 export const UPLOAD_PATH = /^\/console\/connections\/[^/]+\/import-(leads|dnc)$/;
 
@@ -30,7 +31,7 @@ type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 function webhookForm(form: FormState): H {
   return html`<form id="new-webhook" class="card" hx-post="/console/connections/webhook" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
 <h2>New webhook</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'new-webhook', required: true })}${field(form, 'url', 'Address (https://…)', { in: 'new-webhook', type: 'url', required: true })}
-${field(form, 'events', 'Events', { in: 'new-webhook', required: true, hint: 'Event names or patterns, separated by spaces or commas (vd.call.*, vd.journey.closed; vd.> for every event).' })}
+${field(form, 'events', 'Events', { in: 'new-webhook', required: true, hint: 'Event names or patterns, separated by spaces or commas (vd.call.*, vd.journey.closed; vd.> for every event).' })}${eventChoices()}
 <div class="field"><label><input type="checkbox" name="full_numbers" value="true"${form.values.full_numbers === 'true' ? html` checked` : ''}> Send full phone numbers</label></div>
 <button type="submit">Create webhook</button></form>`;
 }
@@ -38,7 +39,7 @@ ${field(form, 'events', 'Events', { in: 'new-webhook', required: true, hint: 'Ev
 function webhookEditForm(id: string, form: FormState): H {
   return html`<form id="edit-webhook" hx-post="/console/connections/${id}/edit" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">
 <h2>Change</h2>${topError(form)}${field(form, 'name', 'Name', { in: 'edit-webhook', required: true })}${field(form, 'url', 'Address (https://…)', { in: 'edit-webhook', type: 'url', required: true })}
-${field(form, 'events', 'Events', { in: 'edit-webhook', required: true })}
+${field(form, 'events', 'Events', { in: 'edit-webhook', required: true })}${eventChoices()}
 <div class="field"><label><input type="checkbox" name="full_numbers" value="true"${form.values.full_numbers === 'true' ? html` checked` : ''}> Send full phone numbers</label></div>
 <button type="submit">Save</button></form>`;
 }
@@ -108,7 +109,7 @@ async function webhookDetail(c: Context<AppEnv>, con: Awaited<ReturnType<typeof 
   const log = await listDeliveries(c.get('services').store, tenant(c), id, { status: filter, cursor: c.req.query('cursor') || undefined });
   const v = con as Record<string, unknown>;
   return html`<div class="grid"><section class="card"><h2>Settings</h2><dl class="facts"><dt>State</dt><dd>${badge(con.state)}</dd><dt>Address</dt><dd>${String(v.url ?? '')}</dd>
-<dt>Events</dt><dd>${((v.events as string[]) ?? []).join(', ')}${patternWarnings(v.warnings as string[] | undefined)}</dd><dt>Failures in a row</dt><dd>${String(v.failures_in_a_row ?? 0)}</dd>
+<dt>Events</dt><dd id="webhook-events">${((v.events as string[]) ?? []).map((e, i) => html`${i ? ', ' : ''}${eventWords(e)}`)}${patternWarnings(v.warnings as string[] | undefined)}</dd><dt>Failures in a row</dt><dd>${String(v.failures_in_a_row ?? 0)}</dd>
 ${v.previous_secret_valid_until ? html`<dt>Previous secret valid until</dt><dd>${when(v.previous_secret_valid_until as string)}</dd>` : ''}</dl>
 <div class="row">
 <form hx-post="/console/connections/${id}/test" hx-target="#action-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit">Test</button></form>
@@ -122,7 +123,7 @@ ${deleteForm(id, con.name)}
 <div class="table-wrap"><table class="stack"><thead><tr><th>Event</th><th>Status</th><th>Created</th><th>Attempts</th><th>Next attempt</th><th></th></tr></thead><tbody>${
     log.items.length
       ? log.items.map(
-          (d) => html`<tr><td data-label="Event">${d.event}</td><td data-label="Status">${badge(d.status)}</td><td data-label="Created">${when(d.created_at)}</td>
+          (d) => html`<tr><td data-label="Event">${eventWords(d.event)}</td><td data-label="Status">${badge(d.status)}</td><td data-label="Created">${when(d.created_at)}</td>
 <td data-label="Attempts">${d.attempts.map((a) => html`<div>#${a.n} ${when(a.at)} ${a.status ?? a.outcome} ${a.message ?? ''}</div>`)}</td><td data-label="Next attempt">${when(d.next_attempt_at)}</td>
 <td>${d.status === 'given_up' || d.status === 'retrying' ? html`<form hx-post="/console/connections/${id}/deliveries/${d.id}/retry" hx-target="#action-result" hx-swap="innerHTML"><button type="submit" class="secondary">Retry</button></form>` : ''}</td></tr>`,
         )

@@ -23,6 +23,8 @@ import { check, emptyForm, field, formAll, formValues, submit, topError, type Fo
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 
 const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
+import { whyBanner, whyContent } from '../why.ts';
+import { idleWords } from '../words.ts';
 
 function listForm(form: FormState): H {
   return html`<form id="new-list" class="card row" hx-post="/console/lists" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">${topError(form)}${field(form, 'name', 'New list name', { in: 'new-list', required: true })}<div class="field"><button type="submit">Create list</button></div></form>`;
@@ -45,23 +47,9 @@ ${field(form, 'max_concurrent_calls', 'Calls at once', { in: 'new-campaign', typ
 <button type="submit">Create campaign</button></form>`;
 }
 
-/** Why a running campaign does not dial, in plain words (the code is shown beside them). */
-const IDLE_WORDS: Record<string, string> = {
-  outside_calling_hours: 'outside calling hours',
-  abandon_cap: 'the abandonment cap holds it (one call per agent online, and none is free)',
-  no_people: 'nobody is due to be called now',
-  concurrency_cap: 'as many calls as allowed are up',
-  no_capacity: 'no media node has room for another call',
-  platform_paused: 'dialing is paused by the platform',
-  tenant_paused: "the platform paused this company's dialing",
-  platform_pause_unreadable: "the platform's pause switch cannot be read; it waits to be safe",
-};
-
 function waiting(x: CampaignRead): H | string {
   if (!x.idle_reason) return '';
-  const words = IDLE_WORDS[x.idle_reason] ?? x.idle_reason.replace(/_/g, ' ');
-  const until = x.idle_reason === 'outside_calling_hours' && x.next_window_at ? html` until ${when(x.next_window_at)}` : '';
-  return html`<dt>Waiting</dt><dd id="waiting">Waiting: ${words}${until} <small class="muted">(<code>${x.idle_reason}</code>)</small></dd>`;
+  return html`<dt>Waiting</dt><dd id="waiting">Waiting: ${idleWords(x.idle_reason, x.next_window_at)}</dd>`;
 }
 
 /** The typed word that stops a campaign (stopped is final: it never starts again). */
@@ -275,7 +263,7 @@ ${can(c, companyWriters) ? listForm(emptyForm()) : ''}`,
       body: html`<section class="card"><div class="table-wrap"><table class="stack"><thead><tr><th>Name</th><th>State</th><th class="num">Placed</th><th class="num">Answered</th><th class="num">Live</th><th>Created</th></tr></thead><tbody>${
         list.items.length
           ? list.items.map(
-              (x) => html`<tr><td data-label="Name"><a href="/console/campaigns/${x.id}">${x.name}</a></td><td data-label="State">${badge(x.state)}</td><td class="num" data-label="Placed">${x.counters.placed}</td><td class="num" data-label="Answered">${x.counters.answered}</td><td class="num" data-label="Live">${x.counters.live}</td><td data-label="Created">${when(x.created_at)}</td></tr>`,
+              (x) => html`<tr><td data-label="Name"><a href="/console/campaigns/${x.id}">${x.name}</a></td><td data-label="State">${badge(x.state)}${x.state === 'running' && x.idle_reason ? html`<br><small>Waiting: ${idleWords(x.idle_reason, x.next_window_at)}</small>` : ''}</td><td class="num" data-label="Placed">${x.counters.placed}</td><td class="num" data-label="Answered">${x.counters.answered}</td><td class="num" data-label="Live">${x.counters.live}</td><td data-label="Created">${when(x.created_at)}</td></tr>`,
             )
           : html`<tr><td colspan="6">No campaign yet.</td></tr>`
       }</tbody></table></div>${list.next_cursor ? html`<p><a href="/console/campaigns?cursor=${list.next_cursor}">Next page</a></p>` : ''}</section>
@@ -300,7 +288,7 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
       html`<form class="inline" hx-post="/console/campaigns/${x.id}/${name}" hx-target="#campaign-result" hx-swap="innerHTML" hx-disabled-elt="find button"><button type="submit" class="${cls}">${label}</button></form>`;
     return page(c, x.name, {
       nav: 'campaigns',
-      body: html`<p><a href="/console/campaigns">← Campaigns</a></p><div class="grid">${counters(x)}
+      body: html`${await whyBanner(c.get('services').store, tenant(c), x)}<p><a href="/console/campaigns">← Campaigns</a></p><div class="grid">${counters(x)}
 <section class="card"><h2>Settings</h2><dl class="facts"><dt>Mode</dt><dd>${x.mode}</dd><dt>Handled by</dt><dd>${x.handler}</dd><dt>Calls at once</dt><dd>${x.max_concurrent_calls}</dd><dt>Calls a second</dt><dd>${x.calls_per_second}</dd><dt>Caller id</dt><dd>${x.caller_id ?? '—'}</dd>
 <dt>Lists</dt><dd>${lists.map((l) => html`<a href="/console/lists/${l.id}">${l.name}</a> <small class="muted">${l.id}</small> `)}</dd>${dialingFacts(x)}<dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
 ${can(c, companyWriters) ? html`${campaignActions(x, cmd)}<div id="campaign-result"></div>` : ''}</section></div>
@@ -320,6 +308,7 @@ ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     const id = c.req.param('id');
     const days = formAll(c, 'calling_window.days');
     return submit(c, SETTINGS_FIELDS, (f) => settingsForm(id, { ...f, values: { ...f.values, 'calling_window.days': days.join(',') } }), async (v) => {
+  app.get('/campaigns/:id/why', companyMembers, async (c) => c.html(await whyContent(c.get('services').store, tenant(c), await readCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
       const retry = Object.fromEntries(RETRY_FIELDS.map(([n]) => [n.slice('retry.'.length), num(v[n])]));
       const window = v.window === 'own' ? { days, start: v['calling_window.start'] ?? '', end: v['calling_window.end'] ?? '' } : null;
       const body = check(CampaignSettingsChange, { calling_window: window, retry, abandon_cap_percent: num(v.abandon_cap_percent) });
