@@ -365,9 +365,11 @@ t('an operator reads the services, the AI upstream (the key never shown) and the
   await form.getByLabel('Model').fill('judge-1');
   await form.getByLabel('API key').fill('sk-console-secret-123');
   await form.getByRole('button', { name: 'Save' }).click();
-  await owner.waitForLoadState('networkidle');
+  // The save answers with a redirect to the page: its row shows the model once saved (a reload
+  // before that would abort the save's request).
+  await owner.locator('#provider-qa [data-label="Model"]').getByText('judge-1').waitFor();
   await owner.reload();
-  const row = owner.locator('tr', { hasText: 'judge-1' });
+  const row = owner.locator('#provider-qa');
   assert.match((await row.textContent())!, /yes/, 'key present: yes');
   assert.not.ok((await owner.content()).includes('sk-console-secret-123'), 'the key is never shown');
   await shot(owner, 'ai');
