@@ -169,8 +169,7 @@ t('names, not ids: recordings, QA, campaigns, lists and connections of a company
   assert.match((await owner.locator('#prices').textContent())!, /override for Delta Recordings/);
   await namesOnly(owner, `/console/companies/${company.tenantId}/billing`);
   assert.match((await owner.locator('h1').textContent())!, /Delta Recordings/);
-  await namesOnly(owner, '/console/companies');
-  await namesOnly(owner, '/console/dialing');
+  for (const path of ['/console/companies', '/console/companies/tree', '/console/dialing', '/console/recordings/reconciliation']) await namesOnly(owner, path);
 });
 
 t('AI settings: a platform_owner removes a provider after typing REMOVE, told what it stops; closing the confirmation or a wrong word keeps it; platform_support sees no Remove', async () => {
