@@ -25,10 +25,10 @@ export type DialingActivity = { at: number[]; platform: DialSeries; busiest: Dia
 
 /**
  * The Dialing page's charts: the platform, and the five companies with the most live calls in the
- * latest sample (then the most placed, then by id). Four short statements: the clock and the
- * latest sample (the primary key's `*` range, from its end), the busiest five of that sample (the
- * index on time: at most one row per company), their names, and the six series' hour (six short
- * ranges of the primary key, at most 2,160 rows). Measured with 1,000 companies in every sample:
+ * latest sample (then the most placed, then by id). Three short statements: the clock and the
+ * latest sample (the primary key's `*` range, from its end), the busiest five of that sample with
+ * their names (the index on time: at most one row per company), and the six series' hour (six
+ * short ranges of the primary key, at most 2,160 rows). Measured with 1,000 companies in every sample:
  * see bench/console.bench.ts (`console.dialing.*`).
  *
  * The axis ends at the latest sample when it is of the last 20 s, else at the current boundary

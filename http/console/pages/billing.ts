@@ -1,6 +1,6 @@
 /**
  * Billing screens: usage of every company by month (with the CSV export), a company's months with
- * mark-invoiced, mark-paid and reopen, and the price book with global rows, company overrides and
+ * mark-invoiced, mark-paid and reopen and its usage by month over a year (`activity.ts`), and the price book with global rows, company overrides and
  * their removal. Any operator reads; the buttons are shown to platform_billing and
  * platform_owner only, and the server's guard refuses anyone else.
  */
@@ -17,6 +17,7 @@ import { confirmAction } from '../confirm.ts';
 import { companyNames } from '../../../control-plane/console/names.ts';
 import { companyPicker } from '../picker.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
+import { usageChart } from './activity.ts';
 import { usageItem, usageItemText } from '../words.ts';
 
 
@@ -106,11 +107,13 @@ ${m.late_usage.length ? html`<p class="alert">Usage that arrived after the month
           ? html`${m.status === 'draft' ? action('mark-invoiced', 'Mark invoiced') : ''}${m.status === 'invoiced' ? html`${action('mark-paid', 'Mark paid')} ${action('reopen', 'Reopen', 'secondary')}` : ''}`
           : ''
       }</div></section>
+<section class="card">${await usageChart(store, id)}</section>
 <section class="card"><h2>The company's months</h2><ul>${m.months.map(
         (x) => html`<li><a href="/console/companies/${id}/billing?month=${x.month}">${x.month}</a> ${badge(x.status)} ${x.total}</li>`,
       )}</ul></section>`,
     });
   });
+  app.get('/companies/:id/billing/usage-chart', anyOperator, async (c) => c.html(await usageChart(c.get('services').store, c.req.param('id'))));
   for (const [name, fn] of [
     ['mark-invoiced', markInvoiced],
     ['mark-paid', markPaid],

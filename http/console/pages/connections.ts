@@ -1,7 +1,7 @@
 /**
  * A company's connections (owners and admins): webhooks (create with the signing secret shown
  * once, Test with its result, the delivery log with Retry, Switch on after Needs attention,
- * secret rotation with the new secret shown once) and legacy imports (a lead file or a
+ * secret rotation with the new secret shown once, deliveries per hour over a day) and legacy imports (a lead file or a
  * do-not-call file uploaded as the request body itself, read by the import code as it streams
  * in, and the result with its refused rows; the past imports). Recording import connections are
  * drawn by `recordings.ts`.
@@ -20,6 +20,7 @@ import { check, emptyForm, field, formValues, submit, topError, type FormState }
 import { confirmAction, confirmedWord } from '../confirm.ts';
 import { badge, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { recordingImportDetail, recordingImportForm } from './recordings.ts';
+import { deliveriesChart } from './activity.ts';
 
 import { eventChoices, eventWords } from '../words.ts';
 /** The upload paths, whose body the import code reads as it arrives (not under the body limit). */
@@ -118,6 +119,7 @@ ${con.state === 'needs_attention' ? html`<form hx-post="/console/connections/${i
 ${deleteForm(id, con.name)}
 </div><div id="action-result" aria-live="polite"></div></section>
 <section class="card">${webhookEditForm(id, emptyForm({ name: con.name, url: String(v.url ?? ''), events: ((v.events as string[]) ?? []).join(' '), full_numbers: v.full_numbers ? 'true' : '' }))}</section></div>
+<section class="card">${await deliveriesChart(c.get('services').store, tenant(c), id)}</section>
 <section class="card"><h2>Delivery log</h2>
 <form class="row" method="get" action="/console/connections/${id}"><div class="field"><label for="status">Status</label><select id="status" name="status"><option value="">All</option>${DELIVERY_STATUSES.map((s) => html`<option value="${s}"${s === filter ? html` selected` : ''}>${s.replace('_', ' ')}</option>`)}</select></div><div class="field"><button type="submit">Show</button></div></form>
 <div class="table-wrap"><table class="stack"><thead><tr><th>Event</th><th>Status</th><th>Created</th><th>Attempts</th><th>Next attempt</th><th></th></tr></thead><tbody>${
@@ -200,6 +202,10 @@ ${recordingImportForm(emptyForm({ source: 'web_index', check_every_minutes: '0',
           ? await legacyDetail(c, con.id)
           : await recordingImportDetail(c, con as Record<string, unknown>);
     return page(c, con.name, { nav: 'connections', body: html`<p><a href="/console/connections">← Connections</a></p>${body}` });
+  });
+  app.get('/connections/:id/deliveries-chart', companyWriters, async (c) => {
+    const con = await getConnector(connectorDeps(c), tenant(c), c.req.param('id'));
+    return c.html(await deliveriesChart(c.get('services').store, tenant(c), con.id));
   });
   app.post('/connections/:id/edit', companyWriters, (c) => {
     const id = c.req.param('id');

@@ -4,7 +4,8 @@
  * confirmations): PAUSE ALL for the global pause, PAUSE for one company. The console's server
  * refuses a pause without them exactly as typed, and the kill switch's own rules (platform_owner,
  * a reason of at least 8 characters) apply as they do to the API. The legal calling rules are
- * shown below (`dialing-rules.ts`).
+ * shown below (`dialing-rules.ts`), after the charts of live calls and dial rate over the last
+ * hour (`activity.ts`).
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
@@ -17,6 +18,7 @@ import { actorOf, operators } from '../../middleware/guards.ts';
 import { MaintenanceBody, PauseBody } from '../../routes/platform/dialing.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { dialingRulesPages, legalRulesCard } from './dialing-rules.ts';
+import { dialingCharts } from './activity.ts';
 import { can, page, redirect, when, type H } from '../layout.ts';
 
 /** Who may pause, resume and set maintenance. */
@@ -88,11 +90,13 @@ async function cardBody(c: Context<AppEnv>): Promise<H> {
         )}</tbody></table></div>`
       : html`<p class="muted">None.</p>`
   }</section>
+<section class="card">${await dialingCharts(c.get('services').store)}</section>
 ${await legalRulesCard(c)}`;
 }
 
 export function dialingPages(app: Hono<AppEnv>): void {
   app.get('/dialing', operators(), async (c) => page(c, 'Dialing', { nav: 'dialing', body: await cardBody(c) }));
+  app.get('/dialing/activity', operators(), async (c) => c.html(await dialingCharts(c.get('services').store)));
   dialingRulesPages(app);
   app.post('/dialing/global/pause', owners, (c) =>
     submit(c, ['reason', 'confirm'], globalPauseForm, async (v) => {

@@ -2,7 +2,8 @@
  * A company's lists and campaigns: lists (create, add people one a line, the people with their
  * check) and campaigns (create, start, pause, stop, the live counters polled every 10 s while the
  * page is visible with why a running campaign waits, and its dialing settings: calling window,
- * retry policy, abandonment cap and rate, changed with the API's own check). Everyone in the
+ * retry policy, abandonment cap and rate, changed with the API's own check; its calls per 10 s
+ * over the last hour, `activity.ts`). Everyone in the
  * company reads; owners and admins change.
  */
 import { confirmAction, confirmedWord } from '../confirm.ts';
@@ -21,6 +22,7 @@ import { NewCampaign, readCampaign, type CampaignRead } from '../../routes/core/
 import { NewList } from '../../routes/core/lists.ts';
 import { check, emptyForm, field, formAll, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
+import { campaignChart } from './activity.ts';
 
 const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
 import { whyBanner, whyContent } from '../why.ts';
@@ -292,6 +294,7 @@ ${writer ? campaignForm(emptyForm({ mode: 'progressive', handler: 'bot', max_con
 <section class="card"><h2>Settings</h2><dl class="facts"><dt>Mode</dt><dd>${x.mode}</dd><dt>Handled by</dt><dd>${x.handler}</dd><dt>Calls at once</dt><dd>${x.max_concurrent_calls}</dd><dt>Calls a second</dt><dd>${x.calls_per_second}</dd><dt>Caller id</dt><dd>${x.caller_id ?? '—'}</dd>
 <dt>Lists</dt><dd>${lists.map((l) => html`<a href="/console/lists/${l.id}">${l.name}</a> <small class="muted">${l.id}</small> `)}</dd>${dialingFacts(x)}<dt>Created</dt><dd>${when(x.created_at)}</dd></dl>
 ${can(c, companyWriters) ? html`${campaignActions(x, cmd)}<div id="campaign-result"></div>` : ''}</section></div>
+<section class="card">${await campaignChart(c.get('services').store, tenant(c), x.id)}</section>
 ${can(c, companyWriters) ? settingsForm(x.id, emptyForm(settingsValues(x))) : ''}
 ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     });
@@ -303,6 +306,10 @@ ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     return redirect(c, call.campaign_id ? `/console/campaigns/${call.campaign_id}#calls` : '/console/campaigns');
   });
   app.get('/campaigns/:id/results', companyMembers, async (c) => c.html(await resultsCard(c, c.req.param('id'), {})));
+  app.get('/campaigns/:id/activity', companyMembers, async (c) => {
+    const x = await readCampaign(c.get('services').store, tenant(c), c.req.param('id'));
+    return c.html(await campaignChart(c.get('services').store, tenant(c), x.id));
+  });
   app.get('/campaigns/:id/counters', companyMembers, async (c) => c.html(counters(await readCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
   app.post('/campaigns/:id/settings', companyWriters, (c) => {
     const id = c.req.param('id');
