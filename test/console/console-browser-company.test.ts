@@ -5,8 +5,8 @@
  * scored, re-scored). One Chromium of `@sparticuz/chromium` for the file (a context per person),
  * over a real control plane with real Postgres and Redis (`./support.ts`); the companies are made
  * by the owner operator. Every page visited is checked for its Content-Security-Policy header,
- * script errors and CSP violations, in the last journey. Screenshots go to
- * `test-artifacts/console/` (git-ignored).
+ * script errors and CSP violations, in the last journey. Screenshots: `shot` in `./support.ts`
+ * (SCREENSHOTS=1).
  */
 import { Readable } from 'node:stream';
 import { suite } from 'uvu';

@@ -5,7 +5,7 @@
  * the services and AI pages, and phone widths. One Chromium of `@sparticuz/chromium` for the file
  * (a context per person), over a real control plane with real Postgres and Redis (`./support.ts`).
  * Every page visited is checked for its Content-Security-Policy header, script errors and CSP
- * violations, in the last journey. Screenshots go to `test-artifacts/console/` (git-ignored).
+ * violations, in the last journey. Screenshots: `shot` in `./support.ts` (SCREENSHOTS=1).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';

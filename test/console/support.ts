@@ -4,11 +4,13 @@
  * Redis, a web source for recording imports, one Chromium of `@sparticuz/chromium` driven by
  * playwright-core (a context per person), the owner operator signed in, and the bookkeeping of
  * every page visited (its Content-Security-Policy header, script errors and CSP violations) that
- * each file checks in its last journey. Screenshots go to `test-artifacts/console/` (git-ignored).
+ * each file checks in its last journey. With SCREENSHOTS=1, `shot` saves the page at a laptop's and
+ * a phone's size under `test/console/screenshots/` (git-ignored; `screenshots.ts` runs the suites so
+ * and checks every console page was shot); without it, `shot` does nothing.
  *
  * The `let` exports are live bindings: set by `startConsole` (a file's `before`), read by its tests.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import chromium from '@sparticuz/chromium';
 import { chromium as playwright, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import * as assert from 'uvu/assert';
@@ -18,7 +20,14 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 import { startWebSource, type WebSource } from '../support/recording-sources.ts';
 
-const SHOTS = new URL('../../test-artifacts/console/', import.meta.url).pathname;
+/** Where `shot` saves, and whether it does (SCREENSHOTS=1). */
+export const SHOTS = new URL('./screenshots/', import.meta.url).pathname;
+const SCREENSHOTS = process.env.SCREENSHOTS === '1';
+/** The two sizes every screenshot is taken at: a laptop's and a phone's. */
+export const SHOT_SIZES = [
+  { width: 1280, height: 800 },
+  { width: 390, height: 844 },
+] as const;
 
 export let cp: RunningControlPlane;
 let browser: Browser;
@@ -120,8 +129,20 @@ export async function changePassword(page: Page, current: string, next: string):
   await page.getByRole('button', { name: 'Change password' }).click();
 }
 
+/**
+ * With SCREENSHOTS=1, the whole page at each of `SHOT_SIZES` (`<name>.1280x800.png`, `<name>.390x844.png`),
+ * the viewport put back after, and the page's path noted in `pages.txt` (which console pages were
+ * shot); without it, nothing.
+ */
 export async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  if (!SCREENSHOTS) return;
+  const was = page.viewportSize();
+  for (const size of SHOT_SIZES) {
+    await page.setViewportSize(size);
+    await page.screenshot({ path: `${SHOTS}${name}.${size.width}x${size.height}.png`, fullPage: true });
+  }
+  if (was) await page.setViewportSize(was);
+  appendFileSync(`${SHOTS}pages.txt`, `${new URL(page.url()).pathname} ${name}\n`);
 }
 
 /** The owner operator, signed in once for the file. */
@@ -211,7 +232,7 @@ export async function startConsole(): Promise<void> {
 }
 
 async function startConsoleParts(): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
+  if (SCREENSHOTS) mkdirSync(SHOTS, { recursive: true });
   const db = await createTestDatabase();
   drop = db.drop;
   prefix = testRedisPrefix();
