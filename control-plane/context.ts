@@ -47,7 +47,7 @@ export type Services = {
   apiKeys: ApiKeys;
   /** Where the company list columns come from (tests put slow or failing sources in). */
   columnSources: ColumnSources;
-  /** The durable actors (companies, and later campaigns and media nodes). */
+  /** The durable actors: companies, campaigns and media nodes. */
   runtime: ActorRuntime;
   outbox: OutboxWorker;
   /** The media agents' WebSocket endpoint (`/agent/v1`) and their registry on this instance. */
@@ -65,7 +65,7 @@ export type Services = {
   instanceId: string;
   /** Wall-clock time for schedules (webhook retries, secret grace); tests move it by hand. */
   clock: Clock;
-  /** The one guarded client for customer addresses (webhooks, later recording imports). */
+  /** The one guarded client for customer addresses (webhooks and recording imports). */
   outbound: OutboundClient;
   /** DNS used when a customer address is saved (the client checks again at connect time). */
   lookup: LookupFn | undefined;

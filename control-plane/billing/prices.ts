@@ -1,7 +1,8 @@
 /**
  * The price book and the cost book. A company's unit price of an item is its own override, else
- * the global row, else the spec's built-in placeholder (`priceFor` in SQL: `pricedKinds`); removing
- * an override or a global row falls back to the next level. The cost book (our cost per unit, for
+ * the global row, else the spec's built-in placeholder, resolved in SQL by `liveLines` (one
+ * coalesce over the override, the global row and `kindsTable`'s placeholder); removing an
+ * override or a global row falls back to the next level. The cost book (our cost per unit, for
  * "our cost" and margin) is settings: placeholders, not carrier rates. Every change is recorded
  * on the row (who, when) and as a `vd.platform.price_changed` event (the platform audit trail).
  * All money is decimal strings computed by the store in NUMERIC.

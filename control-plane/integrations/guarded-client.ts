@@ -1,6 +1,6 @@
 /**
- * The one guarded HTTP client for addresses a customer gives us (webhooks now, recording imports
- * later). A customer address is attacker-controlled input: without a guard it reaches our own
+ * The one guarded HTTP client for addresses a customer gives us (webhooks and recording
+ * imports). A customer address is attacker-controlled input: without a guard it reaches our own
  * loopback services, the private network and the cloud metadata endpoint (server-side request
  * forgery). So every call passes three gates:
  *
