@@ -55,11 +55,20 @@ export async function dialingActivity(store: Store): Promise<DialingActivity> {
         ).rows
       : [];
   const ids = ['*', ...top.map((t) => t.tenant_id)];
-  const { rows } = await sql<{ tenant_id: string; t: number; live: number; placed: number }>`
-    select tenant_id, extract(epoch from at)::float8 as t, live, placed from live_calls_samples
-    where tenant_id = any(${ids}::text[]) and at >= ${from} and at <= ${new Date(end * 1000)}`.execute(db);
+  // One text per series ("t live placed,…"): 6 rows to read instead of 2,160 (reading the rows
+  // one by one cost the driver about twice the statement's own time).
+  const { rows } = await sql<{ tenant_id: string; points: string }>`
+    select tenant_id, string_agg(extract(epoch from at)::bigint || ' ' || live || ' ' || placed, ',') as points from live_calls_samples
+    where tenant_id = any(${ids}::text[]) and at >= ${from} and at <= ${new Date(end * 1000)}
+    group by tenant_id`.execute(db);
   const byId = new Map<string, Map<number, { live: number; placed: number }>>(ids.map((id) => [id, new Map()]));
-  for (const r of rows) byId.get(r.tenant_id)!.set(Number(r.t), { live: Number(r.live), placed: Number(r.placed) });
+  for (const r of rows) {
+    const mine = byId.get(r.tenant_id)!;
+    for (const p of r.points.split(',')) {
+      const [t, live, placed] = p.split(' ').map(Number);
+      mine.set(t, { live, placed });
+    }
+  }
   const sampled = byId.get('*')!;
   const series = (tenant_id: string, name: string): DialSeries => {
     const mine = byId.get(tenant_id)!;
