@@ -33,7 +33,6 @@ const PARTS = new Set([
   '/console/campaigns/:id/activity',
   '/console/campaigns/:id/counters',
   '/console/campaigns/:id/why',
-  '/console/*',
 ]);
 
 /** The console's GET routes in the order Hono tries them (the first that matches a path answers it). */
@@ -43,9 +42,9 @@ function getRoutes(): string[] {
   const seen = new Set<string>();
   const out: string[] = [];
   for (const r of app.routes) {
-    if (r.method !== 'GET' && r.method !== 'ALL') continue;
-    const path = `/console${r.path === '/' ? '/' : r.path}`;
-    if (r.method === 'ALL' && path !== '/console/*') continue;
+    // Middleware and the catch-all (method ALL) are not pages.
+    if (r.method !== 'GET') continue;
+    const path = `/console${r.path}`;
     if (!seen.has(path)) out.push(path);
     seen.add(path);
   }
