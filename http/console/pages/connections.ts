@@ -21,8 +21,8 @@ import { confirmAction, confirmedWord } from '../confirm.ts';
 import { badge, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { recordingImportDetail, recordingImportForm } from './recordings.ts';
 import { deliveriesChart } from './activity.ts';
-
 import { eventChoices, eventWords } from '../words.ts';
+
 /** The upload paths, whose body the import code reads as it arrives (not under the body limit). */
 export const UPLOAD_PATH = /^\/console\/connections\/[^/]+\/import-(leads|dnc)$/;
 

@@ -23,10 +23,10 @@ import { NewList } from '../../routes/core/lists.ts';
 import { check, emptyForm, field, formAll, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 import { campaignChart } from './activity.ts';
-
-const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
 import { whyBanner, whyContent } from '../why.ts';
 import { idleWords } from '../words.ts';
+
+const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
 
 function listForm(form: FormState): H {
   return html`<form id="new-list" class="card row" hx-post="/console/lists" hx-target="this" hx-swap="outerHTML" hx-disabled-elt="find button">${topError(form)}${field(form, 'name', 'New list name', { in: 'new-list', required: true })}<div class="field"><button type="submit">Create list</button></div></form>`;
@@ -310,12 +310,12 @@ ${await callsCard(c, x.id, cursors)}${await resultsCard(c, x.id, cursors)}`,
     const x = await readCampaign(c.get('services').store, tenant(c), c.req.param('id'));
     return c.html(await campaignChart(c.get('services').store, tenant(c), x.id));
   });
+  app.get('/campaigns/:id/why', companyMembers, async (c) => c.html(await whyContent(c.get('services').store, tenant(c), await readCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
   app.get('/campaigns/:id/counters', companyMembers, async (c) => c.html(counters(await readCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
   app.post('/campaigns/:id/settings', companyWriters, (c) => {
     const id = c.req.param('id');
     const days = formAll(c, 'calling_window.days');
     return submit(c, SETTINGS_FIELDS, (f) => settingsForm(id, { ...f, values: { ...f.values, 'calling_window.days': days.join(',') } }), async (v) => {
-  app.get('/campaigns/:id/why', companyMembers, async (c) => c.html(await whyContent(c.get('services').store, tenant(c), await readCampaign(c.get('services').store, tenant(c), c.req.param('id')))));
       const retry = Object.fromEntries(RETRY_FIELDS.map(([n]) => [n.slice('retry.'.length), num(v[n])]));
       const window = v.window === 'own' ? { days, start: v['calling_window.start'] ?? '', end: v['calling_window.end'] ?? '' } : null;
       const body = check(CampaignSettingsChange, { calling_window: window, retry, abandon_cap_percent: num(v.abandon_cap_percent) });
