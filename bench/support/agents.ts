@@ -21,6 +21,14 @@ setInterval(() => {
   }
 }, 20).unref();
 
+/**
+ * BENCH_TRUNK_EVENTS=basic: the trunk tells only what it told before issues 15 and 26 (placed,
+ * answered, ended, transfers): no ringing, no bot-session reports, no facts. The same workload per
+ * call as the bench at 46b55b1, to compare the store path's speed apart from the work added since.
+ */
+const BASIC = process.env.BENCH_TRUNK_EVENTS === 'basic';
+const BASIC_EVENTS: ReadonlySet<string> = new Set(['placed', 'answered', 'ended', 'transfer']);
+
 class NotingTrunk extends SimulatedTrunk {
   readonly #node: string;
   constructor(node: string, seed: number) {
@@ -29,7 +37,7 @@ class NotingTrunk extends SimulatedTrunk {
   }
   override originate(call: TrunkCall, onEvent: (e: TrunkEvent) => void): void {
     out.push(`o ${this.#node} ${call.call_id} ${(performance.timeOrigin + performance.now()).toFixed(3)}\n`);
-    super.originate(call, onEvent);
+    super.originate(call, BASIC ? (e) => void (BASIC_EVENTS.has(e.type) && onEvent(e)) : onEvent);
   }
 }
 

@@ -90,6 +90,7 @@ export async function setUpDialing(opts: DialingSetUp): Promise<Bench> {
       BENCH_NODES: String(opts.nodes),
       BENCH_CAPACITY: String(opts.capacity),
       BENCH_TALK_SECONDS: String(opts.talkSeconds),
+      BENCH_TRUNK_EVENTS: process.env.BENCH_TRUNK_EVENTS ?? 'all',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
