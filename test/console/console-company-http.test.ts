@@ -106,7 +106,8 @@ t('webhooks: the secret shown once, Test with its result, rotation, Switch on on
     answer = 500;
     const before = received;
     await post('/console/users', co.owner, { name: 'Hook Trigger', email: 'hook@webhook.test', role: 'agent' });
-    await eventually('the first attempt failed', async () => (await get(`/console/connections/${id}?status=retrying`, co.owner)).text.includes('vd.company.user_created'), 20_000);
+    // In the delivery log's cell (the events list beside the form names every event too).
+    await eventually('the first attempt failed', async () => (await get(`/console/connections/${id}?status=retrying`, co.owner)).text.includes('A user was added <code class="hint">vd.company.user_created</code></td>'), 20_000);
     const log = await get(`/console/connections/${id}?status=retrying`, co.owner);
     const retry = /hx-post="(\/console\/connections\/con_[^/]+\/deliveries\/[^/]+\/retry)"/.exec(log.text);
     assert.ok(retry, 'a Retry button');
