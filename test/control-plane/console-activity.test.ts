@@ -3,7 +3,8 @@
  * their SVG:
  * - the live-calls sample (`dialer/live-samples.ts`): live calls per company and the platform's
  *   total, the calls placed in the 10 s before from `dial_stats`, taken once a boundary (a second
- *   try, and a concurrent one on Postgres, write nothing), rows past the hour pruned;
+ *   try, and a concurrent one on Postgres, write nothing), rows past the hour pruned, a launch
+ *   flushed after its sample counted by the next;
  * - the Dialing page's series: the five busiest companies of the latest sample in order with
  *   their names, null where no sample was taken, 0 for a company absent from a sample;
  * - a campaign's placed, answered and abandoned per 10 s, only its own calls of the hour;
@@ -19,6 +20,7 @@ import { sampleLiveCalls } from '../../dialer/live-samples.ts';
 import { chartSvg, linePath, niceMax } from '../../http/console/charts.ts';
 import { newId } from '../../shared/ids.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('console charts: figures and drawing');
 let drop: () => Promise<void> = async () => {};
@@ -92,6 +94,22 @@ t('the live-calls sample: per company and platform, placed from dial_stats, once
     assert.is(kept, 2, `${name}: the sample of 2 hours ago pruned, the one of 30 minutes ago kept`);
     await sql`delete from calls`.execute(s.db);
     await sql`delete from dial_stats`.execute(s.db);
+  }
+});
+
+t('a launch flushed after its sample was taken is counted by the next sample', async () => {
+  for (const [name, s] of stores()) {
+    await sql`delete from live_calls_samples`.execute(s.db);
+    await sql`delete from dial_stats`.execute(s.db);
+    const a = await company(s, 'Late A');
+    assert.ok(await sampleLiveCalls(s));
+    const first = Number((await sql<{ t: number }>`select extract(epoch from max(at))::float8 as t from live_calls_samples`.execute(s.db)).rows[0].t);
+    // An instance's flush of a second before that boundary, come after the sample.
+    await sql`insert into dial_stats (second, instance, tenant_id, launched, denied) values (to_timestamp(${first - 5}), 'slow', ${a}, 2, 0)`.execute(s.db);
+    await eventually(`${name}: the next boundary's sample`, () => sampleLiveCalls(s), 15_000, 200);
+    const row = async (tenant: string) => (await sql<{ live: number; placed: number }>`select live, placed from live_calls_samples where tenant_id = ${tenant} and at = to_timestamp(${first})`.execute(s.db)).rows[0];
+    assert.equal(await row(a), { live: 0, placed: 2 }, `${name}: the late launch in the sample it belongs to`);
+    assert.equal(await row('*'), { live: 0, placed: 2 }, `${name}: and in the platform's`);
   }
 });
 
