@@ -24,6 +24,11 @@ export type Chart = {
   /** Each point's label (the table's first column); `ticks` are those written under the axis. */
   labels: string[];
   ticks: number[];
+  /**
+   * Each point's time (Unix seconds) when the labels are UTC clock times: the console's script
+   * then shows them, and the axis title, in the viewer's own time zone (`data-t`, `data-utc-axis`).
+   */
+  times?: number[];
   xLabel: string;
   yLabel: string;
   series: ChartSeries[];
@@ -88,8 +93,8 @@ export function chartSvg(c: Chart): H {
   const svg =
     `<line x1="${LEFT}" y1="${TOP + PH}" x2="${W - RIGHT}" y2="${TOP + PH}" stroke="${INK}"/><line x1="${LEFT}" y1="${TOP}" x2="${LEFT}" y2="${TOP + PH}" stroke="${INK}"/>` +
     yTicks.map((v) => `<line x1="${LEFT - 4}" y1="${r1(y(v))}" x2="${W - RIGHT}" y2="${r1(y(v))}" stroke="#d9dde5"/><text x="${LEFT - 6}" y="${r1(y(v) + 4)}" font-size="11" text-anchor="end" fill="${INK}">${fmt(v)}</text>`).join('') +
-    c.ticks.map((i) => `<text x="${r1(x(i))}" y="${TOP + PH + 15}" font-size="11" text-anchor="middle" fill="${INK}">${escapeText(c.labels[i])}</text>`).join('') +
-    `<text x="${LEFT + PW / 2}" y="${H_ - 6}" font-size="11" text-anchor="middle" fill="${INK}">${escapeText(c.xLabel)}</text>` +
+    c.ticks.map((i) => `<text x="${r1(x(i))}" y="${TOP + PH + 15}" font-size="11" text-anchor="middle" fill="${INK}"${c.times ? ` data-t="${c.times[i]}"` : ''}>${escapeText(c.labels[i])}</text>`).join('') +
+    `<text x="${LEFT + PW / 2}" y="${H_ - 6}" font-size="11" text-anchor="middle" fill="${INK}"${c.times ? ' data-utc-axis=""' : ''}>${escapeText(c.xLabel)}</text>` +
     `<text transform="translate(13 ${TOP + PH / 2}) rotate(-90)" font-size="11" text-anchor="middle" fill="${INK}">${escapeText(c.yLabel)}</text>` +
     marks.join('');
   return html`<svg role="img" aria-labelledby="${c.id}-title ${c.id}-desc" viewBox="0 0 ${W} ${H_}" width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><title id="${c.id}-title">${c.title}</title><desc id="${c.id}-desc">${c.summary}</desc>${raw(svg)}</svg>
@@ -97,7 +102,7 @@ export function chartSvg(c: Chart): H {
 <figcaption>${c.summary}</figcaption>${
     c.table
       ? html`<details><summary>The figures of ${c.title.toLowerCase()}</summary><div class="table-wrap"><table><thead><tr><th>${c.xLabel}</th>${c.series.map((s) => html`<th class="num">${s.name}</th>`)}</tr></thead><tbody>${c.labels.map(
-          (l, i) => html`<tr><td>${l}</td>${c.series.map((s) => html`<td class="num">${s.values[i] === null ? '—' : fmt(s.values[i]!)}</td>`)}</tr>`,
+          (l, i) => html`<tr><td>${c.times ? html`<time datetime="${new Date(c.times[i] * 1000).toISOString()}" data-clock="">${l}</time>` : l}</td>${c.series.map((s) => html`<td class="num">${s.values[i] === null ? '—' : fmt(s.values[i]!)}</td>`)}</tr>`,
         )}</tbody></table></div></details>`
       : ''
   }`;

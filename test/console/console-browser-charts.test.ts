@@ -85,7 +85,8 @@ t("a campaign's page: its placed, answered and abandoned calls, and a new call b
     ).rows[0];
   await eventually('4 placed, 3 answered, 1 abandoned', async () => JSON.stringify(await figures()) === JSON.stringify({ placed: 4, answered: 3, abandoned: 1 }), 30_000);
 
-  ({ page: company } = await newPerson());
+  // A viewer at UTC+5:30 (no daylight saving): the time axis shows their own clock.
+  ({ page: company } = await newPerson('Asia/Kolkata'));
   await signIn(company, co.ownerEmail, co.ownerPassword);
   await company.waitForURL(/\/console\/campaigns$/);
   await company.goto(`${cp.url}/console/campaigns/${campaignId}`);
@@ -96,6 +97,11 @@ t("a campaign's page: its placed, answered and abandoned calls, and a new call b
   assert.match(await text(company, '#campaign-chart-desc'), /4 calls placed/);
   assert.equal(await company.locator('#campaign-activity ul.legend li').allTextContents().then((x) => x.map((s) => s.trim())), ['Placed', 'Answered', 'Abandoned']);
   assert.ok((await company.locator('#campaign-activity svg[role="img"] path').count()) >= 3, 'a line for each series');
+  const tick = company.locator('#campaign-activity svg text[data-t]').first();
+  const t = Number(await tick.getAttribute('data-t'));
+  const ist = new Date((t + 5.5 * 3600) * 1000).toISOString().slice(11, 16);
+  assert.is((await tick.textContent())!.trim(), ist, 'a tick at UTC+5:30');
+  assert.is((await text(company, '#campaign-activity svg text[data-utc-axis]')).trim(), 'Time (your time)');
   await shot(company, 'chart-campaign');
 
   // A person added to the list is called; the chart shows it without a reload (its 10 s refresh).

@@ -26,9 +26,17 @@
       var el = els[i];
       var d = new Date(el.getAttribute('datetime'));
       if (isNaN(d.getTime())) continue;
-      el.textContent = el.hasAttribute('data-date') ? d.toLocaleDateString() : d.toLocaleString();
+      el.textContent = el.hasAttribute('data-date') ? d.toLocaleDateString() : el.hasAttribute('data-clock') ? hhmm(d) : d.toLocaleString();
       el.title = el.getAttribute('datetime');
     }
+    // Charts: a time axis drawn in UTC by the server, shown in the viewer's zone.
+    var ticks = (root || document).querySelectorAll('svg text[data-t]');
+    for (var j = 0; j < ticks.length; j++) ticks[j].textContent = hhmm(new Date(Number(ticks[j].getAttribute('data-t')) * 1000));
+    var axes = (root || document).querySelectorAll('svg text[data-utc-axis]');
+    for (var k = 0; k < axes.length; k++) axes[k].textContent = axes[k].textContent.replace('(UTC)', '(your time)');
+  }
+  function hhmm(d) {
+    return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hour12: false });
   }
 
   // Live numbers: every [data-poll] element gets an htmx "poll" event each period while the

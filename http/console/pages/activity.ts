@@ -27,8 +27,8 @@ const latest = (xs: Array<number | null>) => [...xs].reverse().find((v) => v !==
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 
 /** The hour axis' labels (HH:MM UTC) and a tick on each whole 10 minutes. */
-function hourAxis(at: number[]): { labels: string[]; ticks: number[] } {
-  return { labels: at.map(clockUtc), ticks: at.flatMap((t, i) => (t % 600 === 0 ? [i] : [])) };
+function hourAxis(at: number[]): { labels: string[]; ticks: number[]; times: number[] } {
+  return { labels: at.map(clockUtc), ticks: at.flatMap((t, i) => (t % 600 === 0 ? [i] : [])), times: at };
 }
 
 /** The peak of `xs` and when, in words ("peak 8 at 21:40 UTC"), or '' when all are 0. */
@@ -129,6 +129,7 @@ export async function deliveriesChart(store: Store, tenantId: string, connectorI
       title: 'Webhook deliveries per hour: delivered and failed',
       summary,
       labels: d.at.map((t) => `${clockUtc(t)}`),
+      times: d.at,
       ticks: d.at.flatMap((t, i) => ((t / 3600) % 3 === 0 ? [i] : [])),
       xLabel: 'Hour (UTC)',
       yLabel: 'Deliveries',
