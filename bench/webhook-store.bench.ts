@@ -5,8 +5,9 @@
  * HTTP. Three patterns, each on a fresh database, BENCH_EVENTS events for one connection, every
  * attempt a 2xx:
  *   backlog         the events committed in transactions of 500, their deliveries made unleased
- *                   (an instance without room, before issue 17's second round), then claimed 500
- *                   at a time and their outcomes written 50 at a time
+ *                   by the webhooks consumer's one statement (`consumeForWebhooks`, an instance
+ *                   without room), then claimed 500 at a time (`claimDue`) and their outcomes
+ *                   written 50 at a time
  *   backlog_leased  the same events taken from the outbox 200 at a time by the webhooks consumer's
  *                   one statement (`consumeForWebhooks`), their deliveries leased as they are made
  *                   (an instance with room), outcomes written 50 at a time
@@ -15,16 +16,19 @@
  * Usage: node bench/webhook-store.bench.ts   (BENCH_EVENTS, default 20000; BENCH_REPEAT, 3;
  *   BENCH_PATTERNS, a comma list; BENCH_VARIANTS, a JSON list of {"name","ddl"} run after the
  *   migrations, each in turn with the schema as it is, to try a change of index or table)
- * Prints one JSON line per pattern, variant and run, then the medians.
+ * Prints one JSON line per pattern, variant and run, then the medians. Each line also gives the
+ * wall time per delivery spent in each statement of the worker (`consume_us`: the fan-out,
+ * `claim_us`: the claims, `finish_us`: the outcomes): the figures in those files' headers.
  */
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../control-plane/db/store.ts';
-import { claimDue } from '../control-plane/integrations/deliveries.ts';
-import { consumeForWebhooks, makeDeliveries } from '../control-plane/integrations/fan-out.ts';
+import { claimDue } from '../control-plane/integrations/claim-due.ts';
+import { consumeForWebhooks } from '../control-plane/integrations/fan-out.ts';
 import { finishAttempts } from '../control-plane/integrations/attempt-outcomes.ts';
+import type { Claimed } from '../control-plane/integrations/deliveries.ts';
 import type { OutboundResult } from '../control-plane/integrations/guarded-client.ts';
-import { consumeBatch, emit } from '../control-plane/runtime/outbox.ts';
+import { emit } from '../control-plane/runtime/outbox.ts';
 import { createTestDatabase } from '../test/support/db.ts';
 import { syntheticEvent } from '../test/support/fixtures.ts';
 import { dataOf } from './support/webhook-load.ts';
@@ -60,12 +64,24 @@ async function run(pattern: 'backlog' | 'backlog_leased' | 'steady', ddl = '') {
     const events = (first: number, n: number) => Array.from({ length: n }, (_, i) => ({ subject, tenant_id: 'ten_sb', data: dataOf(first + i) }));
     // Warm the backend's caches and plans on a few of the same statements, outside the figures.
     await store.transaction((tx) => emit(tx, events(-100, 100)));
-    const opts = (lease: number) => ({ now: Date.now(), leaseUpTo: lease, laneRoom: () => lease, instance: 'bench', leaseMs: 30_000 });
-    // The webhooks consumer's one statement (as the worker runs it): 200 events, room for 1,000.
-    const consumeOpts = () => ({ limit: 200, now: Date.now(), leaseUpTo: 1000, instance: 'bench', leaseMs: 30_000, figures: { lanes: [], perConnection: 500, keepUpCap: 1000 } });
-    await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void (await makeDeliveries(tx, evs, opts(0))));
-    const warm = await claimDue(store, { now: Date.now() + 1, limit: 500, instance: 'bench', leaseMs: 30_000, perConnection: 100_000, lanes: [] });
-    await finishAttempts(store, warm.map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+    // The webhooks consumer's one statement (as the worker runs it): 200 events, room for 1,000
+    // (none: its deliveries are made unleased).
+    const spent = { consume: 0, claim: 0, finish: 0 };
+    const timed = async <T>(k: keyof typeof spent, p: Promise<T>): Promise<T> => {
+      const t = performance.now();
+      try {
+        return await p;
+      } finally {
+        spent[k] += performance.now() - t;
+      }
+    };
+    const consume = (leaseUpTo = 1000) =>
+      timed('consume', consumeForWebhooks(store, { limit: 200, now: Date.now(), leaseUpTo, instance: 'bench', leaseMs: 30_000, figures: { lanes: [], perConnection: 500, keepUpCap: 1000 } }));
+    const claim = () => timed('claim', claimDue(store, { now: Date.now() + 1, limit: 500, instance: 'bench', leaseMs: 30_000, perConnection: 100_000, lanes: [] }));
+    const finish = (items: Claimed[]) => timed('finish', finishAttempts(store, items.map((item) => ({ item, at: Date.now(), result: ok })), Math.random));
+    await consume(0);
+    await finish(await claim());
+    spent.consume = spent.claim = spent.finish = 0;
 
     await sql`checkpoint`.execute(store.db).catch(() => {});
     const pg0 = await backendCpu(store, dbName);
@@ -73,24 +89,24 @@ async function run(pattern: 'backlog' | 'backlog_leased' | 'steady', ddl = '') {
     const t0 = performance.now();
     if (pattern === 'backlog') {
       for (let i = 0; i < EVENTS; i += 500) await store.transaction((tx) => emit(tx, events(i, 500)));
-      while ((await consumeBatch(store, 'webhooks', 200, async (tx, evs) => void (await makeDeliveries(tx, evs, opts(0))))) > 0);
+      while ((await consume(0)).taken > 0);
       for (;;) {
-        const got = await claimDue(store, { now: Date.now() + 1, limit: 500, instance: 'bench', leaseMs: 30_000, perConnection: 100_000, lanes: [] });
+        const got = await claim();
         if (got.length === 0) break;
-        for (let i = 0; i < got.length; i += 50) await finishAttempts(store, got.slice(i, i + 50).map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+        for (let i = 0; i < got.length; i += 50) await finish(got.slice(i, i + 50));
       }
     } else if (pattern === 'backlog_leased') {
       for (let i = 0; i < EVENTS; i += 500) await store.transaction((tx) => emit(tx, events(i, 500)));
       for (;;) {
-        const { leased, taken } = await consumeForWebhooks(store, consumeOpts());
+        const { leased, taken } = await consume();
         if (taken === 0) break;
-        for (let i = 0; i < leased.length; i += 50) await finishAttempts(store, leased.slice(i, i + 50).map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+        for (let i = 0; i < leased.length; i += 50) await finish(leased.slice(i, i + 50));
       }
     } else {
       for (let i = 0; i < EVENTS; i += 50) {
         await store.transaction((tx) => emit(tx, events(i, 50)));
-        const { leased } = await consumeForWebhooks(store, consumeOpts());
-        await finishAttempts(store, leased.map((item) => ({ item, at: Date.now(), result: ok })), Math.random);
+        const { leased } = await consume();
+        await finish(leased);
       }
     }
     const ms = performance.now() - t0;
@@ -107,6 +123,9 @@ async function run(pattern: 'backlog' | 'backlog_leased' | 'steady', ddl = '') {
       postgres_backend_cpu_us_per_delivery: Number(((pg * 1e6) / EVENTS).toFixed(1)),
       process_cpu_us_per_delivery: Number((((cpu.user + cpu.system) / EVENTS)).toFixed(1)),
       wall_us_per_delivery: Number(((ms * 1000) / EVENTS).toFixed(1)),
+      consume_us: Number(((spent.consume * 1000) / EVENTS).toFixed(1)),
+      claim_us: Number(((spent.claim * 1000) / EVENTS).toFixed(1)),
+      finish_us: Number(((spent.finish * 1000) / EVENTS).toFixed(1)),
     };
   } finally {
     await store.close();
@@ -133,6 +152,9 @@ for (const [p, lines] of Object.entries(all).sort()) {
     median_of: lines.length,
     postgres_backend_cpu_us_per_delivery: median(lines.map((l) => l.postgres_backend_cpu_us_per_delivery as number)),
     process_cpu_us_per_delivery: median(lines.map((l) => l.process_cpu_us_per_delivery as number)),
+    consume_us: median(lines.map((l) => l.consume_us as number)),
+    claim_us: median(lines.map((l) => l.claim_us as number)),
+    finish_us: median(lines.map((l) => l.finish_us as number)),
   }));
 }
 process.exit(0);

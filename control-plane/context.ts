@@ -18,7 +18,7 @@ import { suspendSteps, type SuspendStep } from './companies/suspend-chain.ts';
 import { auditConsumer } from './runtime/audit.ts';
 import type { ActorDefinition } from './runtime/definition.ts';
 import { mirrorSwitch } from './dialing/kill-switch.ts';
-import { OUTBOX_CONSUMERS, OutboxWorker, type ConsumerHandler } from './runtime/outbox.ts';
+import { OUTBOX_CONSUMERS, OutboxWorker, type Consumer } from './runtime/outbox.ts';
 import { ActorRuntime, type RuntimeOptions } from './runtime/runtime.ts';
 import { AgentHub } from './telephony/agent-hub.ts';
 import { MediaNodes } from './telephony/nodes.ts';
@@ -126,7 +126,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const outbound = new OutboundClient({ allowPrivate: config.VD_ALLOW_PRIVATE_TARGETS, lookup, timeoutMs: overrides.webhooks?.answerLimitMs, connectionsPerOrigin: maxInFlight });
   const webhooks = new WebhookWorker({ store, client: outbound, log, instanceId }, { ...overrides.webhooks, maxInFlight, clock });
   const checks = new ListChecks({ store, log, instanceId, coordinator }, overrides.checks);
-  const consumers = new Map<string, ConsumerHandler>([
+  const consumers = new Map<string, Consumer>([
     ['audit', auditConsumer],
     ['webhooks', webhooks.consumer()],
   ]);

@@ -84,7 +84,12 @@ export function patternWarnings(patterns: readonly string[], names: readonly str
   return warnings;
 }
 
-/** Whether `subject` (an event name) matches `pattern`. */
+/**
+ * Whether `subject` (an event name) matches `pattern`: the rule where the API checks and previews
+ * patterns. Where the store matches (the webhooks consumer's statement) the same rule is the SQL
+ * function `webhook_subject_matches` (migration 0027); test/integrations/webhook-patterns holds
+ * both to one reference on random names and patterns.
+ */
 export function matchesPattern(pattern: string, subject: string): boolean {
   const p = pattern.split('.');
   const s = subject.split('.');
@@ -94,24 +99,4 @@ export function matchesPattern(pattern: string, subject: string): boolean {
     if (p[i] !== '*' && p[i] !== s[i]) return false;
   }
   return p.length === s.length;
-}
-
-/**
- * A matcher for a list of patterns, true when any matches: one anchored regular expression built
- * once (`*` → one part, a last `>` → one or more parts), so each event costs a single test.
- */
-export function compilePatterns(patterns: string[]): (subject: string) => boolean {
-  if (patterns.length === 0) return () => false;
-  const alternatives = patterns.map((pattern) => {
-    const parts = pattern.split('.');
-    return parts
-      .map((part, i) => {
-        if (part === '*') return '[^.]*';
-        if (part === '>' && i === parts.length - 1) return '[\\s\\S]*';
-        return part.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
-      })
-      .join('\\.');
-  });
-  const re = new RegExp(`^(?:${alternatives.join('|')})$`);
-  return (subject) => re.test(subject);
 }

@@ -32,10 +32,12 @@
 import type { Clock } from '../../shared/clock.ts';
 import { systemClock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { Store, Tx } from '../db/store.ts';
-import { consumeBatch, type ConsumedEvent, type ConsumerHandler } from '../runtime/outbox.ts';
-import { claimDue, pruneDeliveries, releaseLeases, type Claimed } from './deliveries.ts';
-import { consumeForWebhooks, makeDeliveries, type LaneFigures } from './fan-out.ts';
+import type { Store } from '../db/store.ts';
+import type { SelfConsumer } from '../runtime/outbox.ts';
+import { claimDue } from './claim-due.ts';
+import { pruneDeliveries, releaseLeases, type Claimed } from './deliveries.ts';
+import { consumeForWebhooks, type LaneFigures } from './fan-out.ts';
+import { laneRoom, paceOf, type LaneState } from './lanes.ts';
 import { finishAttempts, delivered, type Outcome } from './attempt-outcomes.ts';
 import type { OutboundClient, OutboundResult } from './guarded-client.ts';
 import { messageHeaders } from './signature.ts';
@@ -157,30 +159,12 @@ export class WebhookWorker {
    * are leased as they are made rather than made unleased, claimed and leased afterwards (a second
    * write of every row and of all its index entries, and a claim that ranks every waiting row). A
    * full lane is not waited for (a slow receiver must not hold other connections' events back):
-   * its deliveries are made unleased and claimed when it has room.
+   * its deliveries are made unleased and claimed when it has room. One statement a batch
+   * (`consumeForWebhooks`).
    */
-  consumer(): ConsumerHandler {
-    const handler = async (tx: Tx, events: ConsumedEvent[]) => {
-      // Before the insert that starts the leases: the local view of a lease is never the longer.
-      const claimedAt = performance.now();
-      const leaseUpTo = this.#behind ? 0 : this.#room();
-      const { leased, unleased } = await makeDeliveries(tx, events, {
-        now: this.#clock.now(),
-        leaseUpTo,
-        laneRoom: (id, fails) => this.#laneRoom(id, fails),
-        instance: this.#instance,
-        leaseMs: this.#leaseMs,
-      });
-      if (leaseUpTo === 0) this.#behind = true;
-      if (!leased.length && !unleased) return undefined;
-      return () => {
-        if (unleased) this.#waiting++;
-        this.#accept(leased, claimedAt);
-      };
-    };
-    // One statement a batch (`consumeForWebhooks`); events written before migration 0027 (without
-    // their webhook texts) are left queued by it and taken by `handler` above.
+  consumer(): SelfConsumer {
     const consume = async (limit: number): Promise<number> => {
+      // Before the statement that starts the leases: the local view of a lease is never the longer.
       const claimedAt = performance.now();
       const leaseUpTo = this.#behind ? 0 : this.#room();
       const got = await consumeForWebhooks(this.#store, {
@@ -194,10 +178,9 @@ export class WebhookWorker {
       if (leaseUpTo === 0) this.#behind = true;
       if (got.unleased) this.#waiting++;
       this.#accept(got.leased, claimedAt);
-      if (!got.legacy) return got.taken;
-      return got.taken + (await consumeBatch(this.#store, 'webhooks', limit, handler));
+      return got.taken;
     };
-    return Object.assign(handler, {
+    return {
       consume,
       room: () => {
         const room = this.#consumerRoom();
@@ -207,7 +190,7 @@ export class WebhookWorker {
       onRoom: (wake: () => void) => {
         this.#wakeConsumer = wake;
       },
-    });
+    };
   }
 
   /**
@@ -283,26 +266,26 @@ export class WebhookWorker {
     return this.#stopped ? 0 : Math.max(0, this.#maxInFlight * 2 - this.#held);
   }
 
-  /** A connection's pace here: `perConnection` halved per failure in a row (at least one). */
-  #limit(id: string, failuresInARow = 0): number {
-    return Math.max(1, this.#perConnection >> Math.min(Math.max(this.#streak.get(id) ?? 0, failuresInARow), 30));
+  /** A connection's pace here (`paceOf`, with the failures in a row seen here). */
+  #limit(id: string): number {
+    return paceOf(this.#perConnection, this.#streak.get(id) ?? 0);
   }
 
   /**
-   * How many more of a connection's deliveries this instance may lease (fast path and claims): two
-   * rounds of its pace, or, when it is more, the attempts it finished here in the last 250 to 500
-   * ms (up to the whole instance's room). So a receiver that keeps up takes a backlog at the pace
-   * it answers, leased as the deliveries are made (not made unleased and claimed again), and its
-   * held deliveries wait a quarter second or so; a slow or failing one, or one that stopped
-   * answering (it finishes nothing), is held to two rounds of its pace and cannot take every slot.
+   * How many more of a connection's deliveries this instance may lease (`laneRoom`): two rounds of
+   * its pace, or, when it is more, the attempts it finished here in the last 250 to 500 ms (up to
+   * the whole instance's room). So a receiver that keeps up takes a backlog at the pace it
+   * answers, leased as the deliveries are made (not made unleased and claimed again), and its held
+   * deliveries wait a quarter second or so; a slow or failing one, or one that stopped answering
+   * (it finishes nothing), is held to two rounds of its pace and cannot take every slot.
    */
-  #laneRoom(id: string, failuresInARow: number): number {
-    const limit = this.#limit(id, failuresInARow);
-    let cap = 2 * limit;
-    if (failuresInARow === 0 && limit === this.#perConnection) {
-      cap = Math.max(cap, Math.min(this.#recent(id, Math.floor(performance.now() / KEEP_UP_WINDOW_MS)), this.#maxInFlight * 2));
-    }
-    return Math.max(0, cap - this.#laneHeld(id));
+  #laneRoom(id: string): number {
+    return laneRoom(this.#perConnection, this.#maxInFlight * 2, this.#laneState(id, Math.floor(performance.now() / KEEP_UP_WINDOW_MS)), 0);
+  }
+
+  /** What this instance knows of connection `id`'s lane, with attempts finished counted up to window `window`. */
+  #laneState(id: string, window: number): LaneState {
+    return { streak: this.#streak.get(id) ?? 0, recent: this.#recent(id, window), held: this.#laneHeld(id) };
   }
 
   /** Attempts of connection `id` finished here in window `window` and the one before. */
@@ -317,12 +300,12 @@ export class WebhookWorker {
     return lane ? lane.queue.length + lane.inFlight : 0;
   }
 
-  /** What `#laneRoom` knows of each connection, for the consumer's statement to work it out there. */
+  /** What `#laneRoom` knows of each connection, for the consumer's statement (with the store's failures in a row). */
   #laneFigures(): LaneFigures {
     const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
     const ids = new Set([...this.#lanes.keys(), ...this.#streak.keys(), ...this.#finished.keys()]);
     const lanes: LaneFigures['lanes'] = [];
-    for (const id of ids) lanes.push({ id, streak: this.#streak.get(id) ?? 0, recent: this.#recent(id, window), held: this.#laneHeld(id) });
+    for (const id of ids) lanes.push({ id, ...this.#laneState(id, window) });
     return { lanes, perConnection: this.#perConnection, keepUpCap: this.#maxInFlight * 2 };
   }
 
@@ -348,7 +331,7 @@ export class WebhookWorker {
     for (;;) {
       const limit = Math.min(this.#room(), 500);
       const claimedAt = performance.now();
-      const lanes = [...this.#lanes.keys()].map((id) => ({ id, room: this.#laneRoom(id, 0) }));
+      const lanes = [...this.#lanes.keys()].map((id) => ({ id, room: this.#laneRoom(id) }));
       const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs, perConnection: this.#perConnection, lanes });
       this.#accept(got, claimedAt);
       if (this.#stopped) return;

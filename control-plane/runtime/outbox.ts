@@ -232,23 +232,29 @@ function jsonTexts(texts: Array<string | null>) {
 export type ConsumedEvent = EventEnvelope & { seq: string; campaign_id: string | null };
 
 /**
- * Handles a batch inside the claiming transaction; may return work to run once that transaction
- * has committed (e.g. sending what it wrote).
- *
  * A consumer may say how many events it can take now (`room`, default a whole batch): at 0 its
  * events stay queued, where any instance with room may take them, and the worker drains it again
  * when the consumer calls the function it was given through `onRoom`.
  */
-export type ConsumerHandler = ((tx: Tx, events: ConsumedEvent[]) => Promise<void | (() => void)>) & {
+type ConsumerRoom = {
   room?: () => number;
-  /**
-   * Takes up to `limit` events itself, in a statement of its own, and says how many it took (the
-   * webhooks consumer: one round trip a batch instead of five); the handler is then only for
-   * what this leaves (events written before it could).
-   */
-  consume?: (limit: number) => Promise<number>;
   onRoom?: (wake: () => void) => void;
 };
+
+/**
+ * Handles a batch inside the claiming transaction (`consumeBatch`); may return work to run once
+ * that transaction has committed (e.g. sending what it wrote).
+ */
+export type ConsumerHandler = ((tx: Tx, events: ConsumedEvent[]) => Promise<void | (() => void)>) & ConsumerRoom;
+
+/**
+ * A consumer that takes up to `limit` of its queued events itself, in a statement of its own, and
+ * says how many it took (the webhooks consumer: one round trip a batch instead of five).
+ */
+export type SelfConsumer = { consume: (limit: number) => Promise<number> } & ConsumerRoom;
+
+/** A consumer the worker runs: a handler of claimed batches, or one that takes its events itself. */
+export type Consumer = ConsumerHandler | SelfConsumer;
 
 /**
  * Claims up to `limit` queued events of `consumer` (skipping rows other workers hold), hands them
@@ -317,7 +323,7 @@ export class OutboxWorker {
   readonly #store: Store;
   readonly #coordinator: Coordinator;
   readonly #log: Logger;
-  readonly #consumers: Map<string, ConsumerHandler>;
+  readonly #consumers: Map<string, Consumer>;
   readonly #elsewhere: Map<string, () => void>;
   readonly #names: string[];
   readonly #pollMs: number;
@@ -337,7 +343,7 @@ export class OutboxWorker {
     store: Store,
     coordinator: Coordinator,
     log: Logger,
-    consumers: Map<string, ConsumerHandler>,
+    consumers: Map<string, Consumer>,
     opts: { pollMs?: number; elsewhere?: Map<string, () => void> } = {},
   ) {
     this.#store = store;
@@ -402,7 +408,7 @@ export class OutboxWorker {
         // consumer without room leaves its events queued until it wakes the worker (`onRoom`).
         for (;;) {
           const limit = Math.min(DRAIN_BATCH, handler.room?.() ?? DRAIN_BATCH);
-          if (this.#stopped || limit <= 0 || (await (handler.consume ? handler.consume(limit) : consumeBatch(this.#store, name, limit, handler))) < limit) break;
+          if (this.#stopped || limit <= 0 || (await ('consume' in handler ? handler.consume(limit) : consumeBatch(this.#store, name, limit, handler))) < limit) break;
         }
       } catch (err) {
         if (!this.#stopped) this.#log.error({ err, consumer: name }, 'outbox consumer failed; will retry');

@@ -241,7 +241,7 @@ t('the give-up sweep whose snapshot predates a Retry leaves the retried delivery
   try {
     await holder.query('select pg_advisory_lock($1)', [PAUSE_LOCK]);
     // The sweep (run first by every claim) takes its snapshot, then stops.
-    const sweep = (await import('../../control-plane/integrations/deliveries.ts')).claimDue(paused, { now: Date.now(), limit: 0, instance: 'sweeper', leaseMs: 30_000, perConnection: 10, lanes: [] });
+    const sweep = (await import('../../control-plane/integrations/claim-due.ts')).claimDue(paused, { now: Date.now(), limit: 0, instance: 'sweeper', leaseMs: 30_000, perConnection: 10, lanes: [] });
     await waitingOn('advisory', PAUSED);
     const now = Date.now();
     await retryDelivery(store, { now: () => now } as never, 'ten_gu', 'con_gu', id);

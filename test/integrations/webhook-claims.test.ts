@@ -15,7 +15,7 @@ import * as assert from 'uvu/assert';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { claimDue } from '../../control-plane/integrations/deliveries.ts';
+import { claimDue } from '../../control-plane/integrations/claim-due.ts';
 import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
 import { WebhookWorker } from '../../control-plane/integrations/webhook-worker.ts';
 import { createLogger } from '../../shared/logger.ts';

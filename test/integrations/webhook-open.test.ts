@@ -17,13 +17,16 @@ import * as assert from 'uvu/assert';
 import { Migrator, sql } from 'kysely';
 import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
 import { migrations } from '../../control-plane/db/migrations/index.ts';
-import { claimDue, pruneDeliveries, type Claimed, type SourceEvent } from '../../control-plane/integrations/deliveries.ts';
-import { makeDeliveries } from '../../control-plane/integrations/fan-out.ts';
+import { claimDue } from '../../control-plane/integrations/claim-due.ts';
+import { pruneDeliveries, type Claimed } from '../../control-plane/integrations/deliveries.ts';
+import { consumeForWebhooks } from '../../control-plane/integrations/fan-out.ts';
 import { finishAttempts } from '../../control-plane/integrations/attempt-outcomes.ts';
 import { queueFigures, retryDelivery } from '../../control-plane/integrations/delivery-log.ts';
 import type { OutboundResult } from '../../control-plane/integrations/guarded-client.ts';
 import { GIVE_UP_AFTER_MS } from '../../control-plane/integrations/retry-schedule.ts';
+import { emit } from '../../control-plane/runtime/outbox.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { syntheticEvent } from '../support/fixtures.ts';
 
 const t = suite('webhook open rows (migration 0026)');
 let drop: () => Promise<void> = async () => {};
@@ -55,12 +58,12 @@ async function connection(s: Store, id: string): Promise<void> {
     values (${id}, ${`ten_${id}`}, 'webhook', ${id}, 'http://127.0.0.1:9/x', 'whsec_test', '["vd.>"]'::jsonb, now() - interval '1 hour')`.execute(s.db);
 }
 
-const events = (connectorId: string, prefix: string, n: number): SourceEvent[] =>
-  Array.from({ length: n }, (_, i) => ({ id: `evt_${prefix}_${String(i).padStart(4, '0')}`, tenant_id: `ten_${connectorId}`, at: new Date().toISOString(), source: 'control-plane', subject: 'vd.test.open', data: { n: i }, campaign_id: null }));
-
 /** Deliveries of `n` new events to connection `connectorId`, leased here as they are made (the fast path). */
 async function made(s: Store, connectorId: string, prefix: string, n: number): Promise<Claimed[]> {
-  return s.transaction(async (tx) => (await makeDeliveries(tx, events(connectorId, prefix, n), { now: Date.now(), leaseUpTo: n, laneRoom: () => n, instance: 'open-test', leaseMs: 30_000 })).leased);
+  await s.transaction((tx) => emit(tx, Array.from({ length: n }, (_, i) => ({ subject: syntheticEvent('vd.test.open'), tenant_id: `ten_${connectorId}`, data: { prefix, n: i } }))));
+  const got = await consumeForWebhooks(s, { limit: n, now: Date.now(), leaseUpTo: n, instance: 'open-test', leaseMs: 30_000, figures: { lanes: [], perConnection: n, keepUpCap: n } });
+  assert.is(got.leased.length, n, 'every delivery leased as it is made');
+  return got.leased;
 }
 
 async function open(s: Store, connectorId: string) {

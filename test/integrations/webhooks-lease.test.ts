@@ -7,21 +7,22 @@
  *   name lookup of the send, i.e. between the claim and the first byte) until well past A's
  *   lease. Instance B then claims the message (the store says the lease is over) and sends it;
  *   A, waking up, must not send it as well.
- * - Fast path: the same, for a message A leased in the transaction that made it.
- * - A lease taken, then the fan-out transaction held open past the lease before it commits: the
- *   local view of the lease was stamped before the statement that took it, so A never sends.
+ * - Fast path: the same, for a message A leased by the statement that made it.
+ * - A lease taken, then the fan-out statement held up past the lease before it ends (its insert
+ *   waits for another transaction's row of the same delivery): the local view of the lease was
+ *   stamped before the statement that took it, so A never sends.
  * - An attempt cut at the answer limit while the receiver is still working on it: the next
  *   attempt waits its retry wait from the cut, not from the attempt's start (so a 10 s attempt
  *   is not followed at once by a second one while the first is still being answered).
  */
-import { openWrittenDeliveries } from '../support/fixtures.ts';
+import { openWrittenDeliveries, syntheticEvent } from '../support/fixtures.ts';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import { openPostgres, type Store } from '../../control-plane/db/store.ts';
 import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
 import { WebhookWorker } from '../../control-plane/integrations/webhook-worker.ts';
-import type { ConsumedEvent } from '../../control-plane/runtime/outbox.ts';
+import { emit } from '../../control-plane/runtime/outbox.ts';
 import { ManualClock } from '../../shared/clock.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -159,41 +160,52 @@ t('poller: a claim whose sender stalls past its lease is not sent once another i
   await oneSender(id, path, worker('instance-b', plainClient(), { pollMs: 250 }));
 });
 
-t('fast path: a message leased in the transaction that made it is not sent after a stall past the lease', async () => {
+t('fast path: a message leased by the statement that made it is not sent after a stall past the lease', async () => {
   const path = '/fast';
   await connection('con_fast', path);
   slowAnswers(path, 1000);
   const { client, stalled } = stallingClient(STALL_MS);
   const a = worker('instance-a', client, A);
-  const event: ConsumedEvent = { seq: '1', id: 'evt_fast', tenant_id: 'ten_con_fast', at: new Date().toISOString(), source: 'control-plane', subject: 'vd.test.fast', data: {}, campaign_id: null };
-  let afterCommit: unknown;
-  await store.transaction(async (tx) => {
-    afterCommit = await a.consumer()(tx, [event]);
-  });
-  const made = await store.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', 'evt_fast').executeTakeFirstOrThrow();
+  await store.transaction((tx) => emit(tx, [{ subject: syntheticEvent('vd.test.fast'), tenant_id: 'ten_con_fast', data: {} }]));
+  assert.is(await a.consumer().consume(10), 1);
+  const made = await store.db.selectFrom('webhook_deliveries').selectAll().where('connector_id', '=', 'con_fast').executeTakeFirstOrThrow();
   assert.is(made.lease_owner, 'instance-a', 'leased to A on the fast path');
-  assert.type(afterCommit, 'function');
-  (afterCommit as () => void)();
   await stalled;
   await oneSender(made.id, path, worker('instance-b', plainClient(), { pollMs: 250 }));
 });
 
-t('fast path: a fan-out transaction held open past its lease does not send what it leased', async () => {
+t('fast path: a fan-out statement that finishes past the lease it took does not send what it leased', async () => {
   const path = '/slowcommit';
   await connection('con_slowcommit', path);
   slowAnswers(path, 1000);
   const a = worker('instance-a', plainClient(A.answerLimitMs), A);
-  const event: ConsumedEvent = { seq: '2', id: 'evt_slowcommit', tenant_id: 'ten_con_slowcommit', at: new Date().toISOString(), source: 'control-plane', subject: 'vd.test.slow', data: {}, campaign_id: null };
-  let afterCommit: unknown;
-  await store.transaction(async (tx) => {
-    afterCommit = await a.consumer()(tx, [event]);
-    // The lease was written by the insert above (store clock + lease); the commit comes later.
-    const until = performance.now() + STALL_MS;
-    while (performance.now() < until);
-  });
-  const made = await store.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', 'evt_slowcommit').executeTakeFirstOrThrow();
-  assert.is(made.lease_owner, 'instance-a');
-  (afterCommit as () => void)();
+  const [event] = await store.transaction((tx) => emit(tx, [{ subject: syntheticEvent('vd.test.slow'), tenant_id: 'ten_con_slowcommit', data: {} }]));
+  // Another transaction holds the same (connection, event) uncommitted: the statement's insert,
+  // its lease already taken (store clock + lease), waits for it, which rolls back after the lease.
+  let held!: () => void;
+  const blocking = new Promise<void>((r) => (held = r));
+  const blocker = store.db
+    .transaction()
+    .execute(async (tx) => {
+      await sql`insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at)
+        values ('dlv_blocker', 'con_slowcommit', 'ten_con_slowcommit', ${event.id}, 'vd.test.slow', '{}', 'pending', now(), now(), now())`.execute(tx);
+      held();
+      await sleep(STALL_MS);
+      throw new Error('roll back');
+    })
+    .catch((err: Error) => {
+      if (err.message !== 'roll back') throw err;
+    });
+  await blocking;
+  const started = performance.now();
+  assert.is(await a.consumer().consume(10), 1);
+  assert.ok(performance.now() - started >= STALL_MS - 50, 'the statement waited past the lease it took');
+  await blocker;
+  const made = await store.db.selectFrom('webhook_deliveries').selectAll().where('connector_id', '=', 'con_slowcommit').executeTakeFirstOrThrow();
+  assert.is.not(made.id, 'dlv_blocker');
+  // A sends nothing: its local view of the lease ran from before the statement.
+  await sleep(500);
+  assert.is(rx.on(path).length, 0, 'A sent nothing');
   await oneSender(made.id, path, worker('instance-b', plainClient(), { pollMs: 250 }));
 });
 

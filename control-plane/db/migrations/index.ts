@@ -31,6 +31,7 @@ import * as dialingRules from './20261128_0028_dialing_rules.ts';
 import * as calleeZoneRowsKept from './20261128_0030_callee_zone_rows_kept.ts';
 import * as callsUnderControl from './20261128_0033_calls_under_control.ts';
 import * as liveCallsSamples from './20261128_0034_live_calls_samples.ts';
+import * as webhookTextsBackfilled from './20261128_0035_webhook_texts_backfilled.ts';
 
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
@@ -64,4 +65,5 @@ export const migrations: Record<string, Migration> = {
   '20261128_0030_callee_zone_rows_kept': calleeZoneRowsKept,
   '20261128_0033_calls_under_control': callsUnderControl,
   '20261128_0034_live_calls_samples': liveCallsSamples,
+  '20261128_0035_webhook_texts_backfilled': webhookTextsBackfilled,
 };
