@@ -11,7 +11,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const FILE_TIMEOUT_MS = Number(process.env.VD_TEST_FILE_TIMEOUT_MS ?? 300_000);
+const FILE_TIMEOUT_MS = Number(process.env.VD_TEST_FILE_TIMEOUT_MS ?? 600_000);
 const PARALLEL = Number(process.env.VD_TEST_PARALLEL ?? 2);
 
 function findTests(dir: string): string[] {
