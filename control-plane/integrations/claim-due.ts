@@ -1,6 +1,11 @@
 /**
  * One statement: the webhook poller's claim of due deliveries (retries, deliveries made while an
  * instance was full, those of an instance that died), leased to this instance.
+ *
+ * Cost (bench/webhook-store.bench.ts `claim_us`, pattern `backlog`: 20,000 deliveries of one
+ * connection claimed 500 at a time, medians of 3 runs on the 2 shared cores at a load average of
+ * about 15): about 250 µs of wall time a delivery claimed (125 ms a claim of 500), the give-up
+ * sweep included.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';

@@ -4,7 +4,7 @@
  * batches.
  *
  * - Fast path: the consumer leases the deliveries it creates to this instance (up to the room it
- *   has), and they are sent as soon as the creating transaction commits.
+ *   has), and they are sent as soon as the statement that makes them (`fan-out.ts`) returns.
  * - Everything else (retries, deliveries made while this instance was full, those of an instance
  *   that died) is claimed by the poller, once a second and whenever the clock is moved.
  * - Each connection has up to `perConnection` sends under way, halved for each failure in a row
@@ -18,8 +18,8 @@
  *   or, for one that answers without failing, what it delivered here in the last quarter to half
  *   second (up to the instance's room): a backlog for a receiver that keeps up is leased as it is
  *   made, and one that slows down or stops is back to two rounds within half a second.
- * - Exactly one sender: each claim (the poller's, or the fast path's lease taken in the creating
- *   transaction) is stamped on the local monotonic clock before the statement that takes it, so
+ * - Exactly one sender: each claim (the poller's, or the fast path's lease taken by the statement
+ *   that makes the deliveries) is stamped on the local monotonic clock before the statement that takes it, so
  *   the store's lease (its clock at that statement + `leaseMs`) ends no earlier than the stamp +
  *   `leaseMs`. A request may start only until the stamp + `staleMs`, and that is checked by the
  *   client immediately before the request's first byte is written (after any wait for a name, a

@@ -231,8 +231,8 @@ async function eventsDelivered(input: CheckInput): Promise<CheckResult> {
   const got = new Set(input.receipts.map((r) => `${r.path}|${r.event}`));
   const missing = eligible.filter((e) => !got.has(`${input.connectors.get(e.connector_id)}|${e.event_id}`));
   const eligibleKeys = new Set(eligible.map((e) => `${input.connectors.get(e.connector_id)}|${e.event_id}`));
-  // A connection's events are those of its company written since it was made (the rule of
-  // `makeDeliveries`, whose clock is in milliseconds).
+  // A connection's events are those of its company written since it was made (the fan-out's
+  // rule, `consumeForWebhooks`, to the millisecond).
   const unexpectedList = input.receipts.filter((r) => !eligibleKeys.has(`${r.path}|${r.event}`));
   const unexpected = unexpectedList.length;
   const byDelivery = new Map<string, number>();

@@ -7,8 +7,8 @@
  *   data), so a message body can be put together from it byte for byte. `->>` reads it as before.
  * - `outbox.hook`: the event was written with its webhook texts (`hook_shown`, the data as
  *   customers see it, and `hook_masked`, with phone numbers masked; each null when it is the same
- *   as the one before). Events written before this migration have none: the consumer makes their
- *   deliveries the way it did (`makeDeliveries`).
+ *   as the one before). Events written before this migration have none: the consumer made their
+ *   deliveries the way it did (`makeDeliveries`), until migration 0035 gave them their texts.
  * - `webhook_subject_matches`: an event name against a connection's patterns, the rule of
  *   `shared/event-patterns.ts` (`*` one part, a last `>` one or more parts).
  * - `outbox_webhooks_listening`: whether a company (or, for a platform-wide event, any company)
