@@ -1,7 +1,7 @@
 /**
- * Review of 72cceb6: a transaction's commit notice names consumers only when every announcement
- * in it named them; one announcement naming none makes the notice unnamed (any queue may hold
- * events), whichever comes first. Real Postgres.
+ * Named work notices (72cceb6): a transaction's commit notice names consumers only when every
+ * announcement in it named them; one announcement naming none makes the notice unnamed (any
+ * queue may hold events), whichever comes first. Real Postgres.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,7 +10,7 @@ import { openPostgres, type Store } from '../../control-plane/db/store.ts';
 import { onQueued, queuedIn } from '../../control-plane/runtime/work-notices.ts';
 import { createTestDatabase } from '../support/db.ts';
 
-const t = suite('review2: work notices keep an unnamed announcement unnamed');
+const t = suite('work notices keep an unnamed announcement unnamed');
 let store: Store;
 let drop: () => Promise<void> = async () => {};
 

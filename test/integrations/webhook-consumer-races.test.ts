@@ -1,5 +1,5 @@
 /**
- * Review of issue 17's webhook changes (migrations 0026/0027, the one-statement consumer, emit's
+ * Issue 17's webhook changes (migrations 0026/0027, the one-statement consumer, emit's
  * lock inside its statement), with the races made to happen on purpose (real Postgres):
  * - an emit waiting on a connection being made sees it once it commits (read committed), so an
  *   event written after the connection's time reaches it;
@@ -23,12 +23,12 @@ import { emit, type NewEvent } from '../../control-plane/runtime/outbox.ts';
 import { maskPhoneNumbers } from '../../shared/masking.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { syntheticEvent } from '../support/fixtures.ts';
+import { eventually } from '../support/eventually.ts';
 
-const t = suite('review: issue 17 webhook races');
-const PAUSED = 'vd-review-paused';
+const t = suite('webhook consumer races (issue 17)');
+const PAUSED = 'vd-race-paused';
 const PAUSE_LOCK = 4343;
 const FANOUT_LOCK = 0x76640001;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let url = '';
 let drop: () => Promise<void> = async () => {};
 let store: Store;
@@ -48,7 +48,7 @@ t.before(async () => {
   // Test-only: a statement of the `paused` store stops right after its snapshot (a
   // before-statement trigger of a table it writes) until the test lets go of PAUSE_LOCK.
   await sql`
-    create function review_pause() returns trigger language plpgsql as $$
+    create function race_pause() returns trigger language plpgsql as $$
     begin
       if current_setting('application_name') = ${sql.lit(PAUSED)} then
         perform pg_advisory_lock_shared(${sql.lit(PAUSE_LOCK)});
@@ -56,8 +56,8 @@ t.before(async () => {
       end if;
       return null;
     end $$`.execute(store.db);
-  await sql`create trigger review_pause_consume before delete on outbox_pending for each statement execute function review_pause()`.execute(store.db);
-  await sql`create trigger review_pause_deliveries before update or delete on webhook_deliveries for each statement execute function review_pause()`.execute(store.db);
+  await sql`create trigger race_pause_consume before delete on outbox_pending for each statement execute function race_pause()`.execute(store.db);
+  await sql`create trigger race_pause_deliveries before update or delete on webhook_deliveries for each statement execute function race_pause()`.execute(store.db);
 });
 
 t.after(async () => {
@@ -82,13 +82,11 @@ const consume = (s: Store, instance: string, leaseUpTo = 0, limit = 200) =>
   consumeForWebhooks(s, { limit, now: Date.now(), leaseUpTo, instance, leaseMs: 30_000, figures: figures() });
 
 async function waitingOn(kind: 'advisory', app?: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  await eventually(`a session waiting on an ${kind} lock`, async () => {
     const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity
       where datname = current_database() and wait_event_type = 'Lock' and wait_event = ${kind} and (${app ?? null}::text is null or application_name = ${app ?? null})`.execute(store.db);
-    if (Number(r.rows[0].n) > 0) return;
-    await sleep(10);
-  }
-  throw new Error(`nothing waited on an ${kind} lock`);
+    return Number(r.rows[0].n) > 0;
+  }, 10_000, 10);
 }
 
 async function queuedForWebhooks(eventIds: string[]): Promise<number> {
@@ -103,9 +101,10 @@ t('an emit that waits on a connection being made sees it once it commits: an eve
     // The connection is being made (its lock held, its time taken), not committed yet.
     await holder.query('begin');
     await holder.query('select pg_advisory_xact_lock($1)', [FANOUT_LOCK]);
+    const made = new Date();
     await holder.query(`insert into connectors (id, tenant_id, kind, name, url, secret, events, created_at)
-      values ('con_rc', 'ten_rc', 'webhook', 'rc', 'http://127.0.0.1:9/x', 'whsec_x', '["vd.>"]', $1)`, [new Date()]);
-    await sleep(5);
+      values ('con_rc', 'ten_rc', 'webhook', 'rc', 'http://127.0.0.1:9/x', 'whsec_x', '["vd.>"]', $1)`, [made]);
+    await eventually('the clock past the connection time', () => Date.now() > made.getTime());
     // An event of that company, written after the connection's time; its statement waits.
     const written = store.transaction((tx) => emit(tx, [ev('ten_rc', { n: 1 })]));
     await waitingOn('advisory');

@@ -1,5 +1,5 @@
 /**
- * Review of 63956b5 (a delivered send frees its slot when the answer comes): with a receiver that
+ * A delivered send frees its slot when the answer comes (63956b5): with a receiver that
  * answers 200 after 15 ms and a connection paced at 3 sends, 90 events are sent with never more
  * than 3 requests to the connection under way, each delivery once; once all are written the
  * instance holds nothing. Real Postgres, Redis and receiver.
@@ -16,7 +16,7 @@ import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 
-const t = suite('review2: slots freed at the answer keep the pace per connection');
+const t = suite('webhook slots freed at the answer keep the pace per connection');
 let cp: RunningControlPlane;
 let drop: () => Promise<void> = async () => {};
 let rx: Receiver;
