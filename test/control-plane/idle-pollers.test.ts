@@ -12,7 +12,9 @@ import { sql } from 'kysely';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { openPostgres, type Store } from '../../control-plane/db/store.ts';
 import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
-import { emit, OUTBOX_FALLBACK_POLL_MS, OutboxWorker, type ConsumedEvent } from '../../control-plane/runtime/outbox.ts';
+import { emit, OUTBOX_CHANNEL, OUTBOX_FALLBACK_POLL_MS, OutboxWorker, type ConsumedEvent } from '../../control-plane/runtime/outbox.ts';
+import { CHANNELS } from '../../control-plane/coordination/channels.ts';
+import type { Coordinator } from '../../control-plane/coordination/coordinator.ts';
 import { announceQueued, WakeLoop } from '../../control-plane/runtime/wake-loop.ts';
 import { queuedIn } from '../../control-plane/runtime/work-notices.ts';
 import { ListChecks, MAX_CHECK_ATTEMPTS, queueListCheck } from '../../control-plane/core/checks.ts';
@@ -53,6 +55,15 @@ t.after(async () => {
   }
 });
 
+/**
+ * Resolves once `coordinator` is subscribed to `channel` in Redis. A worker adds its handler to
+ * the channel as it starts; a subscription of our own on the same coordinator shares the
+ * channel's one SUBSCRIBE and resolves when Redis has confirmed it.
+ */
+async function subscribed(coordinator: Coordinator, channel: string): Promise<void> {
+  await (await coordinator.subscribe(channel, () => {}))();
+}
+
 /** Raw outbox rows queued for `consumer`, written without any notice (not through `emit`). */
 async function queueRaw(store: Store, consumer: string, announce: boolean, named: string[] = []): Promise<string> {
   const id = newId('evt');
@@ -73,7 +84,7 @@ t('an event committed through emit reaches its consumer (audit) and the meter at
   const [event] = await cp.services.store.transaction(async (tx) =>
     emit(tx, [{ subject: 'vd.company.user_created', tenant_id: co.tenantId, about: id, data: { actor: { kind: 'user', id: 'usr_test', email: 'a@b.test' }, user_id: id } }]),
   );
-  await eventually('the audit row', async () => (await cp.services.store.db.selectFrom('audit_log').select('id').where('event_id', '=', event.id).executeTakeFirst()) ?? null, 4000, 10);
+  await eventually('the audit row', async () => (await cp.services.store.db.selectFrom('audit_log').select('id').where('event_id', '=', event.id).executeTakeFirst()) ?? null, OUTBOX_FALLBACK_POLL_MS / 2, 10);
   const audited = performance.now() - started;
   assert.ok(audited < OUTBOX_FALLBACK_POLL_MS / 2, `audited after ${Math.round(audited)} ms`);
 
@@ -83,7 +94,7 @@ t('an event committed through emit reaches its consumer (audit) and the meter at
     await emit(tx, await meterUsage(tx, [callMinutes({ id: `call_idle${'0'.repeat(20)}`, tenant_id: co.tenantId, campaign_id: null }, 61, at)!]));
   });
   const month = at.toISOString().slice(0, 7);
-  await eventually('the meter counted it', async () => (await monthUsage(cp.services.store.db, month, [co.tenantId])).length > 0, 4000, 10);
+  await eventually('the meter counted it', async () => (await monthUsage(cp.services.store.db, month, [co.tenantId])).length > 0, OUTBOX_FALLBACK_POLL_MS / 2, 10);
   const metered = performance.now() - t0;
   assert.ok(metered < OUTBOX_FALLBACK_POLL_MS / 2, `metered after ${Math.round(metered)} ms`);
 });
@@ -97,11 +108,11 @@ t('an outbox worker is woken by the notice of a commit on another instance; with
   const notified = new OutboxWorker(store2, coordinator2, log, new Map([['idle_test_a', handler]]), { pollMs: 60_000 });
   await notified.start();
   try {
-    await new Promise((r) => setTimeout(r, 300)); // subscribed
+    await subscribed(coordinator2, OUTBOX_CHANNEL);
     const t0 = performance.now();
     const id = await queueRaw(cp.services.store, 'idle_test_a', true);
-    await eventually('the notified worker took it', () => seen.includes(id), 3000, 10);
-    assert.ok(performance.now() - t0 < 2000);
+    await eventually('the notified worker took it', () => seen.includes(id), 20_000, 10);
+    assert.ok(performance.now() - t0 < 30_000, 'well before its poll, a minute away');
   } finally {
     await notified.stop();
   }
@@ -111,7 +122,7 @@ t('an outbox worker is woken by the notice of a commit on another instance; with
   await polling.start();
   try {
     const id = await queueRaw(cp.services.store, 'idle_test_b', false);
-    await eventually('the polling worker took it', () => seen.includes(id), 3000, 10);
+    await eventually('the polling worker took it', () => seen.includes(id), 20_000, 10);
   } finally {
     await polling.stop();
   }
@@ -122,14 +133,19 @@ t('a notice naming consumers drains their queues without asking the store which 
   const handler = async (_tx: unknown, events: ConsumedEvent[]) => {
     for (const e of events) seen.push(e.id);
   };
+  // An event queued before the start, with no notice: once the first look-up's drain has taken
+  // it, that look-up (which asked the store once, at its start) is done with asking.
+  const before = await queueRaw(cp.services.store, 'idle_test_c', false);
   const worker = new OutboxWorker(store2, coordinator2, log, new Map([['idle_test_c', handler], ['idle_test_d', handler]]), { pollMs: 60_000 });
   await worker.start();
   try {
-    await new Promise((r) => setTimeout(r, 300)); // subscribed, and its first look-up done
+    await subscribed(coordinator2, OUTBOX_CHANNEL);
+    await eventually('the first look-up took the event queued before', () => seen.includes(before), 20_000, 10);
     // d's event has no notice; c's has one naming c only: c's is taken, d's is not looked for.
     const quiet = await queueRaw(cp.services.store, 'idle_test_d', false);
     const named = await queueRaw(cp.services.store, 'idle_test_c', true, ['idle_test_c']);
-    await eventually('the named consumer took its event', () => seen.includes(named), 3000, 10);
+    await eventually('the named consumer took its event', () => seen.includes(named), 20_000, 10);
+    // A deliberate pause that proves something does NOT happen: d's queue is not drained.
     await new Promise((r) => setTimeout(r, 400));
     assert.not.ok(seen.includes(quiet), 'a named notice made the worker look at every queue');
     // An unnamed notice (any consumer may have events): the store is asked, and d's is found.
@@ -150,14 +166,16 @@ t('work queued on one instance wakes the loops of every instance once each; wake
   loop1.start();
   loop2.start();
   try {
-    await eventually('first rounds', () => rounds1 === 1 && rounds2 === 1, 2000, 10);
-    await new Promise((r) => setTimeout(r, 300)); // both subscribed
+    await eventually('first rounds', () => rounds1 === 1 && rounds2 === 1, 20_000, 10);
+    await subscribed(cp.services.coordinator, 'cp.test.idle.queued');
+    await subscribed(coordinator2, 'cp.test.idle.queued');
     await cp.services.store.transaction(async (tx) => {
       // Queued twice in one transaction: one notice.
       queuedIn(tx, 'qa_reviews');
       queuedIn(tx, 'qa_reviews');
     });
-    await eventually('both loops woken', () => rounds1 === 2 && rounds2 === 2, 2000, 10);
+    await eventually('both loops woken', () => rounds1 === 2 && rounds2 === 2, 20_000, 10);
+    // A deliberate pause that proves something does NOT happen: no second wake-up.
     await new Promise((r) => setTimeout(r, 300));
     assert.is(rounds1, 2, 'its own notice does not wake the queueing instance a second time');
     assert.is(rounds2, 2);
@@ -170,7 +188,7 @@ t('work queued on one instance wakes the loops of every instance once each; wake
       .catch(() => {});
     const t0 = performance.now();
     loop2.wakeIn(150);
-    await eventually('the round asked for', () => rounds2 === 3, 2000, 5);
+    await eventually('the round asked for', () => rounds2 === 3, 20_000, 5);
     assert.ok(performance.now() - t0 >= 140);
     assert.is(rounds1, 2);
   } finally {
@@ -198,7 +216,7 @@ t('list checks: a check nobody announced is found by the fallback poll; a given-
       const rows = await store2.db.selectFrom('list_checks').select(['id', 'status']).where('id', 'in', [old, next]).execute();
       const by = Object.fromEntries(rows.map((r) => [r.id, r.status]));
       return by[old] === 'failed' && by[next] === 'done';
-    }, 3000, 10);
+    }, 20_000, 10);
   } finally {
     await checks.stop();
   }
@@ -207,10 +225,12 @@ t('list checks: a check nobody announced is found by the fallback poll; a given-
   const polling = new ListChecks({ store: store2, log, instanceId: 'idle-checks-2' }, { pollMs: 300 });
   polling.start();
   try {
+    // A pause before acting (no assertion follows it): the round at start goes by first, so it is
+    // a poll that finds the check.
     await new Promise((r) => setTimeout(r, 100));
     const raw = newId('chk');
     await sql`insert into list_checks (id, tenant_id, list_id, scope) values (${raw}, ${co.tenantId}, ${newId('lst')}, 'unchecked')`.execute(store2.db);
-    await eventually('the unannounced check done', async () => (await store2.db.selectFrom('list_checks').select('status').where('id', '=', raw).executeTakeFirst())?.status === 'done', 3000, 10);
+    await eventually('the unannounced check done', async () => (await store2.db.selectFrom('list_checks').select('status').where('id', '=', raw).executeTakeFirst())?.status === 'done', 20_000, 10);
   } finally {
     await polling.stop();
   }
@@ -220,11 +240,12 @@ t('list checks: a check nobody announced is found by the fallback poll; a given-
   const notified = new ListChecks({ store: store2, log, instanceId: 'idle-checks-3', coordinator: coordinator2 }, { pollMs: 3_600_000 });
   notified.start();
   try {
-    await new Promise((r) => setTimeout(r, 300));
+    await subscribed(coordinator2, CHANNELS.listChecksQueued);
     const t0 = performance.now();
     const id = await cp.services.store.transaction((tx) => queueListCheck(tx, co.tenantId, newId('lst')));
-    await eventually('the announced check done', async () => (await store2.db.selectFrom('list_checks').select('status').where('id', '=', id).executeTakeFirst())?.status === 'done', 4000, 10);
-    assert.ok(performance.now() - t0 < 3000);
+    // Before the first instance's 10 s fallback poll could have found it.
+    await eventually('the announced check done', async () => (await store2.db.selectFrom('list_checks').select('status').where('id', '=', id).executeTakeFirst())?.status === 'done', 10_000, 10);
+    assert.ok(performance.now() - t0 < 10_000);
   } finally {
     await notified.stop();
   }
