@@ -12,6 +12,7 @@ import { sql, Migrator } from 'kysely';
 import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
 import { migrations } from '../../control-plane/db/migrations/index.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('parent checks once per statement');
 let drop: () => Promise<void> = async () => {};
@@ -114,7 +115,12 @@ t('a writer holds its parents: a delete of the list waits for the writer and the
       () => ((settled = true), null),
       (err: { code?: string; constraint?: string }) => ((settled = true), { code: String(err.code), constraint: String(err.constraint) }),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // The delete is waiting on a lock (the writer's), seen by Postgres itself.
+    const pid = (deleter as unknown as { processID: number }).processID;
+    await eventually('the delete waiting on a lock', async () => {
+      const r = await sql<{ wait_event_type: string | null }>`select wait_event_type from pg_stat_activity where pid = ${pid}`.execute(s.db);
+      return r.rows[0]?.wait_event_type === 'Lock';
+    });
     assert.is(settled, false, 'the delete waits for the writer');
     await writer.query('commit');
     assert.equal(await deleting, { code: '23503', constraint: 'people_list_id_fkey' });

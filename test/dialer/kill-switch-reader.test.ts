@@ -9,15 +9,20 @@ import * as assert from 'uvu/assert';
 import { MemoryCoordinator } from '../../control-plane/coordination/memory.ts';
 import { DIALING_CHANNEL, type SwitchState } from '../../control-plane/dialing/kill-switch.ts';
 import { KillSwitchReader } from '../../dialer/kill-switch-reader.ts';
+import { eventually } from '../support/eventually.ts';
 
 test('a stale notice after failed reads leaves the reader unreadable; a good read opens it', async () => {
   let now = 0;
   let failing = false;
+  let failedReads = 0;
   let state: SwitchState = { version: 1, global: null, tenants: {} } as unknown as SwitchState;
   const coordinator = new MemoryCoordinator();
   const reader = new KillSwitchReader({
     source: async () => {
-      if (failing) throw new Error('store and mirror unreachable');
+      if (failing) {
+        failedReads++;
+        throw new Error('store and mirror unreachable');
+      }
       return state;
     },
     coordinator,
@@ -30,8 +35,10 @@ test('a stale notice after failed reads leaves the reader unreadable; a good rea
   now += 10_000;
   assert.is(reader.check('ten_a').idle_reason, 'platform_pause_unreadable', 'no read for 10 s: closed');
   // A notice newer than the reader's state, saying nothing is paused, arrives late.
+  const failedBefore = failedReads;
   await coordinator.publish(DIALING_CHANNEL, JSON.stringify({ version: 2, global: null, tenants: {} }));
-  await new Promise((r) => setTimeout(r, 50));
+  // The notice taken: it made the reader read again at once, and that read failed.
+  await eventually('the read the notice asked for', () => failedReads > failedBefore);
   assert.is(reader.check('ten_a').idle_reason, 'platform_pause_unreadable', 'a notice alone does not make the reader fresh');
   failing = false;
   state = { version: 3, global: null, tenants: {} } as unknown as SwitchState;

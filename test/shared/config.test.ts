@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../../shared/config.ts';
 import { startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('settings');
 
@@ -67,18 +68,12 @@ function registrations(out: string): Array<{ node: string; capacity: number }> {
   });
 }
 
-async function within(ms: number, done: () => boolean): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (!done() && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-  return done();
-}
-
 t('npm start runs its embedded media agent by default: it registers with the generated token; SIGTERM stops both', async () => {
   let cp: ControlPlaneProcess | undefined;
   try {
     cp = await startControlPlaneProcess({ VD_EMBEDDED_AGENT: '1', VD_EMBEDDED_AGENT_CAPACITY: '7', VD_DATA_DIR: 'memory://', LOG_LEVEL: 'info' });
     const out = cp.output;
-    assert.ok(await within(5000, () => registrations(out()).length > 0), `no registration within 5 s:\n${out()}`);
+    await eventually(() => `a registration; the output so far:\n${out()}`, () => registrations(out()).length > 0, 30_000, 50);
     assert.equal(registrations(out()), [{ node: 'node_embedded', capacity: 7 }]);
     assert.match(out(), /"msg":"embedded media agent started on the simulated trunk"/);
     assert.not.match(out(), /Bearer|"token"/);
@@ -93,7 +88,8 @@ t('with VD_EMBEDDED_AGENT=0 no agent starts', async () => {
   let cp: ControlPlaneProcess | undefined;
   try {
     cp = await startControlPlaneProcess({ VD_EMBEDDED_AGENT: '0', VD_DATA_DIR: 'memory://', LOG_LEVEL: 'info' });
-    // The embedded agent registers within a few milliseconds of the listening line; give it ample time.
+    // A deliberate pause that proves something does NOT happen: the embedded agent registers
+    // within a few milliseconds of the listening line; this gives it ample time not to.
     await new Promise((r) => setTimeout(r, 1500));
     assert.equal(registrations(cp.output()), []);
     assert.not.match(cp.output(), /embedded media agent/);

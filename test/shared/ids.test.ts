@@ -4,6 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { base62, newIds } from '../../shared/ids.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('ids');
 
@@ -42,7 +43,8 @@ t('newIds: prefix, 9 characters of time, 17 of randomness; unique; in creation o
   const a = newIds('dlv', 500);
   assert.is(new Set(a).size, 500);
   for (const id of a) assert.match(id, /^dlv_[0-9a-z]{9}[0-9A-Za-z]{17}$/);
-  await new Promise((r) => setTimeout(r, 2));
+  const madeBy = Date.now();
+  await eventually('the clock past the millisecond of the first ids', () => Date.now() > madeBy, 1000, 1);
   const [b] = newIds('dlv', 1);
   assert.ok(a.every((x) => x.slice(0, 13) < b.slice(0, 13)));
 });
