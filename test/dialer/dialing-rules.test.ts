@@ -79,6 +79,8 @@ t('the plan cap is exact with two instances launching for one company at once (5
   let most = 0;
   await eventually(() => `the cap reached (most seen ${most})`, async () => (most = Math.max(most, await live())) >= 500, 60_000, 20);
   const started = Date.now();
+  // A watch window of fixed length, deliberately: it proves something does NOT happen (the cap
+  // passed once reached).
   while (Date.now() - started < 4000) {
     most = Math.max(most, await live());
     await new Promise((r) => setTimeout(r, 20));

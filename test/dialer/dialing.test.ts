@@ -147,6 +147,8 @@ t('running campaigns dial: calls placed on both nodes, vd.call.placed with exact
 t('concurrency never passes the campaign cap; calls a second stay at the campaign pace', async () => {
   const start = performance.now();
   let worst = 0;
+  // A watch window of fixed length, deliberately: it proves something does NOT happen (the cap
+  // passed).
   while (performance.now() - start < 2000) {
     const r = await sql<{ n: number }>`select count(*)::int as n from calls where campaign_id = ${campA} and state <> 'ended'`.execute(cp.services.store.db);
     worst = Math.max(worst, r.rows[0].n);
@@ -161,6 +163,7 @@ t('concurrency never passes the campaign cap; calls a second stay at the campaig
 t('global pause: no launch after the answer, calls up end normally, campaigns stay running with platform_paused; resume restarts', async () => {
   const liveBefore = agents.reduce((n, x) => n + x.client.liveCalls, 0);
   const pausedAt = await pauseGlobal(true);
+  // A deliberate pause that proves something does NOT happen: no launch after the pause.
   await new Promise((r) => setTimeout(r, 1500));
   const late = originates().filter((o) => o.at > pausedAt);
   assert.is(late.length, 0, `no call launched after the pause answered (saw ${late.length})`);
@@ -205,6 +208,7 @@ t('per company pause: that company stops, the other keeps dialing', async () => 
   const r = await call(cp.url, 'PUT', `/api/platform/ops/dialing/tenants/${b.tenantId}`, { session: owner, body: { paused: true, reason: 'billing dispute under review' } });
   assert.is(r.status, 200, r.text);
   const pausedAt = performance.now();
+  // A deliberate pause that proves something does NOT happen: no call for the paused company (the other's calls meanwhile show the dialer ran).
   await new Promise((res) => setTimeout(res, 1500));
   await learnTenants();
   assert.is(originatesFor(b.tenantId, pausedAt).length, 0, 'no call for the paused company');
@@ -298,6 +302,7 @@ t('maintenance: on pauses all dialing with its message; off lifts only its own p
   assert.ok(JSON.stringify(me.body).includes('Carrier maintenance tonight'));
   const off = await call(cp.url, 'PUT', '/api/platform/settings/maintenance', { session: owner, body: { on: false } });
   assert.is(off.status, 200);
+  // A deliberate pause that proves something does NOT happen: no launch while the pause set by hand holds.
   await new Promise((r) => setTimeout(r, 1000));
   assert.is(originates().filter((o) => o.at > handPause).length, 0, 'the pause set by hand still holds');
   const card = await call(cp.url, 'GET', '/api/platform/ops/dialing', { session: owner });
@@ -306,6 +311,7 @@ t('maintenance: on pauses all dialing with its message; off lifts only its own p
   // Maintenance alone: on stops dialing, off resumes it.
   await call(cp.url, 'PUT', '/api/platform/settings/maintenance', { session: owner, body: { on: true, message: 'Database upgrade' } });
   const onAt = performance.now();
+  // A deliberate pause that proves something does NOT happen: no launch during maintenance.
   await new Promise((r) => setTimeout(r, 1000));
   assert.is(originates().filter((o) => o.at > onAt).length, 0);
   await call(cp.url, 'PUT', '/api/platform/settings/maintenance', { session: owner, body: { on: false } });
@@ -317,6 +323,7 @@ t('drain: a draining node gets no new call, its calls end normally; resume bring
   const r = await call(cp.url, 'POST', '/api/platform/telephony/nodes/node_t1/drain', { session: owner });
   assert.is(r.status, 200, r.text);
   const at = performance.now();
+  // A deliberate pause that proves something does NOT happen: nothing new on the draining node (the other node's calls meanwhile show the dialer ran).
   await new Promise((res) => setTimeout(res, 1500));
   assert.is(originates().filter((o) => o.at > at && o.node === 'node_t1').length, 0, 'nothing new on the draining node');
   assert.ok(originates().some((o) => o.at > at && o.node === 'node_t2'), 'the other node carries the calls');
@@ -338,7 +345,8 @@ t('Redis stopped while dialing: nothing launched and platform_pause_unreadable w
   await eventually('idle reason platform_pause_unreadable', async () => (await campaign(campA)).idle_reason === 'platform_pause_unreadable', 4000);
   const took = performance.now() - stoppedAt;
   assert.ok(took <= 2500, `unreadable reported after ${Math.round(took)} ms`);
-  // No launch may come past the 2 s bound: watch a window that ends 1.5 s past it.
+  // No launch may come past the 2 s bound: watch a window that ends 1.5 s past it (a deliberate
+  // pause that proves something does NOT happen).
   await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + 3500 - performance.now())));
   const late = originates().filter((o) => o.at > stoppedAt + 2000);
   assert.is(late.length, 0, `no launch later than 2 s after Redis stopped (saw ${late.length})`);

@@ -72,6 +72,8 @@ t('no_capacity the whole time the trunk is down (never no_people), dialing once 
   const read = async () => (await cp.services.store.db.selectFrom('campaigns').select('idle_reason').where('id', '=', campaignId).executeTakeFirstOrThrow()).idle_reason;
   await eventually('no_capacity', async () => (await read()) === 'no_capacity');
   // Over two give-backs of the claimed people (each after 5 s idle), read every 100 ms.
+  // A watch window of fixed length, deliberately: it proves something does NOT happen (the
+  // idle reason changing).
   const until = Date.now() + 13_000;
   while (Date.now() < until) {
     const r = await read();

@@ -74,6 +74,7 @@ t('an outcome for a claimed person waits for a launch of its campaign under way 
   let answered = false;
   const outcome = postOutcomes([{ person_id: claimed.id, disposition: 'bought_elsewhere', final: true }]).then((r) => ((answered = true), r));
   try {
+    // A deliberate pause that proves something does NOT happen: the outcome is not answered.
     await new Promise((r) => setTimeout(r, 500));
     assert.not.ok(answered, 'the outcome changed a claimed person while a launch of their campaign was writing its calls');
     assert.is((await person(claimed.id)).status, 'calling');
@@ -205,7 +206,7 @@ t('calls and results are read with a read key: paged, filtered by campaign and s
   const all = await call(cp.url, 'GET', '/api/core/v1/results', { key: readKey });
   assert.ok(all.body.items.some((x: { list_id: string }) => x.list_id !== listId), 'results of the other tests are there without a filter');
   const mark = new Date().toISOString();
-  await new Promise((r) => setTimeout(r, 5));
+  await eventually('the clock past the mark', () => Date.now() > Date.parse(mark) + 1, 1000, 1);
   await postOutcomes(people.slice(0, 5).map((p) => ({ person_id: p.id, disposition: 'revisited' })));
   const recent = await call(cp.url, 'GET', `/api/core/v1/results?campaign_id=${campaignId}&since=${encodeURIComponent(mark)}`, { key: readKey });
   assert.equal(recent.body.items.map((x: { person_id: string }) => x.person_id), people.slice(0, 5).map((p) => p.id));

@@ -218,6 +218,7 @@ t('a person not reached is due again after the delay for the outcome, from the c
   for (const end of ['0200', '0299']) assert.equal(again.get(end), first.get(end), `${end} unchanged`);
 
   // Nobody is due before the clock moves: no second call.
+  // A deliberate pause that proves something does NOT happen: no second call.
   await new Promise((r) => setTimeout(r, 1500));
   const attemptsNow = await peopleByEnding(listId);
   for (const p of attemptsNow.values()) assert.is(p.attempts, 1, `${p.phone_number} not called again before its time`);
