@@ -233,6 +233,7 @@ t('SIGTERM waits for a live call; drachtio-server goes; the call ends trunk_lost
   });
   main.proc.kill('SIGTERM');
   await eventually('node_dr1 draining for shutdown', async () => (await nodeRow('node_dr1'))?.drain_reason === 'shutdown');
+  // A deliberate pause that proves something does NOT happen: no exit while a call is up.
   await sleep(500);
   assert.is(main.proc.exitCode, null, 'still draining: a call is up');
   await standin.down();

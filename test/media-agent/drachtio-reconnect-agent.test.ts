@@ -94,6 +94,7 @@ t('an answered call survives the dropped admin connection: still answered after 
   await sleep(500);
   standin.dropConnections();
   await standin.waitFor('options', (e) => e.callId === sipCallId && e.status === 200, 10_000);
+  // A deliberate pause that proves something does NOT happen: no end after the reconnect.
   await sleep(1_500);
   const row = await callRow(campaignId);
   assert.is(row?.state, 'answered', 'still up on the wire, still answered in the record');
@@ -158,6 +159,7 @@ t('answered while the connection was down after the ring time was over: ACK then
   standin.dropConnections();
   await standin.waitFor('response_sent', (e) => e.callId === sipCallId && e.status === 200 && !e.passed);
   // The ring timeout passes while the connection is held: nothing is reported, the call stays.
+  // A deliberate pause that proves something does NOT happen: nothing reported while the ring timeout passes.
   await sleep(RING_TIMEOUT_S * 1000 + 500);
   assert.is((await callRow(campaignId))?.state, 'ringing');
   standin.release();

@@ -64,6 +64,7 @@ t('the ACK of a 200 lost with the connection (written as it died): sent again on
   assert.ok(logs.some((l) => l.msg === 'the ACK of an answered call was lost with the drachtio connection: sent again'));
   assert.is(standin.count('cancel', (e) => e.callId === callId && e.outcome === 'refused'), 1, 'told by a CANCEL the server refuses: nothing on the wire');
   const retransmits = standin.count('retransmit', (e) => e.callId === callId);
+  // A deliberate pause that proves something does NOT happen: no more 200s.
   await sleep(1_200);
   assert.is(standin.count('retransmit', (e) => e.callId === callId), retransmits, 'ACKed: no more 200s');
   assert.equal(types(c.events), ['placed', 'answered']);
@@ -99,6 +100,7 @@ t('an answered call hung up while the connection is down: nothing reported until
   standin.dropConnections();
   await eventually('down', () => !trunk.available);
   trunk.hangup(c.call_id);
+  // A deliberate pause that proves something does NOT happen: no end while the BYE cannot go.
   await sleep(600);
   assert.equal(types(c.events), ['placed', 'answered'], 'no end while the BYE cannot go');
   assert.is(standin.callState(callId), 'confirmed', 'still up at the far end');
@@ -137,6 +139,7 @@ t('the ring timeout passes while the connection is down: CANCEL once it is back 
   const callId = standin.callIdFor('+15550002')!;
   standin.hold();
   standin.dropConnections();
+  // A deliberate pause that proves something does NOT happen: no end while the connection is down.
   await sleep(600);
   assert.equal(types(c.events), ['placed']);
   assert.is(standin.callState(callId), 'ringing', 'still ringing at the far end');
@@ -163,6 +166,7 @@ t('answered while the connection was down, ring time not over: the 200 (retransm
   assert.equal(await c.next('answered'), { type: 'answered', sip_status: 200 });
   assert.is(standin.callState(callId), 'confirmed');
   const retransmits = standin.count('retransmit', (e) => e.callId === callId);
+  // A deliberate pause that proves something does NOT happen: no more 200s.
   await sleep(1_200);
   assert.is(standin.count('retransmit', (e) => e.callId === callId), retransmits, 'no more 200s once ACKed');
   assert.is(standin.count('cancel'), 0);
@@ -287,6 +291,7 @@ t('the connection not back within the limit: calls reported trunk_lost then (tal
   await standin.waitFor('bye_answered', (e) => e.callId === a && e.by === 'far_end' && e.status === 200);
   await standin.waitFor('cancel', (e) => e.callId === r && e.outcome === '487');
   await standin.waitFor('response_sent', (e) => e.callId === r && e.status === 487);
+  // A deliberate pause that proves something does NOT happen: no event after the ends.
   await sleep(400);
   assert.equal(types(answered.events), ['placed', 'answered', 'ended']);
   assert.equal(types(ringing.events), ['placed', 'ended']);
@@ -323,6 +328,7 @@ t('a second drop while calls are being taken back: they are taken back on the ne
   standin.dropConnections();
   await eventually('reconnected again', () => standin.count('authenticated') === 3 && trunk.available);
   await standin.waitFor('options', (e) => e.callId === callId && e.status === 200);
+  // A deliberate pause that proves something does NOT happen: no end after reconnecting twice.
   await sleep(200);
   assert.equal(types(c.events), ['placed', 'answered']);
   trunk.hangup(c.call_id);

@@ -53,6 +53,7 @@ t('BYE for the answered call, CANCEL for the ringing one, both reported, exit 0 
   await eventually('one answered, one ringing', () => has('call_sig_a', 'call.answered') && has('call_sig_r', 'call.ringing'));
   agent.proc.kill('SIGTERM');
   await eventually('draining for shutdown', () => cp.agentHub.node('node_dr2')?.drain_reason === 'shutdown');
+  // A deliberate pause that proves something does NOT happen: the first signal does not exit.
   await new Promise((r) => setTimeout(r, 300));
   assert.is(agent.proc.exitCode, null, 'the first signal waits for the calls');
   const second = Date.now();

@@ -129,6 +129,7 @@ for (const [to, status, reason] of [['+15550486', 486, 'busy'], ['+15550603', 60
     await trunk.start();
     const c = place(trunk, to);
     assert.equal(await c.next('ended'), { type: 'ended', sip_status: status, talk_seconds: 0, reason });
+    // A deliberate pause that proves something does NOT happen: no event after the end.
     await sleep(100);
     assert.equal(c.events.map((e) => e.type), ['placed', 'ended']);
   });
@@ -189,6 +190,7 @@ t('BYEs crossing: our BYE refused (dialog gone), logged as not needed; the call 
     standin.farEndBye(invite.callId);
     trunk.hangup(c.call_id);
     await eventually('the refused BYE logged', () => logs.some((l) => l.msg === 'BYE not needed: the dialog had already ended'));
+    // A deliberate pause that proves something does NOT happen: no unhandled rejection.
     await sleep(100);
     assert.equal(unhandled, []);
     assert.equal(c.events.map((e) => e.type), ['placed', 'answered', 'ended']);
@@ -210,6 +212,7 @@ t('close() does not throw when never connected, nor when the server is gone', as
   await b.trunk.close();
   // Closed: no reconnect afterwards.
   const before = b.standin.count('connection');
+  // A deliberate pause that proves something does NOT happen: no reconnect.
   await sleep(400);
   assert.is(b.standin.count('connection'), before);
 });

@@ -87,6 +87,7 @@ t('a call that ends while the hub is stopped for 6 s is reported once it runs ag
   await sleep(4500);
   hub.kill('SIGCONT');
   await eventually(() => `${'the call end sent during the stop'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'call' && s.call === 'call_during_stop'), 3000);
+  // A deliberate pause that proves something does NOT happen: no offline.
   await sleep(500);
   assert.is(seen.filter((s) => s.kind === 'offline' && s.node === 'node_stop').length, 0, 'a node that heartbeated all along is not cut off for the hub\'s own stop');
 });

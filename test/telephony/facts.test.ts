@@ -74,6 +74,7 @@ t('facts are kept per journey and key; each new value is one vd.journey.fact_rec
   };
   await learn('interested', true, 1);
   await learn('interested', true, 1);
+  // A deliberate pause that proves something does NOT happen: no second record.
   await new Promise((res) => setTimeout(res, 200));
   assert.is(await recorded(), 1, 'the same fact again: nothing');
   await learn('phone', '(202) 555-0188', 2);
@@ -124,7 +125,7 @@ t('the facts show in the person’s results (null disposition while only the bot
   assert.is((await results(`&since=${encodeURIComponent(later)}`)).items.length, 0);
   // A fact recorded after `since` brings the person back (a late fact of the ended call). Two
   // values of one key in one batch (pushed in the same tick): the last stands, one event.
-  await new Promise((res) => setTimeout(res, 1100));
+  await eventually('the clock past `later`', () => Date.now() > Date.parse(later), 5000, 10);
   const before = (await cp.services.store.db.selectFrom('outbox').select('id').where('subject', '=', 'vd.journey.fact_recorded').execute()).length;
   cp.dialer.events.push({ node_id: 'node_facts1', epoch: 0, event: { type: 'call.fact', call_id: callId, key: 'budget', value: 1400 } });
   cp.dialer.events.push({ node_id: 'node_facts1', epoch: 0, event: { type: 'call.fact', call_id: callId, key: 'budget', value: 1500 } });

@@ -89,12 +89,14 @@ t('calls a node has stay up: its reports list them, over heartbeats and over a r
   const report = await eventually('a report listing them', () => cp.agentHub.callReports().find((r) => r.node_id === NODE && r.call_ids.length === 3));
   assert.equal([...report.call_ids].sort(), [...oldCalls].sort());
   // Past the 5 s grace and over several heartbeats and reconciles (every 300 ms): nothing ended.
+  // A deliberate pause that proves something does NOT happen: no end.
   await sleep(6500);
   assert.equal((await rows(oldCalls)).map((r) => r.state), ['answered', 'answered', 'answered']);
   // The control plane drops the socket: the agent says hello again, listing its calls.
   const before = cp.agentHub.node(NODE)!.epoch;
   assert.ok(cp.agentHub.disconnect(NODE));
   await eventually('the node back on a new connection', () => (cp.agentHub.node(NODE)?.online && cp.agentHub.node(NODE)!.epoch > before) || null);
+  // A deliberate pause that proves something does NOT happen: no end.
   await sleep(1500);
   assert.equal((await rows(oldCalls)).map((r) => r.state), ['answered', 'answered', 'answered']);
   assert.is(events.filter((e) => e.event.type === 'call.ended').length, 0);
@@ -129,6 +131,7 @@ t('a node back without its calls (agent killed and restarted at once): they end 
     return r.length === 3 && r.every((x) => x.state === 'answered') ? r : null;
   }, 30_000);
   newCalls = fresh.map((r) => r.id);
+  // A deliberate pause that proves something does NOT happen: no end past the grace.
   await sleep(7000);
   assert.equal((await rows(newCalls)).map((r) => r.state), ['answered', 'answered', 'answered']);
 });
@@ -141,6 +144,7 @@ t('a call the store has ended that the node still has is hung up on the node', a
   assert.is((hungUp.event as { reason?: string }).reason, 'hangup');
   await eventually('the node carrying two calls', () => cp.agentHub.node(NODE)?.live_calls === 2 || null, 5000);
   // The end the agent reports changes nothing: the row keeps the end it had.
+  // A deliberate pause that proves something does NOT happen: the row's end is not changed.
   await sleep(500);
   assert.is((await rows([victim]))[0].end_reason, 'node_lost');
   assert.equal((await rows(newCalls.slice(1))).map((r) => r.state), ['answered', 'answered']);
