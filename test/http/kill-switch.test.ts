@@ -112,7 +112,9 @@ t('on → pause again: no change, nothing new recorded, paused_at unchanged; on 
   const first = await putGlobal(owner, { paused: true, reason: 'carrier outage in the east' });
   assert.is(first.body.changed, true);
   const count = await pauseEvents('global');
-  await new Promise((r) => setTimeout(r, 20));
+  // Time passes before the second pause, so a changed paused_at would show.
+  const firstAt = Date.now();
+  await eventually('the clock past the first pause', () => Date.now() > firstAt + 1, 1000, 1);
   const again = await putGlobal(owner, { paused: true, reason: 'a different reason entirely' });
   assert.is(again.status, 200);
   assert.is(again.body.changed, false);
@@ -338,6 +340,7 @@ t('KillSwitchReader on a coordinator that does not answer (dead port): launch no
     await r.start();
     assert.ok(Date.now() - started < 1000, 'start does not hang');
     assert.equal(r.check('ten_x'), { launch: false, idle_reason: 'platform_pause_unreadable' });
+    // A deliberate pause that proves something does NOT happen: it does not become readable.
     await new Promise((res) => setTimeout(res, 1200));
     assert.equal(r.check('ten_x'), { launch: false, idle_reason: 'platform_pause_unreadable' });
     await r.stop();

@@ -28,6 +28,10 @@ import { makeCampaign, startAgent, type TestAgent } from '../dialer/support.ts';
 const t = suite('metrics: /metrics on its own port, counters moving with the work done');
 
 const CACHE_MS = 1500;
+/** The store-figures cache's clock: real time moved on by `skew`, or standing still at `held`. */
+let skew = 0;
+let held: number | null = null;
+const cacheNow = () => held ?? performance.now() + skew;
 let cp: RunningControlPlane;
 let dbUrl = '';
 let drop: () => Promise<void> = async () => {};
@@ -35,7 +39,6 @@ let rx: Receiver;
 let operator: Session;
 let co: Awaited<ReturnType<typeof makeCompany>>;
 let agent: TestAgent | null = null;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * One scrape, parsed. The parser folds every series of a labelled histogram into one (it handles
@@ -80,7 +83,7 @@ t.before(async () => {
   drop = db.drop;
   rx = await startReceiver();
   rx.answer((r) => (r.path.startsWith('/fail') ? { status: 500, body: 'no' } : { status: 200, body: 'thanks' }));
-  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix(), env: { VD_ALLOW_PRIVATE_TARGETS: '1' }, metrics: { storeCacheMs: CACHE_MS } });
+  cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix(), env: { VD_ALLOW_PRIVATE_TARGETS: '1' }, metrics: { storeCacheMs: CACHE_MS, now: cacheNow } });
   operator = await makeOperator(cp, ['platform_owner']);
   co = await makeCompany(cp, 'Metrics Co');
 });
@@ -272,18 +275,28 @@ t('outbox lag per consumer: read from the store at scrape time, cached briefly, 
   await eventually('the audit queue empty', async () => audit((await scrape()).families) === 0, 20_000);
   // The audit consumer of this instance stops, so what is queued for it stays queued.
   await cp.services.outbox.stop();
+  // The cache's clock stands still: however long the next steps take on a loaded machine, the
+  // cache's time is not over.
+  held = cacheNow();
   const shown = await scrape();
   assert.is(audit(shown.families), 0);
+  const emitStarted = Date.now();
   await cp.services.store.transaction((tx) =>
     emit(tx, [1, 2, 3].map((i) => ({ subject: syntheticEvent('vd.metricsprobe.audited'), tenant_id: null, data: { i, actor: { type: 'operator', id: 'op_probe' } } }))),
   );
+  const committed = Date.now();
   // Within the cache's time the figures are those of the last read.
   assert.is(audit((await scrape()).families), 0);
-  await sleep(CACHE_MS + 200);
+  // Once the cache's time is over, a scrape reads again.
+  held = null;
+  skew += CACHE_MS;
+  const scrapeStarted = Date.now();
   let f = (await scrape()).families;
+  const scrapeEnded = Date.now();
   assert.is(audit(f), 3);
+  // The oldest event's age when the store was read: from its commit to the read, at most.
   const age = sample(f, 'vd_outbox_oldest_pending_age_seconds', { consumer: 'audit' })!;
-  assert.ok(age >= CACHE_MS / 1000 && age < CACHE_MS / 1000 + 3, `oldest age ${age}`);
+  assert.ok(age >= (scrapeStarted - committed) / 1000 - 0.05 && age <= (scrapeEnded - emitStarted) / 1000 + 0.05, `oldest age ${age}`);
   assert.is(sample(f, 'vd_outbox_oldest_pending_age_seconds', { consumer: 'meter' }), undefined, 'no age when nothing waits');
 
   // The store does not answer (the outbox locked by another session): the scrape answers after the
@@ -294,7 +307,8 @@ t('outbox lag per consumer: read from the store at scrape time, cached briefly, 
   try {
     await locker.query('begin');
     await locker.query('lock table outbox in access exclusive mode');
-    await sleep(CACHE_MS + 200);
+    // The cache's time over: the next scrape reads.
+    skew += CACHE_MS;
     const started = performance.now();
     const slow = await scrape();
     const ms = performance.now() - started;

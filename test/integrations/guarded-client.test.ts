@@ -232,6 +232,7 @@ test('startBy passes while the event loop is stalled before the request is writt
   });
   resetSeen();
   const r = await client.post(`http://receiver.test:${P}/ok`, 'x', {}, { startBy: performance.now() + 100 });
+  // A deliberate pause that proves something does NOT happen: nothing reaches the receiver later.
   await new Promise((resolve) => setTimeout(resolve, 100));
   await client.close();
   assert.is(r.kind, 'not_sent', JSON.stringify(r));

@@ -16,6 +16,7 @@ import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { heldUpload, usNumber } from '../support/legacy-files.ts';
+import { eventually } from '../support/eventually.ts';
 
 const CONNECTORS = '/api/integrations/v1/connectors';
 const t = suite('legacy imports at the same time');
@@ -82,12 +83,9 @@ t('a number written meanwhile by another way in (uncommitted when the piece is s
     const leads = call(cp.url, 'POST', `${CONNECTORS}/${con}/legacy/import-leads?list_id=${list}`, { session: owner, raw: file('phone_number\n', 500_000, 500_010, false), headers: { 'content-type': 'text/csv' } });
     const dnc = call(cp.url, 'POST', `${CONNECTORS}/${con}/legacy/import-dnc`, { session: owner, raw: file('', 600_000, 600_010, false), headers: { 'content-type': 'text/plain' } });
     // Both imports wait on that writer's rows...
-    for (let i = 0; ; i++) {
-      const waiting = Number((await sql.query(`select count(*) from pg_stat_activity where application_name like 'vd-import %' and wait_event_type = 'Lock'`)).rows[0].count);
-      if (waiting === 2) break;
-      if (i > 400) throw new Error('the imports never waited on the uncommitted rows');
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually('both imports waiting on the uncommitted rows', async () =>
+      Number((await sql.query(`select count(*) from pg_stat_activity where application_name like 'vd-import %' and wait_event_type = 'Lock'`)).rows[0].count) === 2,
+    20_000);
     // ...which then commits: each import finds its number taken and leaves it as it is.
     await side.query('commit');
     const [l, d] = await Promise.all([leads, dnc]);
@@ -111,12 +109,9 @@ t('while an upload is still arriving, its numbers can be written by other ways i
   const dnc = heldUpload(cp.url, `${CONNECTORS}/${con}/legacy/import-dnc`, owner, 'text/plain', file('', 800_000, 900_000, false));
   try {
     // Both uploads have pieces in their stages (all but their last bytes are sent and read).
-    for (let i = 0; ; i++) {
-      const copying = (await sql.query(`select query from pg_stat_activity where application_name like 'vd-import %' and query ilike 'copy %_import_stage%'`)).rows.length;
-      if (copying === 2) break;
-      if (i > 400) throw new Error('the uploads never reached their stages');
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually('both uploads copying into their stages', async () =>
+      (await sql.query(`select query from pg_stat_activity where application_name like 'vd-import %' and query ilike 'copy %_import_stage%'`)).rows.length === 2,
+    20_000);
     const side = await sql.connect();
     try {
       await side.query(`set statement_timeout = '3s'`);
