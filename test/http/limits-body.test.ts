@@ -4,7 +4,6 @@
  * Postgres and Redis. Each rule is tried at its edge.
  */
 import http from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { suite } from 'uvu';

@@ -21,11 +21,11 @@ import { WebhookWorker } from '../../control-plane/integrations/webhook-worker.t
 import { createLogger } from '../../shared/logger.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { eventually } from '../support/eventually.ts';
 
 const t = suite('webhook claims: one sender per message');
 const PAUSED = 'vd-test-paused-claimer';
 const PAUSE_LOCK = 4242;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let url = '';
 let drop: () => Promise<void> = async () => {};
 let store: Store;
@@ -85,13 +85,11 @@ const claim = (s: Store, instance: string) =>
 
 /** Waits until a claim from the `paused` store is waiting on PAUSE_LOCK. */
 async function pausedClaimWaiting(): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  await eventually('the paused claim at its pause', async () => {
     const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity
       where application_name = ${PAUSED} and wait_event_type = 'Lock' and wait_event = 'advisory'`.execute(store.db);
-    if (Number(r.rows[0].n) > 0) return;
-    await sleep(10);
-  }
-  throw new Error('the paused claim never reached its pause');
+    return Number(r.rows[0].n) > 0;
+  }, 10_000, 10);
 }
 
 t('a claim whose snapshot predates another claim\'s commit does not take over the rows that claim leased', async () => {
@@ -168,13 +166,11 @@ t('a send held up past its start deadline (event loop stalled before the request
   );
   worker.start();
   try {
-    for (let i = 0; i < 500 && rx.on('/stall').length === 0; i++) await sleep(10);
-    let row = await store.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-    for (let i = 0; i < 500 && row.status !== 'delivered'; i++) {
-      await sleep(10);
-      row = await store.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-    }
-    assert.is(row.status, 'delivered');
+    await eventually('the message at the receiver', () => rx.on('/stall').length > 0, 10_000, 10);
+    const row = await eventually('the delivery delivered', async () => {
+      const r = await store.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      return r.status === 'delivered' && r;
+    }, 10_000, 10);
     assert.ok(stallEnded > 0, 'the stall happened');
     assert.is(rx.on('/stall').length, 1, 'the receiver got the message once');
     const attempts = await store.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', id).execute();

@@ -12,6 +12,7 @@ import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call } from '../support/http.ts';
 import { makeCompany, syntheticEvent } from '../support/fixtures.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { eventually } from '../support/eventually.ts';
 import { startTestServer } from '../support/server.ts';
 
 const t = suite('webhook fan-out: queued only where a connection can want it');
@@ -19,7 +20,6 @@ const C = '/api/integrations/v1/connectors';
 let cp: RunningControlPlane;
 let drop: () => Promise<void> = async () => {};
 let rx: Receiver;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.before(async () => {
   const db = await createTestDatabase();
@@ -53,13 +53,15 @@ t('a connection made while events are being written waits for that transaction, 
     [{ id: early }] = await emit(tx, [{ subject: syntheticEvent('vd.test.during'), tenant_id: co.tenantId, data: {} }]);
     await held;
   });
-  await sleep(100);
+  // The events are written (the transaction still open).
+  await eventually('the events written', () => early !== '');
   let answered = false;
   const making = call(cp.url, 'POST', C, { session: co.owner, body: { kind: 'webhook', name: 'late', url: rx.url, events: ['vd.test.>'] } }).then((r) => {
     answered = true;
     return r;
   });
-  await sleep(400);
+  // A deliberate pause that proves something does NOT happen: no answer.
+  await new Promise((r) => setTimeout(r, 400));
   assert.is(answered, false, 'the connection waits for the transaction writing events');
   release();
   await writing;
@@ -67,10 +69,9 @@ t('a connection made while events are being written waits for that transaction, 
   assert.is(made.status, 201, made.text);
   const later = await written(co.tenantId, 'vd.test.after');
   cp.services.outbox.wake();
-  const end = Date.now() + 10_000;
-  while (!rx.received.some((r) => r.body.includes(later)) && Date.now() < end) await sleep(25);
-  assert.ok(rx.received.some((r) => r.body.includes(later)), 'the event written after the connection was made is delivered');
-  await sleep(300);
+  await eventually('the event written after the connection was made delivered', () => rx.received.some((r) => r.body.includes(later)), 10_000);
+  // A deliberate pause that proves something does NOT happen: the earlier event is not delivered.
+  await new Promise((r) => setTimeout(r, 300));
   assert.not.ok(rx.received.some((r) => r.body.includes(early)), 'the event written before it is not');
 });
 

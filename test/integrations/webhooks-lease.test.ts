@@ -133,6 +133,7 @@ async function oneSender(id: string, path: string, b: WebhookWorker): Promise<vo
   b.start();
   await eventually('delivered', async () => (await row(id)).status === 'delivered');
   // Give A every chance to send late (its connection, its request) before counting.
+  // A deliberate pause that proves something does NOT happen: no second send.
   await sleep(1500);
   const got = rx.on(path);
   assert.equal(rx.overlaps.filter((x) => x === id), [], 'the message was never under way twice at once');
@@ -204,6 +205,7 @@ t('fast path: a fan-out statement that finishes past the lease it took does not 
   const made = await store.db.selectFrom('webhook_deliveries').selectAll().where('connector_id', '=', 'con_slowcommit').executeTakeFirstOrThrow();
   assert.is.not(made.id, 'dlv_blocker');
   // A sends nothing: its local view of the lease ran from before the statement.
+  // A deliberate pause that proves something does NOT happen: A sends nothing.
   await sleep(500);
   assert.is(rx.on(path).length, 0, 'A sent nothing');
   await oneSender(made.id, path, worker('instance-b', plainClient(), { pollMs: 250 }));
@@ -230,6 +232,7 @@ t('an attempt cut at the answer limit is not followed by the next one while the 
   await eventually('the first attempt was written down', async () => (await row(id)).attempts === 1);
   const after = await row(id);
   // Polls meanwhile (every 50 ms) find nothing due: the receiver is still on the first request.
+  // A watch window of fixed length, deliberately: it proves something does NOT happen.
   while (Date.now() - firstAt < RECEIVER_BUSY + 200) await sleep(50);
   assert.equal(rx.overlaps.filter((x) => x === id), [], 'the message was never under way twice at once');
   assert.is(rx.on(path).length, 1, 'no second request while the first was being answered');

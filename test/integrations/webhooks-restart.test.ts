@@ -13,10 +13,10 @@ import { call } from '../support/http.ts';
 import { makeCompany, syntheticEvent } from '../support/fixtures.ts';
 import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { eventually } from '../support/eventually.ts';
 import { startTestServer } from '../support/server.ts';
 
 const N = 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const prefix = testRedisPrefix();
 let dbUrl = '';
 let drop: () => Promise<void> = async () => {};
@@ -74,9 +74,7 @@ test('1,000 pending, receiver failing half, an instance SIGKILLed and restarted:
     await b.services.coordinator.publish(OUTBOX_CHANNEL, '1');
   }
   // Kill the child while deliveries are under way.
-  const end = Date.now() + 20_000;
-  while (rx.received.length < 200 && Date.now() < end) await sleep(5);
-  assert.ok(rx.received.length >= 200, `deliveries started (${rx.received.length})`);
+  await eventually(() => `200 deliveries started (${rx!.received.length})`, () => rx!.received.length >= 200, 20_000, 5);
   await stopProcess(a.proc, 'SIGKILL');
   const killedAt = rx.received.length;
   a2 = await startA('child-a-again');
@@ -85,15 +83,13 @@ test('1,000 pending, receiver failing half, an instance SIGKILLed and restarted:
   const store = b.services.store;
   const count = async (status: string) =>
     Number((await store.db.selectFrom('webhook_deliveries').select((e) => e.fn.countAll<string>().as('n')).where('status', '=', status as never).executeTakeFirstOrThrow()).n);
-  const tried = Date.now() + 60_000;
-  while ((await count('pending')) > 0 && Date.now() < tried) await sleep(200);
+  await eventually('every message tried at least once (none pending)', async () => (await count('pending')) === 0, 60_000, 200);
   assert.ok(failedOnce.size > N / 3, `about half the messages failed at least once (${failedOnce.size})`);
   const state = await store.db.selectFrom('connectors').select('state').where('id', '=', h.body.id).executeTakeFirstOrThrow();
   assert.is(state.state, 'active');
   failing = false;
 
-  const deadline = Date.now() + 90_000;
-  while ((await count('delivered')) < N && Date.now() < deadline) await sleep(250);
+  await eventually(`all ${N} delivered`, async () => (await count('delivered')) === N, 90_000, 250).catch(() => {});
   if ((await count('delivered')) < N) {
     const dump = await store.db
       .selectFrom('webhook_deliveries')

@@ -219,6 +219,7 @@ t('a delivery: envelope, headers, Stripe-verified signature, masking; full numbe
   await send('vd.journey.transcript_line', { text: 'hello' });
   const wanted = await send('vd.journey.closed', { campaign_id: cmp.body.id }, { campaign: cmp.body.id });
   await eventually('filtered delivery', async () => rx.on('/filtered').length >= 1, 5000);
+  // A deliberate pause that proves something does NOT happen: no other delivery.
   await sleep(300);
   assert.equal(rx.on('/filtered').map((r) => JSON.parse(r.body).id), [wanted]);
 });
@@ -240,6 +241,7 @@ async function onSchedule(name: string, url: string, outcome: string, status: nu
   assert.is(d1.next_at!.getTime() - d1.first_attempt_at!.getTime(), 10_000, `${name}: first wait`);
   assert.is(d1.give_up_at!.getTime() - d1.first_attempt_at!.getTime(), 24 * 3600_000);
   clock.advance(9_999);
+  // A deliberate pause that proves something does NOT happen: no attempt before the wait is over.
   await sleep(400);
   assert.is((await delivery(h.id))[0].attempts, 1, `${name}: nothing before the wait is over`);
   clock.advance(1);
@@ -322,6 +324,7 @@ t('given up 24 h after the first attempt; Retry gives a fresh 24 h and delivers'
   const sent = rx.on('/flaky').length;
   assert.is(sent, d.attempts, 'one request per attempt');
   clock.advance(3 * 3600_000);
+  // A deliberate pause that proves something does NOT happen: nothing sent after the give-up.
   await sleep(500);
   assert.is(rx.on('/flaky').length, sent, 'nothing is sent after the give-up');
   // The log, filtered by status.
@@ -364,9 +367,11 @@ t('50 failures in a row: Needs attention, nothing more is sent; Switch on re-arm
   }, 20_000);
   assert.is(state.failures_in_a_row, 50);
   assert.ok(state.needs_attention_since);
+  // A deliberate pause that proves something does NOT happen: no 51st attempt.
   await sleep(500);
   assert.is(rx.on('/na').length, 50, 'exactly 50 attempts, each failed');
   clock.advance(3600_000);
+  // A deliberate pause that proves something does NOT happen: no send while it needs attention.
   await sleep(1500);
   assert.is(rx.on('/na').length, 50, 'no more sends while it needs attention');
   up = true;

@@ -4,7 +4,6 @@
  * and Redis keys, and bucket resets.
  */
 import http from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import * as assert from 'uvu/assert';
