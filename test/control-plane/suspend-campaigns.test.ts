@@ -20,6 +20,7 @@ let b: RunningControlPlane;
 let c: RunningControlPlane;
 let op: Session;
 let drop: () => Promise<void> = async () => {};
+/** Random jitter (0-12 ms) that spreads the racing requests, not a wait for a result. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SYSTEM = { kind: 'system' as const, id: null, email: null };
 

@@ -70,7 +70,7 @@ t('states follow the wire: dialing until the INVITE leaves, trying (100) until 1
   assert.is((await row(a)).state, 'dialing');
   agent.trunk.place(a);
   await until(a, 'trying', (r) => r.state === 'trying' && r.sip_status === 100);
-  // No 180 yet: it stays trying.
+  // No 180 yet: it stays trying (a deliberate pause that proves something does NOT happen).
   await new Promise((r) => setTimeout(r, 300));
   assert.is((await row(a)).state, 'trying');
   agent.trunk.ring(a);
