@@ -6,7 +6,6 @@
 import { DrachtioTrunk, type DrachtioTrunkOptions } from '../../media-agent/drachtio-trunk.ts';
 import type { TrunkCall, TrunkEvent } from '../../media-agent/trunk.ts';
 import { DrachtioStandin, type FarEnd, type StandinOptions } from './drachtio-standin.ts';
-import { eventually } from './eventually.ts';
 
 export const SECRET = 'cymru';
 
@@ -61,13 +60,30 @@ export function place(trunk: DrachtioTrunk, to: string, ring_timeout_s = 30, cal
   const events: TrunkEvent[] = [];
   const ringing: TrunkEvent[] = [];
   const all: TrunkEvent[] = [];
+  const waiters: Array<() => void> = [];
   const call: TrunkCall = { call_id, to, from: '+15559999', ring_timeout_s, handler: 'agents' };
   trunk.originate(call, (e) => {
     all.push(e);
     (e.type === 'ringing' ? ringing : events).push(e);
+    for (const w of waiters.splice(0)) w();
   });
-  const next = <T extends TrunkEvent['type']>(type: T, timeoutMs = 10_000): Promise<Extract<TrunkEvent, { type: T }>> =>
-    eventually(() => `${type} for ${call_id}; got ${JSON.stringify(events)}`, () => all.find((e): e is Extract<TrunkEvent, { type: T }> => e.type === type), timeoutMs, 10);
+  // Woken by the event itself, not by polling (`eventually`): scenarios act in the same turn as
+  // the event (before the far end reads the next frame).
+  const next = async <T extends TrunkEvent['type']>(type: T, timeoutMs = 10_000): Promise<Extract<TrunkEvent, { type: T }>> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = all.find((e) => e.type === type);
+      if (hit) return hit as Extract<TrunkEvent, { type: T }>;
+      if (Date.now() > deadline) throw new Error(`no ${type} for ${call_id} within ${timeoutMs} ms; got ${JSON.stringify(events)}`);
+      await new Promise<void>((r) => {
+        const tm = setTimeout(r, 50);
+        waiters.push(() => {
+          clearTimeout(tm);
+          r();
+        });
+      });
+    }
+  };
   return { call_id, events, ringing, all, next };
 }
 

@@ -42,7 +42,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
-import { eventually } from './eventually.ts';
 
 /** What the far end does with an INVITE. */
 export type FarEnd =
@@ -130,6 +129,7 @@ export class DrachtioStandin {
   #server: Server | null = null;
   #port = 0;
   #held: Array<() => void> | null = null;
+  #waiters: Array<() => void> = [];
 
   private constructor(opts: StandinOptions) {
     this.#secret = opts.secret;
@@ -255,12 +255,28 @@ export class DrachtioStandin {
     this.#sendSip(c.owner, this.#farBye(c), c.byeTxn, c.dialogId);
   }
 
-  /** Resolves once an event matches (those already seen count too); waited for with `eventually`. */
+  /**
+   * Resolves once an event matches (checked against those already seen, then each new one). Woken
+   * by the event itself, not by polling (`eventually`): scenarios act in the same turn as the
+   * event, before the next frame is read (an ACK not read yet when the connection is held).
+   */
   async waitFor<E extends StandinEvent['kind']>(kind: E, match: (e: Extract<StandinEvent, { kind: E }>) => boolean = () => true, timeoutMs = 10_000): Promise<Extract<StandinEvent, { kind: E }>> {
     const find = () => this.events.find((e): e is Extract<StandinEvent, { kind: E }> => e.kind === kind && match(e as Extract<StandinEvent, { kind: E }>));
-    return eventually(() => `a stand-in ${kind} event; seen: ${JSON.stringify(this.events.map((e) => e.kind))}`, find, timeoutMs, 10);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = find();
+      if (hit) return hit;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`stand-in: no ${kind} event within ${timeoutMs} ms; seen: ${JSON.stringify(this.events.map((e) => e.kind))}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
   }
-
 
   count<E extends StandinEvent['kind']>(kind: E, match: (e: Extract<StandinEvent, { kind: E }>) => boolean = () => true): number {
     return this.events.filter((e) => e.kind === kind && match(e as Extract<StandinEvent, { kind: E }>)).length;
@@ -268,6 +284,7 @@ export class DrachtioStandin {
 
   #note(e: StandinEvent): void {
     this.events.push(e);
+    for (const w of this.#waiters.splice(0)) w();
   }
 
   // ---- the admin connection ----
