@@ -11,6 +11,7 @@
  */
 import type { Session } from '../support/http.ts';
 import { persist } from './api.ts';
+import { eventually } from '../support/eventually.ts';
 import { sleep, type Agent, type Instance, type PgServer, type RedisServer } from './harness.ts';
 
 /** mulberry32: a small seeded PRNG. */
@@ -170,13 +171,9 @@ export async function runSchedule(ctx: Ctx, schedule: Fault[], t0: number): Prom
   return done;
 }
 
-async function waitFor(what: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (what()) return true;
-    await sleep(100);
-  }
-  return what();
+/** Whether `what` holds within `ms` (false when it never did: the fault is skipped). */
+function waitFor(what: () => boolean, ms: number): Promise<boolean> {
+  return eventually('the condition', what, ms, 100).then(() => true, () => false);
 }
 
 async function execute(ctx: Ctx, f: Fault): Promise<string | undefined> {

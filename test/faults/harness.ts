@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { eventually } from '../support/eventually.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -100,19 +101,17 @@ export async function freePort(): Promise<number> {
 class ExitedEarly extends Error {}
 
 async function until<T>(what: string, ms: number, fn: () => Promise<T | null | undefined | false>, rethrowExit = false): Promise<T> {
-  const end = Date.now() + ms;
+  // A failing look (a server not up yet) counts as not yet; the last failure is told at the end.
   let last: unknown;
-  while (Date.now() < end) {
+  return eventually(() => `${what}${last ? `: ${(last as Error).message}` : ''}`, async () => {
     try {
-      const v = await fn();
-      if (v) return v;
+      return await fn();
     } catch (err) {
       if (rethrowExit && err instanceof ExitedEarly) throw err;
       last = err;
+      return null;
     }
-    await sleep(100);
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+  }, ms, 100);
 }
 
 // ---- the work dir ----
