@@ -85,7 +85,13 @@ export type AgentHubOptions = {
 };
 
 type Report = { callIds: Set<string>; at: number; heard: Set<string> };
-type Entry = NodeView & { socket: WebSocket | null; lastSeen: number; report: Report | null };
+/**
+ * `awaiting`: a drain or resume sent to the agent and not yet seen in its heartbeats. A heartbeat
+ * the agent sent before it read the command (one was on the wire) is older than the command: its
+ * drain state is not taken, or the node would flap back to accepting (or draining) until the next
+ * one (seen with an operator's drain sent to a node that had just connected again).
+ */
+type Entry = NodeView & { socket: WebSocket | null; lastSeen: number; report: Report | null; awaiting: 'drain' | 'resume' | null };
 
 const CLOSE_REPLACED = 4000;
 const CLOSE_PROTOCOL = 1008;
@@ -195,8 +201,12 @@ export class AgentHub extends EventEmitter {
         const wasOnline = entry.online;
         entry.live_calls = msg.live_calls;
         entry.capacity = msg.capacity;
-        entry.draining = msg.draining;
-        entry.drain_reason = msg.draining ? (msg.reason ?? entry.drain_reason ?? 'operator') : null;
+        const older = entry.awaiting === 'drain' ? !msg.draining : entry.awaiting === 'resume' ? msg.draining && (msg.reason ?? 'operator') === 'operator' : false;
+        if (!older) {
+          entry.awaiting = null;
+          entry.draining = msg.draining;
+          entry.drain_reason = msg.draining ? (msg.reason ?? entry.drain_reason ?? 'operator') : null;
+        }
         entry.last_heartbeat_at = new Date();
         entry.online = true;
         entry.report = reportOf(msg.call_ids);
@@ -238,6 +248,7 @@ export class AgentHub extends EventEmitter {
       last_heartbeat_at: now,
       started_at: hello.started_at ? new Date(hello.started_at) : null,
       socket: ws,
+      awaiting: null,
       lastSeen: now.getTime(),
       report: reportOf(hello.call_ids),
     };
@@ -367,6 +378,7 @@ export class AgentHub extends EventEmitter {
   drain(nodeId: string): CommandResult {
     const r = this.sendCommand(nodeId, { type: 'drain', epoch: this.#epochOf(nodeId) });
     const e = this.#nodes.get(nodeId);
+    if (r.ok && e) e.awaiting = 'drain';
     if (r.ok && e && (!e.draining || e.drain_reason === 'trunk_down')) {
       e.draining = true;
       e.drain_reason = 'operator';
@@ -381,6 +393,7 @@ export class AgentHub extends EventEmitter {
     if (!e) return { ok: false, reason: 'unknown_node' };
     if (e.draining && e.drain_reason === 'shutdown') return { ok: false, reason: 'shutting_down' };
     const r = this.sendCommand(nodeId, { type: 'resume', epoch: e.epoch });
+    if (r.ok) e.awaiting = 'resume';
     // Only an operator's drain is lifted here; a node draining for its trunk says when it is back.
     if (r.ok && e.draining && e.drain_reason === 'operator') {
       e.draining = false;
