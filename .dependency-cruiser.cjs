@@ -47,10 +47,10 @@ module.exports = {
     },
     {
       name: 'machines-are-pure',
-      comment: 'Actor machines (control-plane/actors/) import only shared/, each other and store types.',
+      comment: 'Actor machines (control-plane/**/*.machine.ts, each beside its actor) import only shared/, each other and store types.',
       severity: 'error',
-      from: { path: '^control-plane/actors/' },
-      to: { path: '^control-plane/', pathNot: '^control-plane/(actors/|db/schema/)' },
+      from: { path: '^control-plane/.+\\.machine\\.ts$' },
+      to: { path: '^control-plane/', pathNot: '^control-plane/(.+\\.machine\\.ts$|infra/db/schema/)' },
     },
     {
       name: 'context-is-a-root',

@@ -13,7 +13,7 @@
  * Usage: node bench/billing.bench.ts   (BENCH_RUNS, BENCH_COMPANIES, BENCH_ITEMS override)
  */
 import { sql } from 'kysely';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 import { call, signIn } from '../test/support/http.ts';
 import { BENCH_OPERATOR, nearestRank, startProcessInstance } from './support/instance.ts';
 

@@ -26,7 +26,7 @@
  * BENCH_DUE_ROUNDS (dueOutsideHours calls, default 50), BENCH_KEEP_DB=1 (leave the database, for a look)
  */
 import { sql, type KyselyPlugin, type RootOperationNode, type QueryResult, type UnknownRow, RawNode } from 'kysely';
-import { openPostgres, type Store, type Tx } from '../control-plane/db/store.ts';
+import { openPostgres, type Store, type Tx } from '../control-plane/infra/db/store.ts';
 import { createCompany } from '../control-plane/companies/create-company.ts';
 import { createList } from '../control-plane/core/lists.ts';
 import { claimPeople, dueOutsideHours } from '../dialer/launch-rows.ts';

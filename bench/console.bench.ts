@@ -25,7 +25,7 @@
  * Usage: node bench/console.bench.ts   (BENCH_RUNS, BENCH_COMPANIES, BENCH_CALLS override)
  */
 import { sql } from 'kysely';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 import { sampleLiveCalls } from '../dialer/live-samples.ts';
 import { call, signIn, type Session } from '../test/support/http.ts';
 import { BENCH_OPERATOR, nearestRank, startProcessInstance } from './support/instance.ts';

@@ -34,7 +34,7 @@ const GOAL = 0.5;
 
 type Ready = { url: string; key: string; databaseUrl: string; sql: string; parameters: unknown[] };
 
-/** The instance's pool size (control-plane/db/store.ts openPostgres). */
+/** The instance's pool size (control-plane/infra/db/store.ts openPostgres). */
 const INSTANCE_POOL = 10;
 const MIDDLEWARE_GOAL = 0.5;
 const LISTS_GOAL = 0.6;
@@ -175,7 +175,7 @@ function startInstance(): Promise<{ child: ChildProcess; ready: Ready }> {
 async function main(): Promise<void> {
   const { child, ready } = await startInstance();
   const pool = new Pool(ready.url, { connections: CONNECTIONS, pipelining: 1 });
-  // The instance's own settings: its pool size, JIT off (control-plane/db/store.ts).
+  // The instance's own settings: its pool size, JIT off (control-plane/infra/db/store.ts).
   const direct = new pg.Pool({ connectionString: ready.databaseUrl, max: INSTANCE_POOL, options: '-c jit=off' });
   try {
     const auth = { authorization: `Bearer ${ready.key}` };

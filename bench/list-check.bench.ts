@@ -19,7 +19,7 @@
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { createTestDatabase } from '../test/support/db.ts';
-import { openStore, type Store } from '../control-plane/db/store.ts';
+import { openStore, type Store } from '../control-plane/infra/db/store.ts';
 import { createLogger } from '../shared/logger.ts';
 import { ListChecks } from '../control-plane/core/checks.ts';
 import { insertLeads, normaliseLead, type Lead } from '../control-plane/core/people.ts';

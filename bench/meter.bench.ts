@@ -9,7 +9,7 @@
  * Usage: node bench/meter.bench.ts   (BENCH_ITEMS, BENCH_RUNS override)
  */
 import { sql } from 'kysely';
-import { emit } from '../control-plane/runtime/outbox.ts';
+import { emit } from '../control-plane/infra/runtime/outbox.ts';
 import { meterUsage, type UsageItem } from '../control-plane/usage/meter.ts';
 import { createTestDatabase, testRedisPrefix } from '../test/support/db.ts';
 import { startTestServer } from '../test/support/server.ts';

@@ -6,9 +6,9 @@
  * Usage: node bench/ratelimit.bench.ts   (BENCH_REDIS_URL, BENCH_CHECKS override the defaults)
  */
 import { randomUUID } from 'node:crypto';
-import type { BucketSpec, Coordinator } from '../control-plane/coordination/coordinator.ts';
-import { MemoryCoordinator } from '../control-plane/coordination/memory.ts';
-import { RedisCoordinator } from '../control-plane/coordination/redis.ts';
+import type { BucketSpec, Coordinator } from '../control-plane/infra/coordination/coordinator.ts';
+import { MemoryCoordinator } from '../control-plane/infra/coordination/memory.ts';
+import { RedisCoordinator } from '../control-plane/infra/coordination/redis.ts';
 
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHECKS = Number(process.env.BENCH_CHECKS ?? 20_000);

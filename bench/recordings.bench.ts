@@ -85,7 +85,7 @@ const round = (x: number, d = 1) => Number(x.toFixed(d));
 
 /** A 100 KB WAV: 8 kHz mono 16-bit, 6.4 s. */
 async function wavFile(): Promise<Buffer> {
-  const { wavHeader } = await import('../shared/wav.ts');
+  const { wavHeader } = await import('../media-agent/wav.ts');
   return Buffer.concat([wavHeader(FILE_BYTES - 44), Buffer.alloc(FILE_BYTES - 44, 1)]);
 }
 

@@ -17,7 +17,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 import { newId } from '../shared/ids.ts';
 import { call, signIn, type Session } from '../test/support/http.ts';
 import { activate } from '../test/support/fixtures.ts';

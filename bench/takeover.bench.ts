@@ -14,8 +14,8 @@
  */
 import { createActor } from 'xstate';
 import { companyActor } from '../control-plane/companies/company-actor.ts';
-import { companyMachine } from '../control-plane/actors/company.machine.ts';
-import { openPostgres, type Store } from '../control-plane/db/store.ts';
+import { companyMachine } from '../control-plane/companies/company.machine.ts';
+import { openPostgres, type Store } from '../control-plane/infra/db/store.ts';
 import { newId } from '../shared/ids.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../test/support/db.ts';
 import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../test/support/processes.ts';

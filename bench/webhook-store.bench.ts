@@ -22,13 +22,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../control-plane/db/store.ts';
-import { claimDue } from '../control-plane/integrations/claim-due.ts';
-import { consumeForWebhooks } from '../control-plane/integrations/fan-out.ts';
-import { finishAttempts } from '../control-plane/integrations/attempt-outcomes.ts';
-import type { Claimed } from '../control-plane/integrations/deliveries.ts';
-import type { OutboundResult } from '../control-plane/integrations/guarded-client.ts';
-import { emit } from '../control-plane/runtime/outbox.ts';
+import { openPostgres, type Store } from '../control-plane/infra/db/store.ts';
+import { claimDue } from '../control-plane/webhooks/claim-due.ts';
+import { consumeForWebhooks } from '../control-plane/webhooks/fan-out.ts';
+import { finishAttempts } from '../control-plane/webhooks/attempt-outcomes.ts';
+import type { Claimed } from '../control-plane/webhooks/deliveries.ts';
+import type { OutboundResult } from '../control-plane/infra/outbound-http/guarded-client.ts';
+import { emit } from '../control-plane/infra/runtime/outbox.ts';
 import { createTestDatabase } from '../test/support/db.ts';
 import { syntheticEvent } from '../test/support/fixtures.ts';
 import { dataOf } from './support/webhook-load.ts';

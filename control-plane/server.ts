@@ -16,7 +16,7 @@ import type { AgentHub } from './telephony/agent-hub.ts';
 import { Dialer, type DialerOptions } from '../dialer/dialer.ts';
 import { instanceRegistry, type InstanceRegistryOptions } from './metrics.ts';
 import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
-import { outboxLag } from './runtime/outbox-lag.ts';
+import { outboxLag } from './infra/runtime/outbox-lag.ts';
 
 export type RunningControlPlane = {
   url: string;

@@ -5,7 +5,7 @@
  * The window is 30 days to the hour: the hour that holds `now - 30 days` counts whole.
  */
 import { sql } from 'kysely';
-import type { Store, Tx } from '../control-plane/db/store.ts';
+import type { Store, Tx } from '../control-plane/infra/db/store.ts';
 import { agentsOnline } from '../control-plane/companies/agents-online.ts';
 
 export const ABANDON_WINDOW_DAYS = 30;

@@ -21,8 +21,8 @@
  * store is down) is kept and tried again: nothing is lost while the process lives.
  */
 import type { Logger } from '../shared/logger.ts';
-import type { Coordinator } from '../control-plane/coordination/coordinator.ts';
-import type { Store, Tx } from '../control-plane/db/store.ts';
+import type { Coordinator } from '../control-plane/infra/coordination/coordinator.ts';
+import type { Store, Tx } from '../control-plane/infra/db/store.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { writeBatch, type EndedCall } from './call-writes.ts';

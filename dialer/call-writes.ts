@@ -7,8 +7,8 @@
  */
 import { sql } from 'kysely';
 import type { CallEventMessage } from '../shared/agent-protocol.ts';
-import type { Tx } from '../control-plane/db/store.ts';
-import { emit, type NewEvent } from '../control-plane/runtime/outbox.ts';
+import type { Tx } from '../control-plane/infra/db/store.ts';
+import { emit, type NewEvent } from '../control-plane/infra/runtime/outbox.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { aiSeconds, billableTransfer, callMinutes, meterUsage, usageCorrection, type UsageItem } from '../control-plane/usage/meter.ts';
 import type { EventName } from '../shared/events.ts';

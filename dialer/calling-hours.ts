@@ -7,7 +7,7 @@
  * open and close on whole minutes, so each answer is kept for the minute it was asked in.
  */
 import { sql } from 'kysely';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 import { readLegalRules } from '../control-plane/compliance/legal-rules.ts';
 import { legalRuleFor, nextOpening, openInAll, windowFor, type CampaignWindow, type LegalRules } from '../control-plane/compliance/calling-window.ts';
 

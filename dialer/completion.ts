@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import { notOnDncList } from '../control-plane/compliance/dnc.ts';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 
 export async function nobodyLeft(store: Store, campaign: { id: string; tenantId: string; lists: string[] }): Promise<boolean> {
   const left = await sql<{ n: number }>`

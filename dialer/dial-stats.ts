@@ -10,7 +10,7 @@
  */
 import { sql } from 'kysely';
 import type { Logger } from '../shared/logger.ts';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 import { callLaunchDenials, callLaunches, DENY_REASONS, type DenyReason } from '../control-plane/metrics.ts';
 import { SAMPLE_DELAY_MS, sampleLiveCalls } from './live-samples.ts';
 

@@ -23,7 +23,7 @@ import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { Services } from '../control-plane/context.ts';
 import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
-import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
+import { lastingSubscribe, type LastingSubscription } from '../control-plane/infra/coordination/lasting-subscription.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { hangupsOwed } from '../control-plane/telephony/hangup.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
@@ -39,7 +39,7 @@ import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace } from './pacing.ts';
 import { mirrorSource, KillSwitchReader } from './kill-switch-reader.ts';
-import { CHANNELS } from '../control-plane/coordination/channels.ts';
+import { CHANNELS } from '../control-plane/infra/coordination/channels.ts';
 
 export type DialerOptions = CallEventsOptions & {
   tickMs?: number;

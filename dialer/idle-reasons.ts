@@ -8,7 +8,7 @@
  */
 import { sql } from 'kysely';
 import type { Logger } from '../shared/logger.ts';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 import type { IdleReason } from './pacing.ts';
 
 /** A campaign's idle state as the pacing loop keeps it. */

@@ -1,6 +1,6 @@
 /**
  * The dialer's fail-closed reader of the kill switch (the switch itself, its store rows, mirror
- * and change notices, is `control-plane/dialing/kill-switch.ts`). It re-reads the switch every
+ * and change notices, is `control-plane/platform-controls/kill-switch.ts`). It re-reads the switch every
  * second and at once on each change notice, and fails closed: when no read has succeeded within
  * the last 2 seconds (or none ever has), `check()` says launch nothing with the idle reason
  * `platform_pause_unreadable`.
@@ -10,10 +10,10 @@
  * carries the new state itself, which is applied at once (a pause stops launches without waiting
  * for a read), but only a read makes the reader fresh.
  */
-import type { Coordinator } from '../control-plane/coordination/coordinator.ts';
-import { lastingSubscribe, type LastingSubscription } from '../control-plane/coordination/lasting-subscription.ts';
-import type { Store } from '../control-plane/db/store.ts';
-import { DIALING_CHANNEL, DIALING_MIRROR_KEY, readSwitch, type SwitchState } from '../control-plane/dialing/kill-switch.ts';
+import type { Coordinator } from '../control-plane/infra/coordination/coordinator.ts';
+import { lastingSubscribe, type LastingSubscription } from '../control-plane/infra/coordination/lasting-subscription.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
+import { DIALING_CHANNEL, DIALING_MIRROR_KEY, readSwitch, type SwitchState } from '../control-plane/platform-controls/kill-switch.ts';
 
 export type SwitchSource = () => Promise<SwitchState>;
 export type IdleReason = null | 'platform_paused' | 'platform_pause_unreadable';

@@ -16,9 +16,9 @@ import { MAX_CALL_SECONDS, type CallEventMessage } from '../shared/agent-protoco
 import { newId } from '../shared/ids.ts';
 import { planLimits } from '../control-plane/companies/plans.ts';
 import { dncKey, notOnDncList, numbersOnDncList } from '../control-plane/compliance/dnc.ts';
-import type { PlanName } from '../control-plane/db/schema/index.ts';
+import type { PlanName } from '../control-plane/infra/db/schema/index.ts';
 import type { Services } from '../control-plane/context.ts';
-import type { Store, Tx } from '../control-plane/db/store.ts';
+import type { Store, Tx } from '../control-plane/infra/db/store.ts';
 import type { CallEvent, CallReport } from '../control-plane/telephony/agent-hub.ts';
 
 /** A call still `dialing` (no word from its node) this long after its launch is ended as not placed. */

@@ -8,8 +8,8 @@
  */
 import { sql } from 'kysely';
 import type { Logger } from '../shared/logger.ts';
-import type { Store } from '../control-plane/db/store.ts';
-import type { ActorRuntime } from '../control-plane/runtime/runtime.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
+import type { ActorRuntime } from '../control-plane/infra/runtime/runtime.ts';
 import type { MediaNodes } from '../control-plane/telephony/nodes.ts';
 import type { DialStats } from './dial-stats.ts';
 import type { DenyReason } from '../control-plane/metrics.ts';

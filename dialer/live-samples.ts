@@ -16,7 +16,7 @@
  * `dial_stats`.
  */
 import { sql } from 'kysely';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 
 /** When, after each 10 s boundary, the sample is taken. */
 export const SAMPLE_DELAY_MS = 2000;

@@ -4,7 +4,7 @@
  * Both read the store, so they count every instance's calls.
  */
 import { sql } from 'kysely';
-import type { Store } from '../control-plane/db/store.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 
 export type LiveRow = { tenant_id: string; name: string; calls: number; ringing: number; answered: number; ai_sessions: number; with_agents: number };
 

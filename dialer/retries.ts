@@ -5,8 +5,8 @@
  * and abandonment counts") has the table.
  */
 import { sql } from 'kysely';
-import type { RetryPolicy } from '../control-plane/db/schema/campaigns.ts';
-import type { Tx } from '../control-plane/db/store.ts';
+import type { RetryPolicy } from '../control-plane/infra/db/schema/campaigns.ts';
+import type { Tx } from '../control-plane/infra/db/store.ts';
 
 /** Why a placed call did not reach its person; each has its own delay in a campaign's policy. */
 export type NotReached = 'no_answer' | 'busy' | 'failed' | 'abandoned';

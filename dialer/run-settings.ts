@@ -5,8 +5,8 @@
  */
 import { sql } from 'kysely';
 import { planLimits } from '../control-plane/companies/plans.ts';
-import type { PlanName } from '../control-plane/db/schema/index.ts';
-import type { Store } from '../control-plane/db/store.ts';
+import type { PlanName } from '../control-plane/infra/db/schema/index.ts';
+import type { Store } from '../control-plane/infra/db/store.ts';
 import type { CampaignWindow } from '../control-plane/compliance/calling-window.ts';
 
 export type Settings = {

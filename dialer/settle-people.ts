@@ -4,8 +4,8 @@
  * the call never left. Written by the call-event writer (`call-writes.ts`) in the end's transaction.
  */
 import { sql } from 'kysely';
-import type { Tx } from '../control-plane/db/store.ts';
-import type { NewEvent } from '../control-plane/runtime/outbox.ts';
+import type { Tx } from '../control-plane/infra/db/store.ts';
+import type { NewEvent } from '../control-plane/infra/runtime/outbox.ts';
 import { FIXED_RETRY, notReachedAs, readRetryPolicies, retryRule, type NotReached, type RetryRule } from './retries.ts';
 
 /** What became of a person's call: reached, not reached (and why), or never placed. */

@@ -12,7 +12,7 @@
  */
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { wavHeader } from '../shared/wav.ts';
+import { wavHeader } from './wav.ts';
 import type { RecordedFile } from './recordings.ts';
 import { MAX_REPLY_TIMES } from '../shared/agent-protocol.ts';
 import type { Trunk, TrunkCall, TrunkEvent } from './trunk.ts';

@@ -5,7 +5,7 @@
  * an event cannot be emitted under a name that is not on this list.
  *
  * The pub/sub channels between control-plane instances are not events and never reach a
- * customer: they are `control-plane/coordination/channels.ts`, under their own prefix.
+ * customer: they are `control-plane/infra/coordination/channels.ts`, under their own prefix.
  */
 export const EVENT_NAMES = [
   // The spec's.

@@ -15,7 +15,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openPostgres, type Store } from '../../control-plane/db/store.ts';
+import { openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../../test/support/db.ts';
 import { deleteRedisPrefix, startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../../test/support/processes.ts';

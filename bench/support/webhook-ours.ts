@@ -5,7 +5,7 @@
  * the commit the way it does for every producer.
  */
 import { sql } from 'kysely';
-import { emit } from '../../control-plane/runtime/outbox.ts';
+import { emit } from '../../control-plane/infra/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix } from '../../test/support/db.ts';
 import { makeCompany, syntheticEvent } from '../../test/support/fixtures.ts';
 import { call } from '../../test/support/http.ts';

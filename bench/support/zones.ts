@@ -4,7 +4,7 @@
  * functions, for benches that need it without a dialer.
  */
 import { sql } from 'kysely';
-import type { Store } from '../../control-plane/db/store.ts';
+import type { Store } from '../../control-plane/infra/db/store.ts';
 import { readLegalRules } from '../../control-plane/compliance/legal-rules.ts';
 import { legalRuleFor, openInAll, windowFor } from '../../control-plane/compliance/calling-window.ts';
 

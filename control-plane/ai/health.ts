@@ -9,8 +9,8 @@
  * probe of each configured upstream now.
  */
 import { sql } from 'kysely';
-import type { Store } from '../db/store.ts';
-import type { OutboundClient } from '../integrations/guarded-client.ts';
+import type { Store } from '../infra/db/store.ts';
+import type { OutboundClient } from '../infra/outbound-http/guarded-client.ts';
 import { PROBE_LIMIT_MS, probeUpstream, type ProbeResult } from './probe.ts';
 import { AI_PURPOSES, aiProvider, type AiProvider, type AiPurpose } from './providers.ts';
 

@@ -4,7 +4,7 @@
  * operator's input) and within a time limit. Whatever it answers is read no further than needed
  * and dropped; the key goes only into the request's Authorization header.
  */
-import type { OutboundClient } from '../integrations/guarded-client.ts';
+import type { OutboundClient } from '../infra/outbound-http/guarded-client.ts';
 import type { AiProvider } from './providers.ts';
 
 /** How long a probe (and every item of `/ops/services`) may take. */

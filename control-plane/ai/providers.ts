@@ -12,9 +12,9 @@
 import { sql, type Kysely } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
-import type { DB, Store, Tx } from '../db/store.ts';
-import type { AiPurpose, AiSampleKind } from '../db/schema/index.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { DB, Store, Tx } from '../infra/db/store.ts';
+import type { AiPurpose, AiSampleKind } from '../infra/db/schema/index.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 
 /** The purposes an upstream is set for. */
 export const AI_PURPOSES = ['bot', 'qa', 'transcription'] as const satisfies readonly AiPurpose[];

@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import type { Logger } from '../../shared/logger.ts';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 import type { AgentHub, BotSessionReport } from '../telephony/agent-hub.ts';
 import { recordAiSample, type AiSample } from './providers.ts';
 

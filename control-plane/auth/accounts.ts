@@ -4,7 +4,7 @@
  */
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
-import type { Store, Tx } from '../db/store.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
 import { hashPassword, passwordProblem, temporaryPassword, verifyNobody, verifyPassword } from './passwords.ts';
 import { endUserSessions } from './sessions.ts';
 

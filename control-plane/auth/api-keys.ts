@@ -6,11 +6,11 @@
  */
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
-import type { Coordinator, Unsubscribe } from '../coordination/coordinator.ts';
-import type { Store } from '../db/store.ts';
+import type { Coordinator, Unsubscribe } from '../infra/coordination/coordinator.ts';
+import type { Store } from '../infra/db/store.ts';
 import { isWellFormedKey, keyPrefix, newKeyValue, sha256Hex } from './api-key-format.ts';
 import { KEY_SCOPES, type KeyPrincipal } from './principal.ts';
-import { CHANNELS } from '../coordination/channels.ts';
+import { CHANNELS } from '../infra/coordination/channels.ts';
 
 /** The channel on which instances tell each other to forget cached keys. */
 export const KEYS_CHANNEL = CHANNELS.keysInvalidate;

@@ -12,8 +12,8 @@
  */
 import { ApiError } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
-import type { Store } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { Store } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { hashPassword, temporaryPassword } from './passwords.ts';
 import { endUserSessions } from './sessions.ts';
 

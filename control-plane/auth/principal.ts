@@ -1,5 +1,5 @@
 /** Who is making a request: an API key, or a signed-in operator or company user. */
-import type { PlanName } from '../db/schema/index.ts';
+import type { PlanName } from '../infra/db/schema/index.ts';
 
 /** The scopes an API key can carry (the spec's table). */
 export const KEY_SCOPES = ['read', 'leads:write', 'dnc:write', 'outcomes:write'] as const;

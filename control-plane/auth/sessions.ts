@@ -6,7 +6,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import { newId } from '../../shared/ids.ts';
-import type { Store, Tx } from '../db/store.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
 import { sha256Hex } from './api-key-format.ts';
 import type { SessionPrincipal } from './principal.ts';
 

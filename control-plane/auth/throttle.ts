@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { Coordinator } from '../coordination/coordinator.ts';
+import type { Coordinator } from '../infra/coordination/coordinator.ts';
 import { normalEmail } from './accounts.ts';
 
 export type SignInLimits = { VD_SIGNIN_PER_EMAIL_PER_MINUTE: number; VD_SIGNIN_PER_ADDRESS_PER_MINUTE: number };

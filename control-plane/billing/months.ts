@@ -12,9 +12,9 @@ import type { Config } from '../../shared/config.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { EventName } from '../../shared/events.ts';
 import type { Who } from '../../shared/who.ts';
-import type { BillingStatus, UsageKind } from '../db/schema/index.ts';
-import type { Store, Tx } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { BillingStatus, UsageKind } from '../infra/db/schema/index.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { assertMeterCurrent, monthOf, monthRange } from '../usage/ledger.ts';
 import { costBook, kindsTable, liveLines } from './prices.ts';
 

@@ -7,8 +7,8 @@
  */
 import { sql } from 'kysely';
 import type { Config } from '../../shared/config.ts';
-import type { BillingStatus } from '../db/schema/index.ts';
-import type { Store } from '../db/store.ts';
+import type { BillingStatus } from '../infra/db/schema/index.ts';
+import type { Store } from '../infra/db/store.ts';
 import { assertMeterCurrent, monthRange } from '../usage/ledger.ts';
 import { toCsv, type Cell } from './csv.ts';
 import { costBook, liveLines } from './prices.ts';

@@ -11,9 +11,9 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Config } from '../../shared/config.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
-import type { UsageKind } from '../db/schema/index.ts';
-import type { Store } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { UsageKind } from '../infra/db/schema/index.ts';
+import type { Store } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 
 /** The usage item kinds, in the order lines are shown. */
 export const ITEMS: readonly UsageKind[] = ['ai_second', 'call_minute', 'billable_transfer', 'list_verify', 'qa_review'];

@@ -5,7 +5,7 @@
  * them the same way.
  */
 import { sql } from 'kysely';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 
 /** Agents online for each of `tenantIds` (a company with none is absent). */
 export async function agentsOnline(db: Store['db'], tenantIds: readonly string[]): Promise<Map<string, number>> {

@@ -3,9 +3,9 @@
  * outbox events each transition writes, the suspend chain as its effect, and its deadline.
  */
 import type { SnapshotFrom } from 'xstate';
-import { companyMachine, companyRefusal, type CompanyContext, type CompanyEvent } from '../actors/company.machine.ts';
-import type { ActorDefinition } from '../runtime/definition.ts';
-import type { NewEvent } from '../runtime/outbox.ts';
+import { companyMachine, companyRefusal, type CompanyContext, type CompanyEvent } from './company.machine.ts';
+import type { ActorDefinition } from '../infra/runtime/definition.ts';
+import type { NewEvent } from '../infra/runtime/outbox.ts';
 import { runChain, type SuspendStep } from './suspend-chain.ts';
 import type { EventName } from '../../shared/events.ts';
 

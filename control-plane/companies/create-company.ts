@@ -7,9 +7,9 @@ import { newId } from '../../shared/ids.ts';
 import { normalEmail, registerEmail } from '../auth/accounts.ts';
 import { hashPassword, temporaryPassword } from '../auth/passwords.ts';
 import type { Who } from '../../shared/who.ts';
-import type { PlanName } from '../db/schema/index.ts';
-import type { Store, Tx } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { PlanName } from '../infra/db/schema/index.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { planLimits } from './plans.ts';
 import { insertCompanyUser } from './users.ts';
 

@@ -9,9 +9,9 @@ import { ApiError } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { ApiKeys } from '../auth/api-keys.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { PlanName } from '../db/schema/index.ts';
-import type { Store } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { PlanName } from '../infra/db/schema/index.ts';
+import type { Store } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { companyView, type CompanyView } from './create-company.ts';
 
 export type CompanyEdit = { name?: string; notes?: string; plan?: PlanName };

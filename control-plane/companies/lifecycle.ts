@@ -6,9 +6,9 @@
 import { ApiError } from '../../shared/errors.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { ApiKeys } from '../auth/api-keys.ts';
-import type { Store } from '../db/store.ts';
-import type { ActorRuntime } from '../runtime/runtime.ts';
-import type { CompanyEvent, StepFailure } from '../actors/company.machine.ts';
+import type { Store } from '../infra/db/store.ts';
+import type { ActorRuntime } from '../infra/runtime/runtime.ts';
+import type { CompanyEvent, StepFailure } from './company.machine.ts';
 import type { Who } from '../../shared/who.ts';
 import type { CompanyReply } from './company-actor.ts';
 import { companyView, type CompanyView } from './create-company.ts';

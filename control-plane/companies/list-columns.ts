@@ -6,7 +6,7 @@
  * asked (the screen shows a dash), never 0: a zero must mean "none", not "unknown".
  */
 import { sql } from 'kysely';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 import { agentsOnline } from './agents-online.ts';
 
 /** How long the sources get before their columns are given up as null. */

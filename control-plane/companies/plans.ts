@@ -3,7 +3,7 @@
  * carries. Standard's request numbers are the spec's defaults: 200 requests a second, bursts of
  * 1,000. The figures are written out for people in `docs/plans.md`.
  */
-import type { PlanName } from '../db/schema/index.ts';
+import type { PlanName } from '../infra/db/schema/index.ts';
 
 /** What a plan allows a company. */
 export type PlanLimits = {

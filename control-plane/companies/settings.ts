@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
-import type { Store } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { Store } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 
 export type CompanySettings = { max_calls_per_number_per_day: number };
 

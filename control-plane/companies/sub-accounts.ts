@@ -1,5 +1,5 @@
 /** Sub-accounts: a company whose parent is another company (one level only). */
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 
 /** True when company `id` is a sub-account of `parentId`. */
 export async function isSubAccountOf(store: Store, parentId: string, id: string): Promise<boolean> {

@@ -5,13 +5,13 @@
  * starts). Each step is safe to repeat; a failed one is reported and retried.
  */
 import { sql } from 'kysely';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 import type { ApiKeys } from '../auth/api-keys.ts';
 import { endCompanySessions } from '../auth/sessions.ts';
-import type { Coordinator } from '../coordination/coordinator.ts';
-import type { StepFailure } from '../actors/company.machine.ts';
-import type { ActorRuntime } from '../runtime/runtime.ts';
-import { CHANNELS } from '../coordination/channels.ts';
+import type { Coordinator } from '../infra/coordination/coordinator.ts';
+import type { StepFailure } from './company.machine.ts';
+import type { ActorRuntime } from '../infra/runtime/runtime.ts';
+import { CHANNELS } from '../infra/coordination/channels.ts';
 
 export type SuspendStep = { name: string; run(tenantId: string): Promise<void> };
 

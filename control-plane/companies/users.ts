@@ -12,8 +12,8 @@ import type { Who } from '../../shared/who.ts';
 import { normalEmail, registerEmail } from '../auth/accounts.ts';
 import { hashPassword, temporaryPassword } from '../auth/passwords.ts';
 import { endUserSessions } from '../auth/sessions.ts';
-import type { Store, Tx } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { planLimits } from './plans.ts';
 
 export const COMPANY_ROLES = ['owner', 'admin', 'agent', 'viewer'] as const;

@@ -5,12 +5,12 @@
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
-import type { CompanyStatus, PlanName, UsageKind } from '../db/schema/index.ts';
+import type { CompanyStatus, PlanName, UsageKind } from '../infra/db/schema/index.ts';
 import { monthUsage as meteredUsage } from '../usage/ledger.ts';
-import type { Store } from '../db/store.ts';
-import { PAGE_SIZE, pageOf, positionCursor } from '../db/page.ts';
+import type { Store } from '../infra/db/store.ts';
+import { PAGE_SIZE, pageOf, positionCursor } from '../infra/db/page.ts';
 import { companyView, type CompanyView } from './create-company.ts';
-import { readSwitch, type PauseRecord } from '../dialing/kill-switch.ts';
+import { readSwitch, type PauseRecord } from '../platform-controls/kill-switch.ts';
 import { COLUMN_TIME_LIMIT_MS, gatherListColumns, minutesOf, withinTime, type ColumnSources, type ListColumns, type SourceReport } from './list-columns.ts';
 import { planLimits, type PlanLimits } from './plans.ts';
 

@@ -6,7 +6,7 @@
  * another instance made in 8.5 ms; sets known here cost no statement, 0.1 ms for 300).
  */
 import { sql } from 'kysely';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 import type { CalleeZones } from './callee-zones.ts';
 
 export class CalleeZoneIds {

@@ -10,8 +10,8 @@
 import { sql } from 'kysely';
 import { isDeepStrictEqual } from 'node:util';
 import type { Who } from '../../shared/who.ts';
-import type { Store } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { Store } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { parseClock } from './calling-window.ts';
 import { readLegalRules, rulesBody, writeLegalRules, type LegalRulesBody } from './legal-rules.ts';
 

@@ -7,9 +7,9 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { toE164 } from '../../shared/phone.ts';
-import type { DB, Store, Tx } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
-import { checkNumberCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import type { DB, Store, Tx } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
+import { checkNumberCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
 
 export type DncAddResult = {
   lines: number;

@@ -4,7 +4,7 @@
  * `dialing-rules-api.ts`'s.
  */
 import { sql } from 'kysely';
-import type { Store, Tx } from '../db/store.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
 import { z } from 'zod';
 import { describeIssues } from '../../shared/errors.ts';
 import { formatClock, parseClock, type LegalRule, type LegalRules } from './calling-window.ts';

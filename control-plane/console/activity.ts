@@ -10,7 +10,7 @@
  * Times are the store's (`now()`), so every instance draws the same axis.
  */
 import { sql } from 'kysely';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 
 /** Points of the last hour, one per 10 s. */
 export const HOUR_POINTS = 360;

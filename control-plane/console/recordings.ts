@@ -5,9 +5,9 @@
  * (`recordings/read.ts`, `qa/reviews.ts`); these add the names the screens show.
  */
 import { ApiError } from '../../shared/errors.ts';
-import { maskPhoneNumbers } from '../../shared/masking.ts';
-import { checkCursor, pageOf } from '../db/page.ts';
-import type { Store } from '../db/store.ts';
+import { maskPhoneNumbers } from '../webhooks/masking.ts';
+import { checkCursor, pageOf } from '../infra/db/page.ts';
+import type { Store } from '../infra/db/store.ts';
 import { RECORDINGS_PAGE } from '../recordings/read.ts';
 
 /** The latest review of a recording (the one no other re-scored). */

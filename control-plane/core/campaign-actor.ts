@@ -11,11 +11,11 @@
  */
 import { sql } from 'kysely';
 import type { SnapshotFrom } from 'xstate';
-import { campaignMachine, campaignRefusal, type CampaignEvent } from '../actors/campaign.machine.ts';
-import type { CampaignState } from '../db/schema/index.ts';
-import type { Tx } from '../db/store.ts';
-import type { ActorDefinition, BatchItem } from '../runtime/definition.ts';
-import type { NewEvent } from '../runtime/outbox.ts';
+import { campaignMachine, campaignRefusal, type CampaignEvent } from './campaign.machine.ts';
+import type { CampaignState } from '../infra/db/schema/index.ts';
+import type { Tx } from '../infra/db/store.ts';
+import type { ActorDefinition, BatchItem } from '../infra/runtime/definition.ts';
+import type { NewEvent } from '../infra/runtime/outbox.ts';
 import type { EventName } from '../../shared/events.ts';
 
 type Snap = SnapshotFrom<typeof campaignMachine>;

@@ -14,9 +14,9 @@ import { ApiError } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import { ClockText } from '../compliance/legal-rules.ts';
 import { parseClock } from '../compliance/calling-window.ts';
-import type { CallingWindow, RetryPolicy, Weekday } from '../db/schema/campaigns.ts';
-import type { Store, Tx } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { CallingWindow, RetryPolicy, Weekday } from '../infra/db/schema/campaigns.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 
 /** The week in the order a window's days are stored and shown. */
 export const WEEK: readonly Weekday[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];

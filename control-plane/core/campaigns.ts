@@ -10,14 +10,14 @@ import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { toE164 } from '../../shared/phone.ts';
 import { planLimits } from '../companies/plans.ts';
-import type { CampaignState } from '../db/schema/index.ts';
-import type { CallingWindow, RetryPolicy } from '../db/schema/campaigns.ts';
-import type { Store } from '../db/store.ts';
+import type { CampaignState } from '../infra/db/schema/index.ts';
+import type { CallingWindow, RetryPolicy } from '../infra/db/schema/campaigns.ts';
+import type { Store } from '../infra/db/store.ts';
 import type { Who } from '../../shared/who.ts';
-import type { ActorRuntime } from '../runtime/runtime.ts';
-import { CAMPAIGN_EVENT_OF, type CampaignCommand } from '../actors/campaign.machine.ts';
+import type { ActorRuntime } from '../infra/runtime/runtime.ts';
+import { CAMPAIGN_EVENT_OF, type CampaignCommand } from './campaign.machine.ts';
 import { foreignLists } from './lists.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
 import { mergedRetry, DEFAULT_RETRY, newCampaignSettings } from './campaign-settings.ts';
 
 /** What a company sends to create a campaign (already shape-checked). */

@@ -2,8 +2,8 @@
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
-import type { Store } from '../db/store.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import type { Store } from '../infra/db/store.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
 
 /** A list as the API shows it. */
 export type ListView = { id: string; name: string; people: number; created_at: string };

@@ -5,7 +5,7 @@
  * done, closed, or in a call now. A campaign's own window narrows it further when it dials them
  * (a person's list may be dialed by several campaigns); this is the legal floor.
  */
-import type { PersonCheck, PersonStatus } from '../db/schema/index.ts';
+import type { PersonCheck, PersonStatus } from '../infra/db/schema/index.ts';
 import { legalRuleFor, nextOpening, windowFor, type LegalRules } from '../compliance/calling-window.ts';
 
 /** What `next_call_at` reads of a person; `zones` and `region` are their `callee_zones` row's. */

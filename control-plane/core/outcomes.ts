@@ -18,10 +18,10 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { describeIssues } from '../../shared/errors.ts';
-import type { PersonStatus } from '../db/schema/index.ts';
-import type { Store, Tx } from '../db/store.ts';
+import type { PersonStatus } from '../infra/db/schema/index.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
 import { insertDncNumbers } from '../compliance/dnc.ts';
-import { emit, type NewEvent } from '../runtime/outbox.ts';
+import { emit, type NewEvent } from '../infra/runtime/outbox.ts';
 import { REJECTED_ROWS_LISTED } from './people.ts';
 
 /** Outcomes one request may carry. */

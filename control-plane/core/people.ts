@@ -17,11 +17,11 @@ import { toE164 } from '../../shared/phone.ts';
 import { isKnownZone } from '../compliance/calling-window.ts';
 import { readLegalRules } from '../compliance/legal-rules.ts';
 import { NextCalls } from './next-call.ts';
-import type { PersonCheck, PersonStatus } from '../db/schema/index.ts';
-import type { Store, Tx } from '../db/store.ts';
+import type { PersonCheck, PersonStatus } from '../infra/db/schema/index.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
 import { findList } from './lists.ts';
 import { queueListCheck } from './checks.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
 import { importRows } from '../metrics.ts';
 
 /** Leads read between two writes of a batch. */

@@ -10,9 +10,9 @@
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
-import type { Store } from '../db/store.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
-import type { PersonCheck, PersonStatus } from '../db/schema/index.ts';
+import type { Store } from '../infra/db/store.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
+import type { PersonCheck, PersonStatus } from '../infra/db/schema/index.ts';
 import { readLegalRules } from '../compliance/legal-rules.ts';
 import { NextCalls } from './next-call.ts';
 

@@ -19,7 +19,7 @@
  *   was asked for.
  * - `greeting`, `recording_disclosure`: n/a (no transcript).
  */
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 import type { Answer, Criterion } from './scorecard.ts';
 
 /** The rules' version, kept as the review's `model`. */

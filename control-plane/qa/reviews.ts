@@ -7,10 +7,10 @@
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
-import type { ReviewScorer, ReviewStatus } from '../db/schema/index.ts';
-import type { Store, Tx } from '../db/store.ts';
-import { checkCursor, pageOf } from '../db/page.ts';
-import { queuedIn } from '../runtime/work-notices.ts';
+import type { ReviewScorer, ReviewStatus } from '../infra/db/schema/index.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
+import { checkCursor, pageOf } from '../infra/db/page.ts';
+import { queuedIn } from '../infra/runtime/work-notices.ts';
 import { currentScorecard, type Answer } from './scorecard.ts';
 
 /** Reviews a page. */

@@ -12,9 +12,9 @@
  * call fails critically when any applicable critical criterion scored 0.
  */
 import { sql, type Kysely } from 'kysely';
-import type { DB, Tx } from '../db/store.ts';
-import type { Criterion } from '../db/schema/qa-scorecards.ts';
-import type { Answer } from '../db/schema/qa-reviews.ts';
+import type { DB, Tx } from '../infra/db/store.ts';
+import type { Criterion } from '../infra/db/schema/qa-scorecards.ts';
+import type { Answer } from '../infra/db/schema/qa-reviews.ts';
 export type { Answer, Criterion };
 
 

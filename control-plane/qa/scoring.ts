@@ -5,8 +5,8 @@
  * takes effect for the reviews still queued.
  */
 import { aiProvider } from '../ai/providers.ts';
-import type { Store } from '../db/store.ts';
-import type { OutboundClient } from '../integrations/guarded-client.ts';
+import type { Store } from '../infra/db/store.ts';
+import type { OutboundClient } from '../infra/outbound-http/guarded-client.ts';
 import type { RecordingStore } from '../recordings/store.ts';
 import { aiAnswers, AiScoringError, DEFAULT_AI_TIMEOUTS, type AiTimeouts } from './ai-scorer.ts';
 import { BUILTIN_MODEL, builtinAnswers, callFacts } from './builtin-scorer.ts';

@@ -11,12 +11,12 @@
  */
 import { sql } from 'kysely';
 import type { Logger } from '../../shared/logger.ts';
-import type { Store } from '../db/store.ts';
-import type { Coordinator } from '../coordination/coordinator.ts';
-import { CHANNELS } from '../coordination/channels.ts';
-import { announceQueued, WakeLoop } from '../runtime/wake-loop.ts';
+import type { Store } from '../infra/db/store.ts';
+import type { Coordinator } from '../infra/coordination/coordinator.ts';
+import { CHANNELS } from '../infra/coordination/channels.ts';
+import { announceQueued, WakeLoop } from '../infra/runtime/wake-loop.ts';
 import { qaReviews } from '../metrics.ts';
-import { emit } from '../runtime/outbox.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { meterUsage, qaReview } from '../usage/meter.ts';
 import { AiScoringError } from './ai-scorer.ts';
 import { scoreReview, type ScoringDeps } from './scoring.ts';

@@ -7,7 +7,7 @@
  */
 import type { Logger } from '../../shared/logger.ts';
 import { newId } from '../../shared/ids.ts';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 import type { AgentHub, RecordingReport } from '../telephony/agent-hub.ts';
 
 /** Records one agent report; answers false when the call is not that node's (or unknown). */

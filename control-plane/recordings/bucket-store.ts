@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AwsClient } from 'aws4fetch';
-import type { OutboundClient, OutboundFailure, StreamedAnswer } from '../integrations/guarded-client.ts';
+import type { OutboundClient, OutboundFailure, StreamedAnswer } from '../infra/outbound-http/guarded-client.ts';
 import { checkKey, metered, RecordingIncomplete, RecordingStoreError, RecordingTooLarge, type ByteRange, type PutBody, type PutOptions, type RecordingStore, type StoreCheck, type StoredFile } from './store.ts';
 
 export type BucketSettings = {

@@ -1,7 +1,7 @@
 /** The company's reads of its recordings: a page, one, and its audio (always within the company). */
 import { ApiError } from '../../shared/errors.ts';
-import { checkCursor, pageOf } from '../db/page.ts';
-import type { Store } from '../db/store.ts';
+import { checkCursor, pageOf } from '../infra/db/page.ts';
+import type { Store } from '../infra/db/store.ts';
 import { recordingView, type RecordingRow } from './save.ts';
 import type { ByteRange, RecordingStore, StoredFile } from './store.ts';
 

@@ -11,7 +11,7 @@
  * on a machine at load 7–9 (2 cores).
  */
 import { sql } from 'kysely';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../infra/db/store.ts';
 
 /** Minutes after which a missing or still-waiting recording is a gap (the spec's thresholds). */
 export const GAP_MINUTES = 15;

@@ -11,10 +11,10 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Selectable } from 'kysely';
 import { newId } from '../../shared/ids.ts';
-import type { RecordingFormat, RecordingSource } from '../db/schema/index.ts';
-import type { RecordingsTable } from '../db/schema/recordings.ts';
-import type { Store, Tx } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { RecordingFormat, RecordingSource } from '../infra/db/schema/index.ts';
+import type { RecordingsTable } from '../infra/db/schema/recordings.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { AudioInfo, audioFormatOf, FORMAT_HEAD_BYTES } from './audio-info.ts';
 import { contentTypeOf, RecordingIncomplete, RecordingTooLarge, type PutBody, type RecordingStore } from './store.ts';
 

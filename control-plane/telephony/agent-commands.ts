@@ -7,11 +7,11 @@
  */
 import type { OriginateCall } from '../../shared/agent-protocol.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { NodeCommand } from '../actors/node.machine.ts';
-import type { Coordinator } from '../coordination/coordinator.ts';
-import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
+import type { NodeCommand } from './node.machine.ts';
+import type { Coordinator } from '../infra/coordination/coordinator.ts';
+import { lastingSubscribe, type LastingSubscription } from '../infra/coordination/lasting-subscription.ts';
 import type { AgentHub } from './agent-hub.ts';
-import { CHANNELS } from '../coordination/channels.ts';
+import { CHANNELS } from '../infra/coordination/channels.ts';
 
 const cmdChannel = CHANNELS.agentCommands;
 

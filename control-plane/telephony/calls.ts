@@ -7,8 +7,8 @@
  */
 import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
-import type { Store } from '../db/store.ts';
-import { checkCursor, PAGE_SIZE, pageOf } from '../db/page.ts';
+import type { Store } from '../infra/db/store.ts';
+import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
 
 /** A call as the API shows it. */
 export type CallView = {

@@ -15,8 +15,8 @@ import { sql } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { Who } from '../../shared/who.ts';
-import type { Store } from '../db/store.ts';
-import { emit } from '../runtime/outbox.ts';
+import type { Store } from '../infra/db/store.ts';
+import { emit } from '../infra/runtime/outbox.ts';
 import { findCall, type CallView } from './calls.ts';
 import type { MediaNodes } from './nodes.ts';
 

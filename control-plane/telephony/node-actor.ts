@@ -6,10 +6,10 @@
  */
 import { sql } from 'kysely';
 import type { DrainReason } from '../../shared/agent-protocol.ts';
-import { nodeMachine, nodeRefusal, type NodeCommand, type NodeContext, type NodeEvent } from '../actors/node.machine.ts';
-import type { MediaNodeState } from '../db/schema/media-nodes.ts';
-import type { ActorDefinition } from '../runtime/definition.ts';
-import type { NewEvent } from '../runtime/outbox.ts';
+import { nodeMachine, nodeRefusal, type NodeCommand, type NodeContext, type NodeEvent } from './node.machine.ts';
+import type { MediaNodeState } from '../infra/db/schema/media-nodes.ts';
+import type { ActorDefinition } from '../infra/runtime/definition.ts';
+import type { NewEvent } from '../infra/runtime/outbox.ts';
 import type { EventName } from '../../shared/events.ts';
 
 /** What every instance hears of a node actor's transition (its registry takes it at once). */

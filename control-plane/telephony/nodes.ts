@@ -15,19 +15,19 @@
 import { sql } from 'kysely';
 import { OFFLINE_AFTER_MS, type DrainReason, type OriginateCall } from '../../shared/agent-protocol.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { chooseNode, freeRoom, type NodeLoad } from '../../shared/node-choice.ts';
+import { chooseNode, freeRoom, type NodeLoad } from './node-choice.ts';
 import type { Who } from '../../shared/who.ts';
-import { nodeMachine, type NodeContext, type NodeEvent, type NodeInput } from '../actors/node.machine.ts';
-import type { Coordinator } from '../coordination/coordinator.ts';
-import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
-import type { Store } from '../db/store.ts';
-import type { MediaNodeState } from '../db/schema/media-nodes.ts';
-import type { ActorDefinition, ActorReply } from '../runtime/definition.ts';
-import type { ActorRuntime } from '../runtime/runtime.ts';
+import { nodeMachine, type NodeContext, type NodeEvent, type NodeInput } from './node.machine.ts';
+import type { Coordinator } from '../infra/coordination/coordinator.ts';
+import { lastingSubscribe, type LastingSubscription } from '../infra/coordination/lasting-subscription.ts';
+import type { Store } from '../infra/db/store.ts';
+import type { MediaNodeState } from '../infra/db/schema/media-nodes.ts';
+import type { ActorDefinition, ActorReply } from '../infra/runtime/definition.ts';
+import type { ActorRuntime } from '../infra/runtime/runtime.ts';
 import { AgentCommands } from './agent-commands.ts';
 import { nodeActorDefinition, type ChangeNotice } from './node-actor.ts';
 import type { AgentHub, NodeView } from './agent-hub.ts';
-import { CHANNELS } from '../coordination/channels.ts';
+import { CHANNELS } from '../infra/coordination/channels.ts';
 
 /** A node as `GET /api/platform/telephony/nodes` shows it. */
 export type NodeRow = {

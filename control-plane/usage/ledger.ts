@@ -11,8 +11,8 @@
 import { sql, type Kysely } from 'kysely';
 import { ApiError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { UsageKind } from '../db/schema/index.ts';
-import type { DB, Store } from '../db/store.ts';
+import type { UsageKind } from '../infra/db/schema/index.ts';
+import type { DB, Store } from '../infra/db/store.ts';
 import { usageItems } from '../metrics.ts';
 
 /** The outbox consumer that keeps the monthly totals. */

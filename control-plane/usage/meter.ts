@@ -9,9 +9,9 @@
  * the months' totals (and an invoiced month's late usage) follow.
  */
 import { sql } from 'kysely';
-import type { Tx } from '../db/store.ts';
-import type { UsageKind } from '../db/schema/index.ts';
-import type { NewEvent } from '../runtime/outbox.ts';
+import type { Tx } from '../infra/db/store.ts';
+import type { UsageKind } from '../infra/db/schema/index.ts';
+import type { NewEvent } from '../infra/runtime/outbox.ts';
 
 export type UsageItem = {
   /** The item's source, as the ids below make it. */

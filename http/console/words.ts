@@ -8,8 +8,8 @@
  */
 import { html } from 'hono/html';
 import type { CapHit } from '../../control-plane/companies/views.ts';
-import type { UsageKind } from '../../control-plane/db/schema/usage-events.ts';
-import { OPERATORS_ONLY_EVENTS } from '../../control-plane/runtime/outbox.ts';
+import type { UsageKind } from '../../control-plane/infra/db/schema/usage-events.ts';
+import { OPERATORS_ONLY_EVENTS } from '../../control-plane/infra/runtime/outbox.ts';
 import type { IdleReason } from '../../dialer/pacing.ts';
 import { EVENT_NAMES, type EventName } from '../../shared/events.ts';
 import { when, type H } from './layout.ts';

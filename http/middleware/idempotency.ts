@@ -4,12 +4,12 @@
  * method, path or body gets 422. Keys are scoped to the company (or the operator) that sent
  * them. Answers of 5xx and 429 are not stored, so a retry runs again. A secret in an answer (an
  * API key, a signing secret, a temporary password) is shown once: the stored copy has it blanked.
- * The records themselves live in `control-plane/idempotency/records.ts`.
+ * The records themselves live in `control-plane/infra/idempotency/records.ts`.
  */
 import { createHash } from 'node:crypto';
 import { createMiddleware } from 'hono/factory';
 import { ApiError } from '../../shared/errors.ts';
-import { findKey, releaseKey, saveAnswer, takeKey } from '../../control-plane/idempotency/records.ts';
+import { findKey, releaseKey, saveAnswer, takeKey } from '../../control-plane/infra/idempotency/records.ts';
 import type { AppEnv } from '../env.ts';
 
 const KEEP_MS = 24 * 3600_000;

@@ -19,8 +19,8 @@ import {
   testConnector,
   updateConnector,
   type ConnectorDeps,
-} from '../../control-plane/integrations/connectors.ts';
-import { DELIVERY_STATUSES, listDeliveries, retryDelivery } from '../../control-plane/integrations/delivery-log.ts';
+} from '../../control-plane/webhooks/connectors.ts';
+import { DELIVERY_STATUSES, listDeliveries, retryDelivery } from '../../control-plane/webhooks/delivery-log.ts';
 import type { AppEnv } from '../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';

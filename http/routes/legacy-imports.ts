@@ -7,7 +7,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { importDnc, importLeads, listImports, type ImportDeps } from '../../control-plane/integrations/legacy/imports.ts';
+import { importDnc, importLeads, listImports, type ImportDeps } from '../../control-plane/imports/legacy/imports.ts';
 import type { AppEnv } from '../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';

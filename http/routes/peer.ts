@@ -2,10 +2,10 @@
  * `GET /internal/v1/ops/self`: what this instance says about itself when another instance builds
  * `/ops/services` (version, uptime, server errors in the last 5 minutes, a ping of each media
  * agent it holds). Outside `/api` (no session, key, rate limit or document): only the instances'
- * shared bearer token opens it (`control-plane/ops/instances.ts`).
+ * shared bearer token opens it (`control-plane/infra/instances/instances.ts`).
  */
 import { Hono } from 'hono';
-import { SELF_PATH } from '../../control-plane/ops/instances.ts';
+import { SELF_PATH } from '../../control-plane/infra/instances/instances.ts';
 import type { AppEnv } from '../env.ts';
 
 export const peerRoutes = new Hono<AppEnv>().get(SELF_PATH, async (c) => {

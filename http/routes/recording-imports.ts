@@ -6,7 +6,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { listRuns, queueManualRun, RUN_STATUSES } from '../../control-plane/integrations/recording-imports/runs.ts';
+import { listRuns, queueManualRun, RUN_STATUSES } from '../../control-plane/imports/recordings/runs.ts';
 import type { AppEnv } from '../env.ts';
 import { companyMembers, companyWriters, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';

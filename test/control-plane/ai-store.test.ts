@@ -6,12 +6,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AI_PURPOSES, aiProvider, baseUrlProblem, listAiProviders, recordAiSample, setAiProvider } from '../../control-plane/ai/providers.ts';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import { migrations } from '../../control-plane/db/migrations/index.ts';
-import * as migration0022 from '../../control-plane/db/migrations/20261126_0022_ai_samples_reply_times.ts';
+import { migrations } from '../../control-plane/infra/db/migrations/index.ts';
+import * as migration0022 from '../../control-plane/infra/db/migrations/20261126_0022_ai_samples_reply_times.ts';
 import { createLogger } from '../../shared/logger.ts';
 
 const t = suite('AI settings and samples in the store');

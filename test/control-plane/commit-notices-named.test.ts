@@ -6,8 +6,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { onQueued, queuedIn } from '../../control-plane/runtime/work-notices.ts';
+import { openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { onQueued, queuedIn } from '../../control-plane/infra/runtime/work-notices.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const t = suite('work notices keep an unnamed announcement unnamed');

@@ -14,7 +14,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
 import { campaignActivity, deliveriesByHour, dialingActivity, HOUR_POINTS, usageByMonth } from '../../control-plane/console/activity.ts';
 import { sampleLiveCalls } from '../../dialer/live-samples.ts';
 import { chartSvg, linePath, niceMax } from '../../http/console/charts.ts';

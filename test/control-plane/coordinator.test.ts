@@ -7,9 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Coordinator } from '../../control-plane/coordination/coordinator.ts';
-import { MemoryCoordinator } from '../../control-plane/coordination/memory.ts';
-import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
+import type { Coordinator } from '../../control-plane/infra/coordination/coordinator.ts';
+import { MemoryCoordinator } from '../../control-plane/infra/coordination/memory.ts';
+import { RedisCoordinator } from '../../control-plane/infra/coordination/redis.ts';
 import { eventually } from '../support/eventually.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

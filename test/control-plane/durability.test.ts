@@ -7,10 +7,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
+import { RedisCoordinator } from '../../control-plane/infra/coordination/redis.ts';
 import { createCompany } from '../../control-plane/companies/create-company.ts';
 import { resumeCompany, scheduleClosing, suspendCompany } from '../../control-plane/companies/lifecycle.ts';
-import { openPostgres, type Store } from '../../control-plane/db/store.ts';
+import { openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';

@@ -5,18 +5,18 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openPglite, type Store } from '../../control-plane/db/store.ts';
+import { openPglite, type Store } from '../../control-plane/infra/db/store.ts';
 import { AiSampleBuffer, pruneAiSamples, samplesOf } from '../../control-plane/ai/samples.ts';
 import { aiFigures } from '../../control-plane/ai/health.ts';
-import { ServerErrorWindow } from '../../control-plane/ops/server-errors.ts';
-import { Instances, localOnly } from '../../control-plane/ops/instances.ts';
+import { ServerErrorWindow } from '../../control-plane/infra/instances/server-errors.ts';
+import { Instances, localOnly } from '../../control-plane/infra/instances/instances.ts';
 import { Writable } from 'node:stream';
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { opsServices } from '../../control-plane/ops/services.ts';
-import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
+import { opsServices } from '../../control-plane/infra/instances/services.ts';
+import { OutboundClient } from '../../control-plane/infra/outbound-http/guarded-client.ts';
 import { BucketStore } from '../../control-plane/recordings/bucket-store.ts';
-import { MemoryCoordinator } from '../../control-plane/coordination/memory.ts';
+import { MemoryCoordinator } from '../../control-plane/infra/coordination/memory.ts';
 import { eventually } from '../support/eventually.ts';
 import { createLogger } from '../../shared/logger.ts';
 

@@ -8,9 +8,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
-import { OUTBOX_CHANNEL, OutboxWorker, type ConsumedEvent } from '../../control-plane/runtime/outbox.ts';
+import { openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { RedisCoordinator } from '../../control-plane/infra/coordination/redis.ts';
+import { OUTBOX_CHANNEL, OutboxWorker, type ConsumedEvent } from '../../control-plane/infra/runtime/outbox.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { newId } from '../../shared/ids.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';

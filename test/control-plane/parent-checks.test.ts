@@ -9,8 +9,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
 import { sql, Migrator } from 'kysely';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { migrations } from '../../control-plane/db/migrations/index.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { migrations } from '../../control-plane/infra/db/migrations/index.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 

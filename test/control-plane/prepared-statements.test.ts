@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPglite, openPostgres, PREPARED, type Store } from '../../control-plane/db/store.ts';
+import { openPglite, openPostgres, PREPARED, type Store } from '../../control-plane/infra/db/store.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const t = suite('prepared statements');

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 async function columns(store: Store): Promise<string[]> {

@@ -6,7 +6,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CORE_HOLD_REFUSAL } from '../../control-plane/actors/campaign.machine.ts';
+import { CORE_HOLD_REFUSAL } from '../../control-plane/core/campaign.machine.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, type Session } from '../support/http.ts';

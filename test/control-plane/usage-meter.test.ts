@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { emit } from '../../control-plane/runtime/outbox.ts';
+import { emit } from '../../control-plane/infra/runtime/outbox.ts';
 import { assertMeterCurrent, monthUsage } from '../../control-plane/usage/ledger.ts';
 import { callMinutes, listVerify, meterUsage, type UsageItem } from '../../control-plane/usage/meter.ts';
 import { ApiError } from '../../shared/errors.ts';

@@ -6,8 +6,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MemoryCoordinator } from '../../control-plane/coordination/memory.ts';
-import { DIALING_CHANNEL, type SwitchState } from '../../control-plane/dialing/kill-switch.ts';
+import { MemoryCoordinator } from '../../control-plane/infra/coordination/memory.ts';
+import { DIALING_CHANNEL, type SwitchState } from '../../control-plane/platform-controls/kill-switch.ts';
 import { KillSwitchReader } from '../../dialer/kill-switch-reader.ts';
 import { eventually } from '../support/eventually.ts';
 

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import type { RetryPolicy } from '../../control-plane/db/schema/campaigns.ts';
+import type { RetryPolicy } from '../../control-plane/infra/db/schema/campaigns.ts';
 import { notReachedAs } from '../../dialer/retries.ts';
 import { TEST_NUMBERS } from '../../media-agent/simulated-trunk.ts';
 import { ManualClock } from '../../shared/clock.ts';

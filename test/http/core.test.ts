@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { eventually } from '../support/eventually.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { PLANS } from '../../control-plane/companies/plans.ts';
-import { applyCommand, CORE_HOLD_REFUSAL } from '../../control-plane/actors/campaign.machine.ts';
+import { applyCommand, CORE_HOLD_REFUSAL } from '../../control-plane/core/campaign.machine.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeKey, makeUser } from '../support/fixtures.ts';

@@ -3,13 +3,13 @@
  * table and its rules, roles, the Dialing card, maintenance on/off beside a manual pause, the
  * company notice, and the dialer's KillSwitchReader (fails closed, recovers, sees notices at once).
  */
-import { NOTICE_FRESH_MS } from '../../control-plane/dialing/maintenance.ts';
+import { NOTICE_FRESH_MS } from '../../control-plane/platform-controls/maintenance.ts';
 import { sql } from 'kysely';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { RedisCoordinator } from '../../control-plane/coordination/redis.ts';
-import { PAUSE_CHANGED, readSwitch, type SwitchState } from '../../control-plane/dialing/kill-switch.ts';
+import { RedisCoordinator } from '../../control-plane/infra/coordination/redis.ts';
+import { PAUSE_CHANGED, readSwitch, type SwitchState } from '../../control-plane/platform-controls/kill-switch.ts';
 import { coordinatorSource, mirrorSource, KillSwitchReader } from '../../dialer/kill-switch-reader.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';

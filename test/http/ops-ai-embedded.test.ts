@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { WebSocket } from 'ws';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { CONTROL_PLANE_VERSION } from '../../control-plane/ops/instances.ts';
+import { CONTROL_PLANE_VERSION } from '../../control-plane/infra/instances/instances.ts';
 import { eventually } from '../support/eventually.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';

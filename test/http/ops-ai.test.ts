@@ -17,7 +17,7 @@ import { WebSocket } from 'ws';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
-import { AGENT_PING_LIMIT_MS, CONTROL_PLANE_VERSION } from '../../control-plane/ops/instances.ts';
+import { AGENT_PING_LIMIT_MS, CONTROL_PLANE_VERSION } from '../../control-plane/infra/instances/instances.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { call, signIn, type Session } from '../support/http.ts';

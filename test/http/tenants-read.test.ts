@@ -11,7 +11,7 @@ import { addCompanyUser, createCompany } from '../../control-plane/companies/cre
 import { storeColumnSources, type ColumnSources } from '../../control-plane/companies/list-columns.ts';
 import { newId } from '../../shared/ids.ts';
 import { aiSeconds, billableTransfer, callMinutes, listVerify, meterUsage } from '../../control-plane/usage/meter.ts';
-import { emit } from '../../control-plane/runtime/outbox.ts';
+import { emit } from '../../control-plane/infra/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeKey, makeUser } from '../support/fixtures.ts';

@@ -16,7 +16,7 @@ import {
   isAllowedAddress,
   isPublicAddress,
   type LookupFn,
-} from '../../control-plane/integrations/guarded-client.ts';
+} from '../../control-plane/infra/outbound-http/guarded-client.ts';
 
 // ---- the receiver -------------------------------------------------------------------------
 

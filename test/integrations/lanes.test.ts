@@ -1,5 +1,5 @@
 /**
- * A webhook connection's lane rules (`control-plane/integrations/lanes.ts`): the pace halves per
+ * A webhook connection's lane rules (`control-plane/webhooks/lanes.ts`): the pace halves per
  * failure in a row down to one, and the table the store's statements look a connection's room up
  * in (`rooms[least(failures, cardinality(rooms) - 1) + 1]`) gives `laneRoom` for every count of
  * failures in a row, past the table's end too.
@@ -7,7 +7,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { IDLE_LANE, laneRoom, paceOf, roomsByFailures } from '../../control-plane/integrations/lanes.ts';
+import { IDLE_LANE, laneRoom, paceOf, roomsByFailures } from '../../control-plane/webhooks/lanes.ts';
 
 const t = suite('webhook lanes');
 

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { asUtf8, type FileEncoding } from '../../control-plane/integrations/legacy/encoding.ts';
+import { asUtf8, type FileEncoding } from '../../control-plane/imports/legacy/encoding.ts';
 import { createTestDatabase, testRedisPrefix, testPool } from '../support/db.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { call, type Session } from '../support/http.ts';

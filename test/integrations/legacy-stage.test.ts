@@ -7,8 +7,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { line, openStage, PGLITE_BATCH, type StageValue } from '../../control-plane/integrations/legacy/stage.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { line, openStage, PGLITE_BATCH, type StageValue } from '../../control-plane/imports/legacy/stage.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const t = suite('legacy import stage');

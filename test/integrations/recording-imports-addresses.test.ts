@@ -7,9 +7,9 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
-import { checkedSettings } from '../../control-plane/integrations/recording-imports/settings.ts';
-import { testImportSource } from '../../control-plane/integrations/recording-imports/sources.ts';
+import { OutboundClient } from '../../control-plane/infra/outbound-http/guarded-client.ts';
+import { checkedSettings } from '../../control-plane/imports/recordings/settings.ts';
+import { testImportSource } from '../../control-plane/imports/recordings/sources.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { refusedForms } from '../support/refused-addresses.ts';
 import { startWebSource, type WebSource } from '../support/recording-sources.ts';

@@ -10,13 +10,13 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { up as backfill } from '../../control-plane/db/migrations/20261128_0035_webhook_texts_backfilled.ts';
-import { consumeForWebhooks, type LaneFigures } from '../../control-plane/integrations/fan-out.ts';
-import { emit, type EventEnvelope, type NewEvent } from '../../control-plane/runtime/outbox.ts';
-import { forCustomers } from '../../control-plane/runtime/webhook-data.ts';
-import { matchesPattern } from '../../shared/event-patterns.ts';
-import { maskPhoneNumbers } from '../../shared/masking.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { up as backfill } from '../../control-plane/infra/db/migrations/20261128_0035_webhook_texts_backfilled.ts';
+import { consumeForWebhooks, type LaneFigures } from '../../control-plane/webhooks/fan-out.ts';
+import { emit, type EventEnvelope, type NewEvent } from '../../control-plane/infra/runtime/outbox.ts';
+import { forCustomers } from '../../control-plane/webhooks/webhook-data.ts';
+import { matchesPattern } from '../../control-plane/webhooks/event-patterns.ts';
+import { maskPhoneNumbers } from '../../control-plane/webhooks/masking.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { syntheticEvent } from '../support/fixtures.ts';
 

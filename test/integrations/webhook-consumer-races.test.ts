@@ -15,12 +15,12 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { pruneDeliveries } from '../../control-plane/integrations/deliveries.ts';
-import { consumeForWebhooks, type LaneFigures } from '../../control-plane/integrations/fan-out.ts';
-import { retryDelivery } from '../../control-plane/integrations/delivery-log.ts';
-import { emit, type NewEvent } from '../../control-plane/runtime/outbox.ts';
-import { maskPhoneNumbers } from '../../shared/masking.ts';
+import { openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { pruneDeliveries } from '../../control-plane/webhooks/deliveries.ts';
+import { consumeForWebhooks, type LaneFigures } from '../../control-plane/webhooks/fan-out.ts';
+import { retryDelivery } from '../../control-plane/webhooks/delivery-log.ts';
+import { emit, type NewEvent } from '../../control-plane/infra/runtime/outbox.ts';
+import { maskPhoneNumbers } from '../../control-plane/webhooks/masking.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { syntheticEvent } from '../support/fixtures.ts';
 import { eventually } from '../support/eventually.ts';
@@ -240,7 +240,7 @@ t('the give-up sweep whose snapshot predates a Retry leaves the retried delivery
   try {
     await holder.query('select pg_advisory_lock($1)', [PAUSE_LOCK]);
     // The sweep (run first by every claim) takes its snapshot, then stops.
-    const sweep = (await import('../../control-plane/integrations/claim-due.ts')).claimDue(paused, { now: Date.now(), limit: 0, instance: 'sweeper', leaseMs: 30_000, perConnection: 10, lanes: [] });
+    const sweep = (await import('../../control-plane/webhooks/claim-due.ts')).claimDue(paused, { now: Date.now(), limit: 0, instance: 'sweeper', leaseMs: 30_000, perConnection: 10, lanes: [] });
     await waitingOn('advisory', PAUSED);
     const now = Date.now();
     await retryDelivery(store, { now: () => now } as never, 'ten_gu', 'con_gu', id);

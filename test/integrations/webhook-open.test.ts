@@ -15,16 +15,16 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Migrator, sql } from 'kysely';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { migrations } from '../../control-plane/db/migrations/index.ts';
-import { claimDue } from '../../control-plane/integrations/claim-due.ts';
-import { pruneDeliveries, type Claimed } from '../../control-plane/integrations/deliveries.ts';
-import { consumeForWebhooks } from '../../control-plane/integrations/fan-out.ts';
-import { finishAttempts } from '../../control-plane/integrations/attempt-outcomes.ts';
-import { queueFigures, retryDelivery } from '../../control-plane/integrations/delivery-log.ts';
-import type { OutboundResult } from '../../control-plane/integrations/guarded-client.ts';
-import { GIVE_UP_AFTER_MS } from '../../control-plane/integrations/retry-schedule.ts';
-import { emit } from '../../control-plane/runtime/outbox.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { migrations } from '../../control-plane/infra/db/migrations/index.ts';
+import { claimDue } from '../../control-plane/webhooks/claim-due.ts';
+import { pruneDeliveries, type Claimed } from '../../control-plane/webhooks/deliveries.ts';
+import { consumeForWebhooks } from '../../control-plane/webhooks/fan-out.ts';
+import { finishAttempts } from '../../control-plane/webhooks/attempt-outcomes.ts';
+import { queueFigures, retryDelivery } from '../../control-plane/webhooks/delivery-log.ts';
+import type { OutboundResult } from '../../control-plane/infra/outbound-http/guarded-client.ts';
+import { GIVE_UP_AFTER_MS } from '../../control-plane/webhooks/retry-schedule.ts';
+import { emit } from '../../control-plane/infra/runtime/outbox.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { syntheticEvent } from '../support/fixtures.ts';
 

@@ -10,11 +10,11 @@ import { openWrittenDeliveries } from '../support/fixtures.ts';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
-import { openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { claimDue } from '../../control-plane/integrations/claim-due.ts';
-import type { Claimed } from '../../control-plane/integrations/deliveries.ts';
-import { finishAttempts, type Outcome } from '../../control-plane/integrations/attempt-outcomes.ts';
-import type { OutboundResult } from '../../control-plane/integrations/guarded-client.ts';
+import { openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { claimDue } from '../../control-plane/webhooks/claim-due.ts';
+import type { Claimed } from '../../control-plane/webhooks/deliveries.ts';
+import { finishAttempts, type Outcome } from '../../control-plane/webhooks/attempt-outcomes.ts';
+import type { OutboundResult } from '../../control-plane/infra/outbound-http/guarded-client.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const t = suite('webhook outcomes: one statement per batch');

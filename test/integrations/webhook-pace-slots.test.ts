@@ -8,7 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { emit } from '../../control-plane/runtime/outbox.ts';
+import { emit } from '../../control-plane/infra/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call } from '../support/http.ts';
 import { makeCompany, syntheticEvent } from '../support/fixtures.ts';

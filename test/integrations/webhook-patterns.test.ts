@@ -1,5 +1,5 @@
 /**
- * The event-name pattern rule has two homes: `matchesPattern` (shared/event-patterns.ts), where
+ * The event-name pattern rule has two homes: `matchesPattern` (control-plane/webhooks/event-patterns.ts), where
  * the API checks and previews a connection's patterns, and the SQL function
  * `webhook_subject_matches` (migration 0027), where the webhooks consumer's statement matches.
  * This holds both to one small reference written here (`*` one part, a last `>` one or more
@@ -11,8 +11,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { sql } from 'kysely';
-import { openPglite, openPostgres, type Store } from '../../control-plane/db/store.ts';
-import { checkPattern, matchesPattern } from '../../shared/event-patterns.ts';
+import { openPglite, openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
+import { checkPattern, matchesPattern } from '../../control-plane/webhooks/event-patterns.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const t = suite('webhook patterns: the store and the API match alike');

@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { patternWarnings } from '../../shared/event-patterns.ts';
+import { patternWarnings } from '../../control-plane/webhooks/event-patterns.ts';
 import { EVENT_NAMES } from '../../shared/events.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { makeCompany } from '../support/fixtures.ts';

@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { emit, OUTBOX_CHANNEL } from '../../control-plane/runtime/outbox.ts';
+import { emit, OUTBOX_CHANNEL } from '../../control-plane/infra/runtime/outbox.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';
 import { call } from '../support/http.ts';
 import { makeCompany, syntheticEvent } from '../support/fixtures.ts';

@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { createServer } from 'node:net';
 import Stripe from 'stripe';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { emit } from '../../control-plane/runtime/outbox.ts';
+import { emit } from '../../control-plane/infra/runtime/outbox.ts';
 import { ManualClock } from '../../shared/clock.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';

@@ -11,7 +11,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { request } from 'undici';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { wavHeader } from '../../shared/wav.ts';
+import { wavHeader } from '../../media-agent/wav.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCompany, makeKey } from '../support/fixtures.ts';

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AudioInfo } from '../../control-plane/recordings/audio-info.ts';
-import { wavHeader } from '../../shared/wav.ts';
+import { wavHeader } from '../../media-agent/wav.ts';
 
 const t = suite('audio duration');
 

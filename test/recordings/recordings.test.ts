@@ -18,7 +18,7 @@ import { takeRecordingReport } from '../../control-plane/recordings/agent-report
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { AgentClient } from '../../media-agent/client.ts';
 import { SimulatedTrunk, writeToneWav, type SimulatedTrunkOptions } from '../../media-agent/simulated-trunk.ts';
-import { wavHeader } from '../../shared/wav.ts';
+import { wavHeader } from '../../media-agent/wav.ts';
 import { makeCampaign } from '../dialer/support.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';

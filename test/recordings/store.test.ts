@@ -10,12 +10,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
+import { OutboundClient } from '../../control-plane/infra/outbound-http/guarded-client.ts';
 import { AudioInfo } from '../../control-plane/recordings/audio-info.ts';
 import { BucketStore } from '../../control-plane/recordings/bucket-store.ts';
 import { FolderStore } from '../../control-plane/recordings/folder-store.ts';
 import { RecordingIncomplete, RecordingTooLarge, type RecordingStore } from '../../control-plane/recordings/store.ts';
-import { wavHeader } from '../../shared/wav.ts';
+import { wavHeader } from '../../media-agent/wav.ts';
 import { startS3, type S3Harness } from '../support/s3.ts';
 
 async function readAll(body: Readable): Promise<Buffer> {

@@ -9,7 +9,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { request } from 'undici';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { wavHeader } from '../../shared/wav.ts';
+import { wavHeader } from '../../media-agent/wav.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { startTestServer } from '../support/server.ts';
 

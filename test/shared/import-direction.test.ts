@@ -41,16 +41,16 @@ t('each rule bites: a tree with one violation of each is refused for exactly tho
     writeFileSync(join(dir, path), text);
   };
   try {
-    file('shared/clock.ts', "import type { Store } from '../control-plane/db/store.ts';\nexport type C = Store;\n");
-    file('control-plane/db/store.ts', 'export type Store = { ok: true };\n');
-    file('control-plane/context.ts', "import type { Store } from './db/store.ts';\nexport type Services = { store: Store };\n");
+    file('shared/clock.ts', "import type { Store } from '../control-plane/infra/db/store.ts';\nexport type C = Store;\n");
+    file('control-plane/infra/db/store.ts', 'export type Store = { ok: true };\n');
+    file('control-plane/context.ts', "import type { Store } from './infra/db/store.ts';\nexport type Services = { store: Store };\n");
     file('control-plane/companies/lifecycle.ts', "import type { Services } from '../context.ts';\nexport type L = Services;\n");
-    file('control-plane/actors/campaign.machine.ts', "import type { Store } from '../db/store.ts';\nexport type M = Store;\n");
+    file('control-plane/core/campaign.machine.ts', "import type { Store } from '../infra/db/store.ts';\nexport type M = Store;\n");
     file('control-plane/core/campaigns.ts', "import type { Dialer } from '../../dialer/dialer.ts';\nexport type X = Dialer;\n");
     file('control-plane/server.ts', "import type { Dialer } from '../dialer/dialer.ts';\nexport type S = Dialer;\n");
     file('dialer/dialer.ts', "import type { App } from '../http/app.ts';\nexport type Dialer = App;\n");
     file('http/app.ts', 'export type App = { ok: true };\n');
-    file('media-agent/client.ts', "import type { Store } from '../control-plane/db/store.ts';\nexport type A = Store;\n");
+    file('media-agent/client.ts', "import type { Store } from '../control-plane/infra/db/store.ts';\nexport type A = Store;\n");
     file('control-plane/core/a.ts', "import { b } from './b.ts';\nexport const a = () => b;\n");
     file('control-plane/core/b.ts', "import type { a } from './a.ts';\nexport const b = 1;\nexport type A = typeof a;\n");
     const { violations } = cruise(dir, FOLDERS);
@@ -59,7 +59,7 @@ t('each rule bites: a tree with one violation of each is refused for exactly tho
       'context-is-a-root: control-plane/companies/lifecycle.ts',
       'control-plane-below-dialer-and-http: control-plane/core/campaigns.ts',
       'dialer-below-http: dialer/dialer.ts',
-      'machines-are-pure: control-plane/actors/campaign.machine.ts',
+      'machines-are-pure: control-plane/core/campaign.machine.ts',
       'media-agent-imports-only-shared: media-agent/client.ts',
       'no-cycles: control-plane/core/a.ts',
       'shared-stands-alone: shared/clock.ts',

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PhonePool } from '../../shared/phone-pool.ts';
+import { PhonePool } from '../../control-plane/imports/legacy/phone-pool.ts';
 import { toE164 } from '../../shared/phone.ts';
 
 const t = suite('phone pool');
@@ -56,7 +56,7 @@ t('a batch whose worker ends fails (it never hangs); a closed pool refuses work;
 });
 
 t('an idle pool does not keep its process alive', () => {
-  const script = `import { phonePool } from ${JSON.stringify(new URL('../../shared/phone-pool.ts', import.meta.url).href)}; console.log((await phonePool().check(['4155550100']))[0]);`;
+  const script = `import { phonePool } from ${JSON.stringify(new URL('../../control-plane/imports/legacy/phone-pool.ts', import.meta.url).href)}; console.log((await phonePool().check(['4155550100']))[0]);`;
   const dir = mkdtempSync(join(tmpdir(), 'vd-phone-pool-'));
   const file = join(dir, 'idle.mjs');
   writeFileSync(file, script);

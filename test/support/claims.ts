@@ -1,6 +1,6 @@
 /** A claim scope over every zone set the list checks have found, judged now (for suites that claim people directly). */
 import { sql } from 'kysely';
-import type { Store } from '../../control-plane/db/store.ts';
+import type { Store } from '../../control-plane/infra/db/store.ts';
 import type { ClaimScope } from '../../dialer/launch-rows.ts';
 
 export async function everyZone(store: Store, at = new Date()): Promise<ClaimScope> {

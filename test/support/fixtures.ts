@@ -5,7 +5,7 @@ import { addCompanyUser, createCompany } from '../../control-plane/companies/cre
 import { call, signIn, type Session } from './http.ts';
 import type { EventName } from '../../shared/events.ts';
 import { sql, type Kysely } from 'kysely';
-import type { DB } from '../../control-plane/db/schema/index.ts';
+import type { DB } from '../../control-plane/infra/db/schema/index.ts';
 
 let n = 0;
 

@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { OutboundClient } from '../../control-plane/integrations/guarded-client.ts';
+import { OutboundClient } from '../../control-plane/infra/outbound-http/guarded-client.ts';
 import { S3Bucket } from '../../control-plane/recordings/bucket-store.ts';
-import { wavHeader } from '../../shared/wav.ts';
+import { wavHeader } from '../../media-agent/wav.ts';
 import type { S3Harness } from './s3.ts';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;

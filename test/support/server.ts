@@ -4,7 +4,7 @@
  */
 import { loadConfig } from '../../shared/config.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
-import type { RuntimeOptions } from '../../control-plane/runtime/runtime.ts';
+import type { RuntimeOptions } from '../../control-plane/infra/runtime/runtime.ts';
 import type { ServiceOverrides } from '../../control-plane/context.ts';
 import type { DialerOptions } from '../../dialer/dialer.ts';
 import type { InstanceRegistryOptions } from '../../control-plane/metrics.ts';

@@ -19,7 +19,7 @@ import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.t
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
-import { CHANNELS } from '../../control-plane/coordination/channels.ts';
+import { CHANNELS } from '../../control-plane/infra/coordination/channels.ts';
 
 const TOKEN = 'agent-token-for-node-tests-0123456789';
 

@@ -12,7 +12,7 @@ import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany, type Lif
 import { editCompany } from '../../../control-plane/companies/edit.ts';
 import { listTenants, pickCompanies, tenantDetail, tenantTree, type AuditLine, type TenantDetail } from '../../../control-plane/companies/views.ts';
 import type { ListColumns } from '../../../control-plane/companies/list-columns.ts';
-import type { CompanyStatus } from '../../../control-plane/db/schema/index.ts';
+import type { CompanyStatus } from '../../../control-plane/infra/db/schema/index.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { Closing, Edit, managers, NewTenant, Reason } from '../../routes/platform/tenants-write.ts';

@@ -8,9 +8,9 @@
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { ConnectorChanges, createConnector, deleteConnector, getConnector, listConnectors, NewConnector, rotateSecret, switchOn, testConnector, updateConnector } from '../../../control-plane/integrations/connectors.ts';
-import { DELIVERY_STATUSES, listDeliveries, retryDelivery } from '../../../control-plane/integrations/delivery-log.ts';
-import { importDnc, importLeads, listImports, type DncImportResult, type LeadImportResult } from '../../../control-plane/integrations/legacy/imports.ts';
+import { ConnectorChanges, createConnector, deleteConnector, getConnector, listConnectors, NewConnector, rotateSecret, switchOn, testConnector, updateConnector } from '../../../control-plane/webhooks/connectors.ts';
+import { DELIVERY_STATUSES, listDeliveries, retryDelivery } from '../../../control-plane/webhooks/delivery-log.ts';
+import { importDnc, importLeads, listImports, type DncImportResult, type LeadImportResult } from '../../../control-plane/imports/legacy/imports.ts';
 import { listLists } from '../../../control-plane/core/lists.ts';
 import type { AppEnv } from '../../env.ts';
 import { companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';

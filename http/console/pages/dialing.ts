@@ -9,9 +9,9 @@
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { dialingCard } from '../../../control-plane/dialing/card.ts';
-import { setPause, type PauseRecord } from '../../../control-plane/dialing/kill-switch.ts';
-import { setMaintenance } from '../../../control-plane/dialing/maintenance.ts';
+import { dialingCard } from '../../../control-plane/platform-controls/card.ts';
+import { setPause, type PauseRecord } from '../../../control-plane/platform-controls/kill-switch.ts';
+import { setMaintenance } from '../../../control-plane/platform-controls/maintenance.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';

@@ -7,7 +7,7 @@
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
 import { addOperator, changeOperator, listOperators, OPERATOR_ROLES } from '../../../control-plane/auth/operators.ts';
-import { queueFigures } from '../../../control-plane/integrations/delivery-log.ts';
+import { queueFigures } from '../../../control-plane/webhooks/delivery-log.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';

@@ -6,8 +6,8 @@
  */
 import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { ConnectorChanges, createConnector, getConnector, NewConnector, updateConnector } from '../../../control-plane/integrations/connectors.ts';
-import { listRuns, queueManualRun } from '../../../control-plane/integrations/recording-imports/runs.ts';
+import { ConnectorChanges, createConnector, getConnector, NewConnector, updateConnector } from '../../../control-plane/webhooks/connectors.ts';
+import { listRuns, queueManualRun } from '../../../control-plane/imports/recordings/runs.ts';
 import { listReviews, rescore, type ReviewView } from '../../../control-plane/qa/reviews.ts';
 import { recordingLine, recordingLines, recordingLinesById, type LatestReview, type RecordingLine } from '../../../control-plane/console/recordings.ts';
 import type { AppEnv } from '../../env.ts';

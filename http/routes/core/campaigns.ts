@@ -6,9 +6,9 @@
 import { z } from '@hono/zod-openapi';
 import { commandCampaign, createCampaign, findCampaign, listCampaigns, type CampaignView } from '../../../control-plane/core/campaigns.ts';
 import { CampaignSettingsChange, CampaignSettingsFields, changeCampaignSettings, DEFAULT_RETRY, MAX_RETRY_MINUTES } from '../../../control-plane/core/campaign-settings.ts';
-import type { Store } from '../../../control-plane/db/store.ts';
+import type { Store } from '../../../control-plane/infra/db/store.ts';
 import { readAbandonment, type Abandonment } from '../../../dialer/abandonment.ts';
-import type { CampaignCommand } from '../../../control-plane/actors/campaign.machine.ts';
+import type { CampaignCommand } from '../../../control-plane/core/campaign.machine.ts';
 import { actorOf, companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';

@@ -4,8 +4,8 @@
  */
 import { z } from '@hono/zod-openapi';
 import { dialRate, liveNow } from '../../../dialer/ops.ts';
-import { opsServices } from '../../../control-plane/ops/services.ts';
-import { queueFigures } from '../../../control-plane/integrations/delivery-log.ts';
+import { opsServices } from '../../../control-plane/infra/instances/services.ts';
+import { queueFigures } from '../../../control-plane/webhooks/delivery-log.ts';
 import { operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { json, record } from '../../openapi/schemas.ts';
