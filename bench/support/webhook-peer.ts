@@ -13,7 +13,7 @@ import { makeWorkerUtils, run, type Runner, type WorkerUtils } from 'graphile-wo
 import pg from 'pg';
 import { Agent } from 'undici';
 import { signatureHeader } from '../../control-plane/webhooks/signature.ts';
-import { maskPhoneNumbers } from '../../control-plane/webhooks/masking.ts';
+import { maskPhoneNumbers } from '../../shared/masking.ts';
 import { createTestDatabase } from '../../test/support/db.ts';
 import { dataOf, SUBJECT, type System } from './webhook-load.ts';
 

@@ -5,7 +5,7 @@
  * (`recordings/read.ts`, `qa/reviews.ts`); these add the names the screens show.
  */
 import { ApiError } from '../../shared/errors.ts';
-import { maskPhoneNumbers } from '../webhooks/masking.ts';
+import { maskPhoneNumbers } from '../../shared/masking.ts';
 import { checkCursor, pageOf } from '../infra/db/page.ts';
 import type { Store } from '../infra/db/store.ts';
 import { RECORDINGS_PAGE } from '../recordings/read.ts';

@@ -1,7 +1,7 @@
 /**
  * One statement: the webhooks outbox consumer's fan-out. Outbox events are made into deliveries,
  * one per matching connection, and leased to this instance as far as it has room, from the texts
- * each event was written with (`runtime/webhook-data.ts`, migration 0027; events queued before it
+ * each event was written with (`shared/webhook-data.ts`, migration 0027; events queued before it
  * were given theirs by migration 0035).
  *
  * Cost (bench/webhook-store.bench.ts `consume_us`, one connection, medians of 3 runs on the 2
@@ -27,7 +27,7 @@ export type LaneFigures = {
 /**
  * The webhooks consumer in one statement (its own transaction): takes up to `limit` queued
  * events, makes their deliveries (one per matching connection, body put together from the
- * texts the event was written with: `runtime/webhook-data.ts`), leases up to `leaseUpTo` of them
+ * texts the event was written with: `shared/webhook-data.ts`), leases up to `leaseUpTo` of them
  * to `instance` (each connection's lane room from `figures`, `lanes.ts`; the oldest events
  * first), and returns those leased, ready to send, how many of active connections it made
  * unleased, and how many events it took.

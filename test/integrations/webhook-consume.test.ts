@@ -14,9 +14,9 @@ import { openPglite, openPostgres, type Store } from '../../control-plane/infra/
 import { up as backfill } from '../../control-plane/infra/db/migrations/20261128_0035_webhook_texts_backfilled.ts';
 import { consumeForWebhooks, type LaneFigures } from '../../control-plane/webhooks/fan-out.ts';
 import { emit, type EventEnvelope, type NewEvent } from '../../control-plane/infra/runtime/outbox.ts';
-import { forCustomers } from '../../control-plane/webhooks/webhook-data.ts';
+import { forCustomers } from '../../shared/webhook-data.ts';
 import { matchesPattern } from '../../control-plane/webhooks/event-patterns.ts';
-import { maskPhoneNumbers } from '../../control-plane/webhooks/masking.ts';
+import { maskPhoneNumbers } from '../../shared/masking.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { syntheticEvent } from '../support/fixtures.ts';
 

@@ -20,7 +20,7 @@ import { pruneDeliveries } from '../../control-plane/webhooks/deliveries.ts';
 import { consumeForWebhooks, type LaneFigures } from '../../control-plane/webhooks/fan-out.ts';
 import { retryDelivery } from '../../control-plane/webhooks/delivery-log.ts';
 import { emit, type NewEvent } from '../../control-plane/infra/runtime/outbox.ts';
-import { maskPhoneNumbers } from '../../control-plane/webhooks/masking.ts';
+import { maskPhoneNumbers } from '../../shared/masking.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { syntheticEvent } from '../support/fixtures.ts';
 import { eventually } from '../support/eventually.ts';

@@ -12,7 +12,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import type { AgentClient } from '../../media-agent/client.ts';
-import { forCustomers } from '../../control-plane/webhooks/webhook-data.ts';
+import { forCustomers } from '../../shared/webhook-data.ts';
 import { makeCampaign } from '../dialer/support.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';

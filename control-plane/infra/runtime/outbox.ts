@@ -14,7 +14,7 @@ import { lastingSubscribe, type LastingSubscription } from '../coordination/last
 import { PREPARED, type Store, type Tx } from '../db/store.ts';
 import type { EventName } from '../../../shared/events.ts';
 import { CHANNELS } from '../coordination/channels.ts';
-import { webhookTexts } from '../../webhooks/webhook-data.ts';
+import { webhookTexts } from '../../../shared/webhook-data.ts';
 import { joinNamed, queuedIn, type Named } from './work-notices.ts';
 
 /** The wire envelope of an event (the spec's webhook message envelope). */

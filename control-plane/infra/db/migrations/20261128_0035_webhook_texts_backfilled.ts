@@ -14,7 +14,7 @@
  * costs one index probe.
  */
 import { sql, type Kysely } from 'kysely';
-import { webhookTexts } from '../../../webhooks/webhook-data.ts';
+import { webhookTexts } from '../../../../shared/webhook-data.ts';
 
 export async function up(db: Kysely<any>): Promise<void> {
   for (let after = '0'; ; ) {

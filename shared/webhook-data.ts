@@ -6,6 +6,10 @@
  * connections without "Send full phone numbers"). So the webhooks consumer makes every delivery
  * in one statement, its body put together from these texts, without reading the events back
  * into this process.
+ *
+ * It is in shared/ because it is written below the webhooks room, which only reads it back: by
+ * the outbox (`control-plane/infra/runtime/outbox.ts`) as each event is written, and by migration
+ * 0035 for events queued before 0027; infrastructure imports no domain room.
  */
 import { maskPhoneNumbers } from './masking.ts';
 
