@@ -60,9 +60,10 @@ export type WebhookWorkerOptions = {
 
 /**
  * The longest an outcome waits to be written while other sends are still under way: a flow that
- * never pauses is written in batches (each statement costs this machine about as much as a few
- * dozen rows). A failed send's outcome holds its slot until it is written; every outcome holds
- * its delivery (the instance's room) until then.
+ * never pauses is written in batches (a statement's round trip costs the sender 60–90 µs of CPU,
+ * `select 1` on a local Postgres, about as much as a few dozen rows). A failed send's outcome
+ * holds its slot until it is written; every outcome holds its delivery (the instance's room)
+ * until then.
  */
 const FLUSH_WITHIN_MS = 10;
 
