@@ -1,18 +1,17 @@
 /**
  * Media nodes on the control plane: the nodes' registry every instance can read (the
  * `media_nodes` rows), the choice of a node for a new call (the less loaded of two accepting
- * nodes with free room, picked at random), and the operator's view, drain and resume. The node
- * actor itself (accepting; draining by an operator, for its process's shutdown or for its SIP
- * trunk; offline after 5 s of silence) is `node-actor.ts`; commands reach an agent wherever its
- * socket is through `agent-commands.ts`.
+ * nodes with free room, picked at random), and the operator's view (rows read by `node-rows.ts`),
+ * drain and resume. The node actor itself (accepting; draining by an operator, for its process's
+ * shutdown or for its SIP trunk; offline after 5 s of silence) is `node-actor.ts`; commands reach
+ * an agent wherever its socket is through `agent-commands.ts`.
  *
  * The instance whose hub holds a node's socket turns the hub's events into actor events, one node
  * at a time and in order: a hello is CONNECTED (creating the actor on the node's first hello), a
  * heartbeat that changes the drain state or capacity is REPORT, a lost socket is OFFLINE. Plain
  * heartbeats do not go through the actor: their time and live calls are written to the row
- * directly.
+ * directly (`node-heartbeats.ts`).
  */
-import { sql } from 'kysely';
 import { OFFLINE_AFTER_MS, type DrainReason, type OriginateCall } from '../../shared/agent-protocol.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { chooseNode, freeRoom, type NodeLoad } from './node-choice.ts';
@@ -28,19 +27,8 @@ import { AgentCommands } from './agent-commands.ts';
 import { nodeActorDefinition, type ChangeNotice } from './node-actor.ts';
 import type { AgentHub, NodeView } from './agent-hub.ts';
 import { CHANNELS } from '../infra/coordination/channels.ts';
-
-/** A node as `GET /api/platform/telephony/nodes` shows it. */
-export type NodeRow = {
-  node_id: string;
-  state: 'accepting' | 'draining' | 'offline';
-  draining: boolean;
-  drain_reason: 'operator' | 'shutdown' | 'trunk_down' | null;
-  capacity: number;
-  live_calls: number;
-  region: string | null;
-  version: string | null;
-  last_heartbeat_at: string | null;
-};
+import { HeartbeatWrites } from './node-heartbeats.ts';
+import { operatorNodeRows, selectNodeRows, toNodeRow, type NodeRow, type SelectedRow } from './node-rows.ts';
 
 export type MediaNodesDeps = {
   store: Store;
@@ -57,8 +45,6 @@ export type MediaNodesDeps = {
 const REFRESH_MS = 1_000;
 /** How long `stop()` waits for queued node events (the offline notices of a closing hub). */
 const STOP_WAIT_MS = 3_000;
-/** A node's heartbeat is written to its row at most this often (the latest one). */
-const HEARTBEAT_WRITE_EVERY_MS = 1_000;
 const MAX_NODE_ID = 128;
 
 /** Every transition of a node actor is told here, so each instance's choice sees it at once. */
@@ -80,9 +66,6 @@ type CachedRow = {
 
 type Reported = { draining: boolean; reason: DrainReason | null; capacity: number };
 
-/** A node actor's state after a transition, as every instance's registry takes it. */
-
-
 export class MediaNodes {
   readonly #deps: MediaNodesDeps;
   readonly #log: Logger;
@@ -94,7 +77,7 @@ export class MediaNodes {
   readonly #reservedOn = new Map<string, number>();
   readonly #queues = new Map<string, Promise<void>>();
   readonly #reported = new Map<string, Reported>();
-  readonly #heartbeats = new Map<string, { beat: number; writing: boolean; next: NodeView | null; lastWrite: number; timer: NodeJS.Timeout | null }>();
+  readonly #heartbeats: HeartbeatWrites;
   readonly #actors = new Set<string>();
   readonly #commands: AgentCommands;
   readonly #listeners: Array<[string, (...args: any[]) => void]> = [];
@@ -107,6 +90,7 @@ export class MediaNodes {
     this.#deps = deps;
     this.#log = deps.log.child({ part: 'media-nodes' });
     this.#random = deps.random ?? Math.random;
+    this.#heartbeats = new HeartbeatWrites({ store: deps.store, instanceId: deps.instanceId, log: this.#log });
     this.#commands = new AgentCommands({
       hub: deps.hub,
       coordinator: deps.coordinator,
@@ -145,7 +129,7 @@ export class MediaNodes {
     this.#stopped = true;
     for (const [name, fn] of this.#listeners) this.#deps.hub.off(name, fn);
     if (this.#timer) clearInterval(this.#timer);
-    for (const hb of this.#heartbeats.values()) if (hb.timer) clearTimeout(hb.timer);
+    this.#heartbeats.stop();
     for (const sub of this.#subs) await sub.stop();
     await this.#commands.stop();
     // A closing hub has just reported its nodes offline: let those notices reach the actors.
@@ -202,13 +186,13 @@ export class MediaNodes {
 
   /** Every node known to the platform, for the operator. */
   async list(): Promise<NodeRow[]> {
-    const rows = await this.#operatorRows().orderBy('node_id').execute();
+    const rows = await operatorNodeRows(this.#deps.store.db).orderBy('node_id').execute();
     return rows.map((r) => toNodeRow(this.#withLive(r)));
   }
 
   /** One node as the operator sees it; null when the platform never saw it. */
   async get(nodeId: string): Promise<NodeRow | null> {
-    const row = await this.#operatorRows().where('node_id', '=', nodeId).executeTakeFirst();
+    const row = await operatorNodeRows(this.#deps.store.db).where('node_id', '=', nodeId).executeTakeFirst();
     return row ? toNodeRow(this.#withLive(row)) : null;
   }
 
@@ -259,7 +243,7 @@ export class MediaNodes {
   }
 
   #onUpdated(v: NodeView): void {
-    this.#writeHeartbeat(v);
+    this.#heartbeats.write(v);
     const before = this.#reported.get(v.node_id);
     const now: Reported = { draining: v.draining, reason: v.drain_reason, capacity: v.capacity };
     if (before && before.draining === now.draining && before.reason === now.reason && before.capacity === now.capacity) return;
@@ -269,12 +253,7 @@ export class MediaNodes {
 
   #onOffline(v: NodeView): void {
     this.#reported.delete(v.node_id);
-    const hb = this.#heartbeats.get(v.node_id);
-    if (hb?.timer) clearTimeout(hb.timer);
-    this.#heartbeats.delete(v.node_id);
-    // The last heartbeat the throttle still held is written, not dropped: the row's heartbeat time
-    // is what the 30 s sweep of the node's calls counts from.
-    if (hb?.next && !this.#stopped) this.#storeHeartbeat(hb.next);
+    this.#heartbeats.offline(v.node_id);
     this.#enqueue(v.node_id, () => this.#send(v.node_id, { type: 'OFFLINE', epoch: v.epoch }).then(() => {}));
   }
 
@@ -343,92 +322,14 @@ export class MediaNodes {
     this.#patch(n);
   }
 
-  /**
-   * Heartbeat time and live calls go to the row without a transition: at most one write per node
-   * each `HEARTBEAT_WRITE_EVERY_MS`, of the latest heartbeat (one per node every 2 s, and one for
-   * every call that ends: at a thousand calls a second, a commit each would be most of the store's
-   * work). The row is read by other instances for the node's room and liveness (offline at 5 s,
-   * its calls lost at 30 s), so a second of staleness changes neither. Only a real heartbeat
-   * counts (the hub also reports its own drain and resume at once): a hung node must not look
-   * alive because an operator drained it.
-   */
-  #writeHeartbeat(v: NodeView): void {
-    let hb = this.#heartbeats.get(v.node_id);
-    if (!hb) {
-      hb = { beat: 0, writing: false, next: null, lastWrite: 0, timer: null };
-      this.#heartbeats.set(v.node_id, hb);
-    }
-    if (hb.writing || hb.timer) {
-      hb.next = v;
-      return;
-    }
-    const beat = v.last_heartbeat_at.getTime();
-    if (beat === hb.beat) return;
-    const wait = hb.lastWrite + HEARTBEAT_WRITE_EVERY_MS - Date.now();
-    if (wait > 0) {
-      hb.next = v;
-      const state = hb;
-      hb.timer = setTimeout(() => {
-        state.timer = null;
-        const next = state.next;
-        state.next = null;
-        if (next && !this.#stopped && this.#heartbeats.get(v.node_id) === state) this.#writeHeartbeat(next);
-      }, wait);
-      hb.timer.unref();
-      return;
-    }
-    hb.writing = true;
-    hb.beat = beat;
-    hb.lastWrite = Date.now();
-    const state = hb;
-    void this.#storeHeartbeat(v).finally(() => {
-      state.writing = false;
-      const next = state.next;
-      state.next = null;
-      if (next && !this.#stopped && this.#heartbeats.get(v.node_id) === state) this.#writeHeartbeat(next);
-    });
-  }
-
-  /** One heartbeat's time and live calls to the node's row (only while the row is still this connection's). */
-  #storeHeartbeat(v: NodeView): Promise<unknown> {
-    return this.#deps.store.db
-      .updateTable('media_nodes')
-      // The heartbeat's own time on the store's clock (the write may come up to a second after it).
-      .set({ live_calls: v.live_calls, last_heartbeat_at: sql<Date>`now() - make_interval(secs => ${Math.max(0, Date.now() - v.last_heartbeat_at.getTime()) / 1000})` })
-      .where('node_id', '=', v.node_id)
-      .where('instance', '=', this.#deps.instanceId)
-      .where('epoch', '=', v.epoch)
-      .execute()
-      .catch((err) => this.#log.warn({ err, node: v.node_id }, 'heartbeat not written'));
-  }
-
   // ---- the registry for the choice ----
-
-  #selectRows() {
-    return this.#deps.store.db
-      .selectFrom('media_nodes')
-      .select(['node_id', 'state', 'drain_reason', 'capacity', 'live_calls', 'region', 'version', 'instance', 'epoch', 'last_heartbeat_at'])
-      .select(sql<number | null>`(extract(epoch from (now() - last_heartbeat_at)) * 1000)::float8`.as('age_ms'));
-  }
-
-  /**
-   * The operator's rows: with, for an offline node (its row says so, or its heartbeat is 5 s old),
-   * its calls up in the store, which is what it shows (its last heartbeat's count goes stale).
-   * Counted for offline nodes only: the count reads the calls up (`calls_live`).
-   */
-  #operatorRows() {
-    return this.#selectRows().select(
-      sql<number | null>`case when state = 'offline' or last_heartbeat_at is null or last_heartbeat_at <= now() - make_interval(secs => ${OFFLINE_AFTER_MS / 1000})
-        then (select count(*) from calls k where k.live and k.node_id = media_nodes.node_id)::int end`.as('calls_up'),
-    );
-  }
 
   #refresh(): Promise<void> {
     if (this.#stopped) return Promise.resolve();
     this.#refreshing ??= (async () => {
       const startedAt = Date.now();
       try {
-        const rows = await this.#selectRows().execute();
+        const rows = await selectNodeRows(this.#deps.store.db).execute();
         const readAt = Date.now();
         const seen = new Set<string>();
         for (const r of rows) {
@@ -488,43 +389,6 @@ export class MediaNodes {
 /** A row whose last heartbeat is under 5 s old now (its age when read plus the time since). */
 function isFresh(row: CachedRow): boolean {
   return row.ageMs !== null && row.ageMs + (Date.now() - row.readAt) < OFFLINE_AFTER_MS;
-}
-
-type SelectedRow = {
-  node_id: string;
-  state: MediaNodeState;
-  drain_reason: DrainReason | null;
-  capacity: number;
-  live_calls: number;
-  region: string | null;
-  version: string | null;
-  last_heartbeat_at: Date | null;
-  age_ms: number | null;
-  /** The node's calls up in the store, counted for an offline node only. */
-  calls_up: number | null;
-};
-
-/**
- * The operator's view: a node silent for 5 s is offline whatever its row says, and shows as live
- * the calls the store still has up on it (its last heartbeat's count is stale: none once the
- * sweeps or its agent's late reports have ended them).
- */
-function toNodeRow(r: SelectedRow): NodeRow {
-  const silent = r.age_ms === null || Number(r.age_ms) >= OFFLINE_AFTER_MS;
-  const state: NodeRow['state'] = silent ? 'offline' : r.state;
-  // An offline node keeps only an operator's drain (a shutdown ended with its process).
-  const drain_reason = state === 'offline' ? (r.drain_reason === 'operator' ? 'operator' : null) : r.drain_reason;
-  return {
-    node_id: r.node_id,
-    state,
-    draining: drain_reason !== null,
-    drain_reason,
-    capacity: r.capacity,
-    live_calls: state === 'offline' ? Number(r.calls_up ?? 0) : r.live_calls,
-    region: r.region,
-    version: r.version,
-    last_heartbeat_at: r.last_heartbeat_at ? new Date(r.last_heartbeat_at).toISOString() : null,
-  };
 }
 
 function isUniqueViolation(err: unknown): boolean {

@@ -15,7 +15,7 @@ import * as assert from 'uvu/assert';
 import { sql } from 'kysely';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import type { CallEvent } from '../../control-plane/telephony/agent-hub.ts';
-import type { NodeRow } from '../../control-plane/telephony/nodes.ts';
+import type { NodeRow } from '../../control-plane/telephony/node-rows.ts';
 import { newId } from '../../shared/ids.ts';
 import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';

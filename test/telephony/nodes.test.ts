@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import type { CallEvent } from '../../control-plane/telephony/agent-hub.ts';
 import { FORWARDED_ORIGINATE_TTL_MS } from '../../control-plane/telephony/agent-commands.ts';
-import type { NodeRow } from '../../control-plane/telephony/nodes.ts';
+import type { NodeRow } from '../../control-plane/telephony/node-rows.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
