@@ -22,7 +22,8 @@ import { createTestDatabase } from '../test/support/db.ts';
 import { openStore, type Store } from '../control-plane/infra/db/store.ts';
 import { createLogger } from '../shared/logger.ts';
 import { ListChecks } from '../control-plane/core/checks.ts';
-import { insertLeads, normaliseLead, type Lead } from '../control-plane/core/people.ts';
+import { insertLeads } from '../control-plane/core/people.ts';
+import { normaliseLead, type Lead } from '../shared/lead.ts';
 import { newId } from '../shared/ids.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);

@@ -8,6 +8,8 @@
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { importDnc, importLeads, listImports, type ImportDeps } from '../../control-plane/imports/legacy/imports.ts';
+import { queueListCheck } from '../../control-plane/core/checks.ts';
+import { findList } from '../../control-plane/core/lists.ts';
 import type { AppEnv } from '../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
@@ -21,7 +23,8 @@ export function streamedBody(path: string): boolean {
 /** What the import code needs, from the request's services (the API's routes and the console's). */
 export function importDeps(c: Context<AppEnv>): ImportDeps {
   const s = c.get('services');
-  return { store: s.store, checks: s.checks, outbox: s.outbox, log: c.get('log') };
+  const lists = { find: findList, queueCheck: queueListCheck, wake: () => s.checks.wake() };
+  return { store: s.store, lists, outbox: s.outbox, log: c.get('log') };
 }
 
 /** The body as it arrives, and its declared length. */

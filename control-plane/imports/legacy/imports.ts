@@ -23,9 +23,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import { newId, newIds } from '../../../shared/ids.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import type { Store, Tx } from '../../infra/db/store.ts';
-import { queueListCheck } from '../../core/checks.ts';
-import { findList } from '../../core/lists.ts';
-import { REJECTED_ROWS_LISTED } from '../../core/people.ts';
+import { REJECTED_ROWS_LISTED } from '../../../shared/lead.ts';
 import { emit } from '../../infra/runtime/outbox.ts';
 import { checkCursor, pageOf } from '../../infra/db/page.ts';
 import { checkedDncLines, readDncFile } from './dnc-file.ts';
@@ -47,7 +45,21 @@ export const MAX_RUNNING = 4;
 /** Of those, the most one company may hold at once. */
 export const MAX_RUNNING_PER_COMPANY = 2;
 
-export type ImportDeps = { store: Store; checks: { wake(): void }; outbox: { wake(): void }; log: Logger };
+/**
+ * What a lead import needs of the list it fills, which the campaigns core owns
+ * (`control-plane/core/lists.ts`, `core/checks.ts`): given by the caller
+ * (`http/routes/legacy-imports.ts`), so this room does not import the core.
+ */
+export type ListPort = {
+  /** Refuses (not found) a list the company does not have. */
+  find(store: Store, tenantId: string, listId: string): Promise<unknown>;
+  /** Inside the import's transaction: queues the do-not-call check of the list's new people; its id. */
+  queueCheck(tx: Tx, tenantId: string, listId: string): Promise<string>;
+  /** After the commit: wakes the list checks of this instance. */
+  wake(): void;
+};
+
+export type ImportDeps = { store: Store; lists: ListPort; outbox: { wake(): void }; log: Logger };
 
 /** Who posted what where. */
 export type ImportRequest = {
@@ -154,7 +166,7 @@ const LEAD_STAGE: readonly StageColumn[] = [
 /** `POST …/legacy/import-leads?list_id=`: the spec's Lead import rules; answers the lead import result. */
 export async function importLeads(deps: ImportDeps, req: ImportRequest & { listId: string }): Promise<LeadImportResult> {
   await findLegacyConnector(deps.store, req.tenantId, req.connectorId);
-  await findList(deps.store, req.tenantId, req.listId);
+  await deps.lists.find(deps.store, req.tenantId, req.listId);
   const tooLarge = () => new ApiError('payload_too_large', `the file is over the limit of ${LEAD_FILE_MAX_BYTES} bytes (50 MB)`, {});
   if (req.declaredBytes !== null && req.declaredBytes > LEAD_FILE_MAX_BYTES) throw tooLarge();
   const id = newId('imp');
@@ -198,7 +210,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
           throw new ApiError('unprocessable', `no row has a valid phone number (row ${rejected_rows[0].row}: ${rejected_rows[0].reason})`);
         }
         const { distinct, created } = await movePeople(tx, req.tenantId, req.listId);
-        const check_id = await queueListCheck(tx, req.tenantId, req.listId);
+        const check_id = await deps.lists.queueCheck(tx, req.tenantId, req.listId);
         const result: LeadImportResult = {
           import_id: id,
           rows,
@@ -212,7 +224,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
         await saveRecord(tx, req, { id, kind: 'leads', listId: req.listId, started, bytes: tally.bytes, result, error: null });
         afterCommit(() => {
           countRows('legacy_leads', forwarded, rejected);
-          deps.checks.wake();
+          deps.lists.wake();
         });
         return result;
       }),
