@@ -11,8 +11,8 @@
  * The `let` exports are live bindings: set by `startConsole` (a file's `before`), read by its tests.
  */
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
-import chromium from '@sparticuz/chromium';
-import { chromium as playwright, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium.ts';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
@@ -195,29 +195,6 @@ export async function csrfPost(page: Page, path: string, form: Record<string, st
   );
 }
 
-/**
- * The browser, launched. `@sparticuz/chromium` unpacks its binary into the temporary folder on
- * first use; a second test file doing the same at that moment can find it half written and fail
- * to start it. So a failed launch is tried again (up to 5 times, 1 s apart) once the other
- * unpacking has had time to finish, and each failure is printed: uvu swallows an error thrown in
- * a hook and prints nothing of it.
- */
-async function launchBrowser(): Promise<Browser> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await playwright.launch({
-        executablePath: await chromium.executablePath(),
-        args: [...chromium.args.filter((a) => a !== '--single-process'), '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-        headless: true,
-      });
-    } catch (err) {
-      console.error(`the browser did not start (attempt ${attempt} of 5):`, err);
-      if (attempt >= 5) throw err;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-}
-
 /** The media agents' bearer token of the suite's control plane (a journey may start an agent). */
 export const AGENT_TOKEN = 'console-agent-token-0123456789';
 
@@ -242,7 +219,7 @@ async function startConsoleParts(): Promise<void> {
   // A missing browser fails here, never skips. Without --single-process (of the package's
   // serverless defaults): in one process, contexts mixed up their cookie jars, so a second person
   // sent the first one's session.
-  browser = await launchBrowser();
+  browser = await launchChromium();
   ({ context: ownerContext, page: owner } = await newPerson());
   await signIn(owner, OPERATOR_EMAIL, OPERATOR_PASSWORD);
   await owner.waitForURL(/\/console\/companies$/);

@@ -5,12 +5,12 @@
  * nothing fetched from outside and no Content-Security-Policy violation. What the text check of
  * the page in openapi.test.ts cannot see: what the running script actually loads.
  */
-import chromium from '@sparticuz/chromium';
-import { chromium as playwright, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
+import { launchChromium } from '../support/chromium.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 
@@ -25,11 +25,7 @@ t.before(async () => {
   drop = db.drop;
   prefix = testRedisPrefix();
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: prefix });
-  browser = await playwright.launch({
-    executablePath: await chromium.executablePath(),
-    args: [...chromium.args, '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    headless: true,
-  });
+  browser = await launchChromium();
 });
 
 t.after(async () => {
