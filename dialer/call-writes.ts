@@ -371,7 +371,7 @@ const ABANDON_HOURS_KEPT_DAYS = 31;
 /** The batch's counter deltas, on this writer lane's own rows (summed when read). */
 async function writeCounters(tx: Tx, counters: Writing['counters'], lane: number): Promise<void> {
   if (counters.size === 0) return;
-  // Last of the rows this transaction locks, in id order (docs/decisions.md, lock order).
+  // Last of the rows this transaction locks, in id order (docs/dialing.md, "Lock order").
   const list = [...counters].map(([id, c]) => ({ id, ...c })).sort((a, b) => (a.id < b.id ? -1 : 1));
   await sql`
     insert into campaign_counts as n (campaign_id, lane, placed, answered, ended)

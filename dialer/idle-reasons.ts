@@ -2,7 +2,7 @@
  * Why a running campaign does not dial, written to its row (`idle_reason`, and `next_window_at`
  * while it waits for calling hours) only when it changes from what was last written. Writes are
  * batched and one at a time; campaign rows are taken in id order (the lock order of launches:
- * docs/decisions.md), and a row another transaction holds is skipped, not waited for: it is
+ * docs/dialing.md), and a row another transaction holds is skipped, not waited for: it is
  * changing (a pause, a stop), and an idle reason is only worth writing to a campaign that keeps
  * running; it is tried again at the next tick if it still is.
  */

@@ -9,7 +9,7 @@
  * row taken in id order): companies, campaigns, calls, people, journeys, campaign_counts,
  * campaign_abandon_hours. A
  * transaction that needs a later kind never waits for an earlier one while holding it, so two of
- * them cannot deadlock. See docs/decisions.md (Dialing: lock order).
+ * them cannot deadlock. See docs/dialing.md ("Lock order").
  */
 import { sql } from 'kysely';
 import { MAX_CALL_SECONDS, type CallEventMessage } from '../shared/agent-protocol.ts';

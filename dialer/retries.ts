@@ -1,8 +1,8 @@
 /**
  * Retries by outcome: what a call's end says about its person (reached, or not reached and why),
  * and when a person not reached is due again under their campaign's `retry` policy. The call
- * event writer (`call-events.ts`) settles people with it; docs/decisions.md ("Retries by outcome
- * and abandonment counts") has the table.
+ * event writer (`call-events.ts`) settles people with it; docs/dialing-rules.md ("Retries by
+ * outcome") has the table.
  */
 import { sql } from 'kysely';
 import type { RetryPolicy } from '../control-plane/infra/db/schema/campaigns.ts';

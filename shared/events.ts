@@ -1,8 +1,8 @@
 /**
  * Every public event the platform emits: the `subject` of an outbox row, the `event` of a webhook
  * envelope (X-Service-Event), what a webhook connection's patterns match. The spec names some
- * (its Events); the others are ours (docs/decisions.md). `NewEvent.subject` takes only these, so
- * an event cannot be emitted under a name that is not on this list.
+ * (its Events); the others are ours, each in the guide of its part (docs/). `NewEvent.subject`
+ * takes only these, so an event cannot be emitted under a name that is not on this list.
  *
  * The pub/sub channels between control-plane instances are not events and never reach a
  * customer: they are `control-plane/infra/coordination/channels.ts`, under their own prefix.

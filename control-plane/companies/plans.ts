@@ -1,7 +1,7 @@
 /**
  * The plans a company can be on (the spec's Trial, Standard and Enterprise) and the limits each
  * carries. Standard's request numbers are the spec's defaults: 200 requests a second, bursts of
- * 1,000. The figures are written out for people in `docs/plans.md`.
+ * 1,000. The figures are written out for people in `docs/companies-and-plans.md`.
  */
 import type { PlanName } from '../infra/db/schema/index.ts';
 

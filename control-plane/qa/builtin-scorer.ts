@@ -6,7 +6,7 @@
  * in this platform (the media agent reports none), so criteria about what was said are answered
  * "not applicable", with a justification saying why; so is any criterion it has no rule for (a
  * company's own criteria), and any whose data does not exist. Its rules, per criterion of the
- * default scorecard (docs/decisions.md, "QA Bot"):
+ * default scorecard (docs/recordings-and-qa.md, "The QA Bot"):
  *
  * - `connected`: full points when the call was answered with talk time, else 0.
  * - `conversation`: talk seconds (the recording's length without a call): 60 or more full points,
