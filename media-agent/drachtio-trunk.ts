@@ -2,7 +2,7 @@
  * The SIP adapter on drachtio-srf: the agent is a drachtio application connected (outbound TCP)
  * to a drachtio-server in front of the SIP trunk. Tested against a stand-in for drachtio-server
  * (test/support/drachtio-standin.ts) that follows drachtio-server's own source where the client
- * does not tell; what only a real drachtio-server shows is in docs/agent-protocol.md.
+ * does not tell; what only a real drachtio-server shows is in docs/trunks.md.
  *
  * Read from drachtio-srf 5.0.29's source, not its typings (which differ):
  * - `srf.connect()` returns the app, not a promise. The outcome comes as events: `connect` with

@@ -4,7 +4,7 @@
  * secret, ringing and the ring timeout's CANCEL, answer and BYE either way, failed INVITEs, a 200
  * crossing our CANCEL, a hang-up racing a dropped admin socket, refusals while down, close().
  * What happens to calls when only the admin connection drops is in drachtio-reconnect.test.ts;
- * what the stand-in cannot show is listed in docs/agent-protocol.md.
+ * what the stand-in cannot show is listed in docs/trunks.md.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -5,7 +5,7 @@
  * request.js); what the server does with calls when only an app's admin connection drops, from
  * drachtio-server's (src/client-controller.cpp, src/client.cpp, src/sip-dialog-controller.cpp,
  * src/invite-in-progress.cpp) and sofia-sip's nta.c. What only a real drachtio-server shows is in
- * docs/agent-protocol.md.
+ * docs/trunks.md.
  *
  * The admin protocol, as the client speaks it:
  * - framing: `<byte length>#<msgId>|<type>|…` both ways (wire-protocol.js `send` and `_onData`).
