@@ -1,8 +1,9 @@
 /**
  * A call on the drachtio trunk as `drachtio-trunk.ts` keeps it (`Live`): where its INVITE and
  * dialog are at drachtio-server, whether we gave up on it, whether its connection is gone, and
- * the small rules read off that record (the end reason of a call given up, talk time, the dialog
- * id the server gives a UAC dialog, what counts as a sign of life); and the trunk's settings.
+ * the small rules read off that record (the end reason of a call given up or lost, talk time, the
+ * dialog id the server gives a UAC dialog, what counts as a sign of life, a wait its connection's
+ * drop ends); and the trunk's settings.
  */
 import type { TrunkEvent } from './trunk.ts';
 
@@ -103,4 +104,30 @@ export function sipStatusOf(err: unknown): number | null {
 
 export function errMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** trunk_lost, talk time up to the last moment the call was known up. */
+export function lostEnd(live: Live): Ended {
+  return { type: 'ended', sip_status: live.answeredAt !== null ? 200 : 503, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'trunk_lost' };
+}
+
+/** Waits for the call (true), unless the wait is ended first by a drop, the call's end or close() (false). */
+export function sleepFor(live: Live, ms: number): Promise<boolean> {
+  wake(live);
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      live.wake = null;
+      resolve(true);
+    }, ms);
+    live.wake = () => {
+      clearTimeout(t);
+      live.wake = null;
+      resolve(false);
+    };
+  });
+}
+
+/** Ends the call's wait under way, if any (`sleepFor` answers false). */
+export function wake(live: Live): void {
+  live.wake?.();
 }

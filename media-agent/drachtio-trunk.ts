@@ -26,26 +26,24 @@
  * ACK a 200 that came while it was away, send BYE or OPTIONS in a dialog the server still has
  * (src/client.cpp, src/sip-dialog-controller.cpp). So while the connection is down the calls are
  * left as they are on the wire and nothing is reported; once it is back each call is taken back
- * or ended (`#reattach`): an answered call still up is kept and watched with in-dialog OPTIONS
- * (the server will not tell us of its far end's BYE any more), one hung up meanwhile is BYEd; a
- * ringing call is CANCELed (its progress can no longer be followed), and a 200 that came or
- * comes for it is ACKed, then BYEd if we had given up on it, else taken back as answered. Calls
- * not back within `detachedLimitMs` are reported `trunk_lost` then and still ended on the wire
- * once the connection returns; a refused reconnect (nothing listens: the server is gone, and its
- * calls with it) reports them at once.
+ * or ended (`drachtio-reattach.ts`): an answered call still up is kept and watched with
+ * in-dialog OPTIONS (the server will not tell us of its far end's BYE any more), one hung up
+ * meanwhile is BYEd; a ringing call is CANCELed (its progress can no longer be followed), and a
+ * 200 that came or comes for it is ACKed, then BYEd if we had given up on it, else taken back as
+ * answered. Calls not back within `detachedLimitMs` are reported `trunk_lost` then and still
+ * ended on the wire once the connection returns; a refused reconnect (nothing listens: the server
+ * is gone, and its calls with it) reports them at once.
  *
  * Media (RTP) is not handled here: the offer is a fixed SDP from the settings, the place where a
  * media server (or the bot's media bridge) will plug in.
  */
 import Srf from 'drachtio-srf';
-import { IN_DIALOG, RequestsById, UNKNOWN_TXN, type Answer } from './drachtio-requests.ts';
+import { IN_DIALOG, RequestsById, type Answer } from './drachtio-requests.ts';
 import type { Trunk, TrunkCall, TrunkEvent } from './trunk.ts';
-import { dialogIdOf, errMessage, gaveUpReason, isSignOfLife, sipStatusOf, talkUntil, type Ended, type GaveUp, type DrachtioTrunkOptions, type InviteReq, type Live, type TrunkLog, type UacDialog } from './drachtio-calls.ts';
+import { dialogIdOf, errMessage, gaveUpReason, lostEnd, sipStatusOf, talkUntil, wake, type Ended, type GaveUp, type DrachtioTrunkOptions, type InviteReq, type Live, type TrunkLog, type UacDialog } from './drachtio-calls.ts';
+import { reattach, type ReattachPort } from './drachtio-reattach.ts';
 
 export type { DrachtioTrunkOptions, TrunkLog } from './drachtio-calls.ts';
-
-/** After a CANCEL sent on reconnect, how long its outcome is watched for (64×T1 and a margin). */
-const CANCEL_WATCH_MS = 34_000;
 
 export class DrachtioTrunk implements Trunk {
   readonly #opts: DrachtioTrunkOptions;
@@ -65,10 +63,21 @@ export class DrachtioTrunk implements Trunk {
   #failures = 0;
   #firstOutcome: (() => void) | null = null;
   #detachedTimer: NodeJS.Timeout | null = null;
+  /** What the reconnect's take-back (`drachtio-reattach.ts`) may use of the trunk. */
+  readonly #port: ReattachPort;
 
   constructor(opts: DrachtioTrunkOptions) {
     this.#opts = opts;
     this.#log = opts.log ?? (() => {});
+    this.#port = {
+      opts,
+      log: this.#log,
+      requests: this.#requests,
+      gen: () => this.#gen,
+      bye: (live) => this.#bye(live),
+      report: (live, e) => this.#report(live, e),
+      finish: (live, e) => this.#finish(live, e),
+    };
     const where = { drachtio: `${opts.host}:${opts.port}` };
     this.#srf.on('connect', (err: Error | null, hostport?: string) => {
       if (err) {
@@ -154,7 +163,7 @@ export class DrachtioTrunk implements Trunk {
       }
     }
     for (const l of this.#listeners) l(this.available);
-    if (up) for (const live of this.#all()) if (live.detachedAt !== null) void this.#reattach(live);
+    if (up) for (const live of this.#all()) if (live.detachedAt !== null) void reattach(this.#port, live);
   }
 
   #all(): Live[] {
@@ -164,7 +173,7 @@ export class DrachtioTrunk implements Trunk {
   /** The connection that carried the call is gone: the call is left as it is on the wire. */
   #detach(live: Live, at: number): void {
     if (live.done) return;
-    this.#sleepEnds(live);
+    wake(live);
     if (live.guardTimer) clearTimeout(live.guardTimer);
     live.guardTimer = null;
     if (live.detachedAt === null) {
@@ -192,7 +201,7 @@ export class DrachtioTrunk implements Trunk {
     const calls = [...this.#calls.values()].filter((l) => l.detachedAt !== null);
     if (calls.length === 0) return;
     this.#log('error', 'drachtio connection not back: calls reported trunk_lost, ended on the wire once it returns', { calls: calls.length, after_ms: this.#opts.detachedLimitMs ?? 32_000 });
-    for (const live of calls) this.#report(live, this.#lost(live));
+    for (const live of calls) this.#report(live, lostEnd(live));
   }
 
   /** A refused reconnect: nothing listens on the server's port, so the server and its calls are gone. */
@@ -201,12 +210,7 @@ export class DrachtioTrunk implements Trunk {
     const calls = this.#all().filter((l) => l.detachedAt !== null);
     if (calls.length === 0) return;
     this.#log('error', 'drachtio-server is not running (connection refused): its calls ended with it (trunk_lost)', { calls: calls.length });
-    for (const live of calls) this.#finish(live, this.#lost(live));
-  }
-
-  /** trunk_lost, talk time up to the last moment the call was known up. */
-  #lost(live: Live): Ended {
-    return { type: 'ended', sip_status: live.answeredAt !== null ? 200 : 503, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'trunk_lost' };
+    for (const live of calls) this.#finish(live, lostEnd(live));
   }
 
   /** Tells the call's end once; the call may still have something to do on the wire. */
@@ -229,7 +233,7 @@ export class DrachtioTrunk implements Trunk {
     live.done = true;
     if (live.ringTimer) clearTimeout(live.ringTimer);
     if (live.guardTimer) clearTimeout(live.guardTimer);
-    this.#sleepEnds(live);
+    wake(live);
     if (this.#calls.get(live.callId) === live) this.#calls.delete(live.callId);
     this.#lingering.delete(live);
   }
@@ -367,177 +371,6 @@ export class DrachtioTrunk implements Trunk {
     live.byeWanted = false;
     if ('refused' in a) this.#log(a.code === 'ENODIALOG' ? 'info' : 'warn', a.code === 'ENODIALOG' ? 'BYE not needed: the dialog had already ended' : 'BYE not sent', { call_id: live.callId, err: a.refused });
     return a;
-  }
-
-  // ---- after a reconnect ----
-
-  /** Takes the call back on the new connection, or ends it on the wire, and reports what happened. */
-  async #reattach(live: Live): Promise<void> {
-    const gen = this.#gen;
-    if (live.dialogId !== null) return this.#reattachDialog(live, live.answeredAt !== null);
-    return this.#reattachInvite(live, gen);
-  }
-
-  /** An answered call: BYE if it was hung up meanwhile (or already reported), else take it back if its far end still has it. */
-  async #reattachDialog(live: Live, checkAck = true): Promise<void> {
-    if (checkAck && live.invite && (await this.#ackIfLost(live)) === 'lost') return;
-    if (live.byeWanted || live.reported) {
-      const a = await this.#bye(live);
-      if (a === 'lost') return;
-      const wasUp = 'status' in a && a.status < 300;
-      return this.#finish(live, wasUp ? { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, Date.now()), reason: 'hangup' } : this.#lost(live));
-    }
-    const a = await this.#requests.ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
-    if (a === 'lost' || live.done) return;
-    if ('status' in a && a.status !== 481 && a.status !== 408) {
-      // Hung up while the OPTIONS was out: BYE now.
-      if (live.byeWanted) return this.#reattachDialog(live, false);
-      return this.#adopt(live, isSignOfLife(a.status));
-    }
-    // The server no longer has the dialog (the far end's BYE was answered 481 while we were away,
-    // or the server is a new one), or the far end no longer has it: the call ended unseen.
-    this.#log('info', 'call ended while the drachtio connection was down', { call_id: live.callId, answer: 'status' in a ? a.status : a.refused });
-    if ('status' in a) void this.#bye(live);
-    this.#finish(live, this.#lost(live));
-  }
-
-  /**
-   * The ACK srf wrote for the 200 may have died with the connection. drachtio-server keeps the
-   * INVITE's transaction until the ACK, so a CANCEL of it tells: refused as unknown once ACKed,
-   * refused otherwise while the 200 waits (a completed INVITE cannot be cancelled: nothing is
-   * sent). Only then is the ACK sent again: a far end may take a second ACK for an error (sipp
-   * aborts the call).
-   */
-  async #ackIfLost(live: Live): Promise<'lost' | void> {
-    const inv = live.invite!;
-    const c = await this.#requests.send('CANCEL', inv.uri, { stackTxnId: inv.txn });
-    if (c === 'lost') return c;
-    if (c.ok || UNKNOWN_TXN.test(c.reason)) return;
-    this.#log('warn', 'the ACK of an answered call was lost with the drachtio connection: sent again', { call_id: live.callId });
-    if ((await this.#requests.send('ACK', IN_DIALOG, { stackDialogId: live.dialogId! })) === 'lost') return 'lost';
-  }
-
-  /** An INVITE with no final response seen: ACK a 200 that came meanwhile, else CANCEL it. */
-  async #reattachInvite(live: Live, gen: number): Promise<void> {
-    const inv = live.invite!;
-    const ack = await this.#requests.send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
-    if (ack === 'lost') return;
-    if (ack.ok) return this.#answeredAway(live);
-    if (live.cancelAt === null) {
-      // Its responses would still go to the old connection: it cannot be followed, only ended.
-      const c = await this.#requests.send('CANCEL', inv.uri, { stackTxnId: inv.txn });
-      if (c === 'lost') return;
-      if (c.ok) {
-        live.cancelAt = Date.now();
-        live.canceled ??= 'lost';
-      } else if (UNKNOWN_TXN.test(c.reason)) {
-        // A final response other than 200 came meanwhile (or the server is new): not knowable which.
-        this.#log('info', 'INVITE ended while the drachtio connection was down', { call_id: live.callId });
-        return this.#finish(live, this.#lost(live));
-      }
-      // Otherwise refused with nothing sent: a CANCEL of ours before the drop got there (we had
-      // given up), or a 200 came since the ACK above. The watch tells which.
-    }
-    return this.#watchCancel(live, gen);
-  }
-
-  /**
-   * After our CANCEL, until the INVITE is over: a 200 crossing it is ACKed (and BYEd); the
-   * server refusing a further CANCEL as unknown means a final response came (the 487, which it
-   * does not pass on), and a further CANCEL of a pending INVITE sends nothing (the stack refuses
-   * to cancel twice), so these probes put nothing on the wire.
-   */
-  async #watchCancel(live: Live, gen: number): Promise<void> {
-    const inv = live.invite!;
-    const until = Date.now() + CANCEL_WATCH_MS;
-    for (let wait = 200; ; wait = Math.min(wait * 2, 4_000)) {
-      if (!(await this.#sleep(live, wait)) || gen !== this.#gen) return;
-      const ack = await this.#requests.send('ACK', IN_DIALOG, { stackDialogId: inv.dialogId });
-      if (ack === 'lost') return;
-      if (ack.ok) return this.#answeredAway(live);
-      const c = await this.#requests.send('CANCEL', inv.uri, { stackTxnId: inv.txn });
-      if (c === 'lost') return;
-      if (c.ok) {
-        live.cancelAt ??= Date.now();
-        live.canceled ??= 'lost';
-      } else if (UNKNOWN_TXN.test(c.reason)) {
-        // Over. Not after a CANCEL we know went out: how is not knowable.
-        if (live.cancelAt === null) return this.#finish(live, this.#lost(live));
-        // The server drops an INVITE 32 s after its CANCEL whatever came: past that, nothing is known.
-        const timedOut = Date.now() - live.cancelAt >= 32_000;
-        return this.#finish(live, { type: 'ended', sip_status: timedOut ? 408 : 487, talk_seconds: 0, reason: gaveUpReason(live) });
-      }
-      if (Date.now() > until) return this.#finish(live, { type: 'ended', sip_status: 408, talk_seconds: 0, reason: gaveUpReason(live) });
-    }
-  }
-
-  /** A 200 that came while we could not see it, now ACKed: BYE if we had given up on the call, else take it back. */
-  async #answeredAway(live: Live): Promise<void> {
-    live.dialogId = live.invite!.dialogId;
-    if (live.canceled !== null || live.reported) {
-      this.#report(live, { type: 'ended', sip_status: 200, talk_seconds: 0, reason: gaveUpReason(live) });
-      // After a CANCEL, drachtio-server BYEs on our ACK itself (its "ACK-BYE"); ours is then refused.
-      const a = await this.#bye(live);
-      if (a !== 'lost') this.#finish(live);
-      return;
-    }
-    if (live.ringTimer) clearTimeout(live.ringTimer);
-    live.ringTimer = null;
-    live.answeredAt = Date.now();
-    live.emit({ type: 'answered', sip_status: 200 });
-    this.#adopt(live);
-  }
-
-  /** The call is ours again on this connection; OPTIONS tell us when its far end is gone. */
-  #adopt(live: Live, seen = true): void {
-    live.detachedAt = null;
-    if (seen) live.seenUpAt = Date.now();
-    this.#log('info', 'call taken back after the drachtio connection returned', { call_id: live.callId });
-    void this.#keepalive(live, this.#gen);
-  }
-
-  /**
-   * drachtio-server no longer passes this dialog's requests to any client: the far end's BYE is
-   * answered 481 and the dialog dropped. An in-dialog OPTIONS every `keepaliveMs` finds out:
-   * refused (no dialog) or 481, the far end ended it; 408, or no answer but 5xx for
-   * `detachedLimitMs` (sofia answers 503 itself when the far end cannot be reached), it is gone.
-   */
-  async #keepalive(live: Live, gen: number): Promise<void> {
-    while (await this.#sleep(live, this.#opts.keepaliveMs ?? 5_000)) {
-      if (gen !== this.#gen || live.reported) return;
-      const a = await this.#requests.ask('OPTIONS', IN_DIALOG, { stackDialogId: live.dialogId! });
-      if (a === 'lost' || live.reported || live.done) return;
-      if ('status' in a && isSignOfLife(a.status)) {
-        live.seenUpAt = Date.now();
-        continue;
-      }
-      const gone = 'refused' in a || a.status === 481;
-      const unreachable = !gone && (a.status === 408 || Date.now() - live.seenUpAt >= (this.#opts.detachedLimitMs ?? 32_000));
-      if (!gone && !unreachable) continue;
-      if ('status' in a) void this.#bye(live);
-      // Talk time up to the last answer that showed it up.
-      return this.#finish(live, gone ? { type: 'ended', sip_status: 200, talk_seconds: talkUntil(live, live.seenUpAt), reason: 'completed' } : this.#lost(live));
-    }
-  }
-
-  /** Waits for the call (true), unless the wait is ended first by a drop, the call's end or close() (false). */
-  #sleep(live: Live, ms: number): Promise<boolean> {
-    this.#sleepEnds(live);
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        live.wake = null;
-        resolve(true);
-      }, ms);
-      live.wake = () => {
-        clearTimeout(t);
-        live.wake = null;
-        resolve(false);
-      };
-    });
-  }
-
-  #sleepEnds(live: Live): void {
-    live.wake?.();
   }
 
   /**

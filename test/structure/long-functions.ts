@@ -43,5 +43,4 @@ export const LONG_FILES: AllowList = {
   'test/integrations/legacy-imports.test.ts': 'being split by the tests work (issue 29 item 5)',
   'test/support/drachtio-standin.ts': 'being split by the tests work (issue 29 item 5)',
   'control-plane/imports/recordings/worker.ts': 'being split by job (issue 29)',
-  'media-agent/drachtio-trunk.ts': 'being split by job (issue 29)',
 };
