@@ -24,3 +24,9 @@ export type AppEnv = {
     refusal?: true;
   };
 };
+
+/**
+ * The store, as the HTTP layer holds it: the one in the services it is given. HTTP code names
+ * the store's type from here, never from `control-plane/infra/db` (a dependency rule).
+ */
+export type Store = Services['store'];

@@ -165,6 +165,14 @@ async function peek(body: PutBody, n: number): Promise<{ head: Buffer; body: Rea
 }
 
 /**
+ * The call a media node uploads the recording of (`PUT /agent/v1/recordings/{call_id}`): only a
+ * call placed on that node; undefined for any other, which the agent is told is not found.
+ */
+export async function callOfNode(store: Store, callId: string, nodeId: string): Promise<{ id: string; tenant_id: string; campaign_id: string | null } | undefined> {
+  return store.db.selectFrom('calls').select(['id', 'tenant_id', 'campaign_id']).where('id', '=', callId).where('node_id', '=', nodeId).executeTakeFirst();
+}
+
+/**
  * Streams `input.body` into the recording store and marks the recording stored (event and hooks
  * in the same transaction). The format is the one its first bytes show (`audioFormatOf`); bytes
  * that are neither WAV nor MP3 mark the recording `failed` with `not an audio file` and throw

@@ -7,7 +7,7 @@
  * visible (`data-poll`), and empty while the campaign dials or is not running.
  */
 import { html } from 'hono/html';
-import type { Store } from '../../control-plane/infra/db/store.ts';
+import type { Store } from '../env.ts';
 import { readSwitch } from '../../control-plane/platform-controls/kill-switch.ts';
 import type { CampaignRead } from '../routes/core/campaigns.ts';
 import { when, type H } from './layout.ts';

@@ -8,7 +8,7 @@
  */
 import { html } from 'hono/html';
 import type { CapHit } from '../../control-plane/companies/views.ts';
-import type { UsageKind } from '../../control-plane/infra/db/schema/usage-events.ts';
+import type { MonthUsageRow } from '../../control-plane/usage/ledger.ts';
 import { OPERATORS_ONLY_EVENTS } from '../../control-plane/infra/runtime/outbox.ts';
 import type { IdleReason } from '../../dialer/pacing.ts';
 import { EVENT_NAMES, type EventName } from '../../shared/events.ts';
@@ -27,7 +27,7 @@ export const IDLE_WORDS: Readonly<Record<IdleReason, string>> = {
 };
 
 /** A usage item in words: its unit, one and many. */
-export const USAGE_WORDS: Readonly<Record<UsageKind, { one: string; many: string }>> = {
+export const USAGE_WORDS: Readonly<Record<MonthUsageRow['kind'], { one: string; many: string }>> = {
   call_minute: { one: 'call minute', many: 'call minutes' },
   ai_second: { one: 'AI bot second', many: 'AI bot seconds' },
   billable_transfer: { one: 'transfer to an agent', many: 'transfers to agents' },

@@ -10,7 +10,7 @@
  */
 import { Hono } from 'hono';
 import { ApiError } from '../../shared/errors.ts';
-import { NotAnAudioFile, RecordingAlreadyStored, recordingView, saveRecording } from '../../control-plane/recordings/save.ts';
+import { callOfNode, NotAnAudioFile, RecordingAlreadyStored, recordingView, saveRecording } from '../../control-plane/recordings/save.ts';
 import { RecordingIncomplete, RecordingStoreError, RecordingTooLarge } from '../../control-plane/recordings/store.ts';
 import type { AppEnv } from '../env.ts';
 
@@ -26,7 +26,7 @@ export const agentRecordingRoutes = new Hono<AppEnv>().put('/recordings/:call_id
   const format = FORMATS[(c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase()];
   if (!format) throw new ApiError('unprocessable', 'Content-Type must be audio/wav or audio/mpeg');
   const callId = c.req.param('call_id');
-  const call = await s.store.db.selectFrom('calls').select(['id', 'tenant_id', 'campaign_id']).where('id', '=', callId).where('node_id', '=', nodeId).executeTakeFirst();
+  const call = await callOfNode(s.store, callId, nodeId);
   if (!call) throw new ApiError('not_found', `no call ${callId} on node ${nodeId}`);
   const maxBytes = s.config.VD_RECORDING_MAX_MB * 1024 * 1024;
   const declared = c.req.header('content-length');

@@ -7,7 +7,7 @@
  * routes are each page's own (with its guard).
  */
 import { html } from 'hono/html';
-import type { Store } from '../../../control-plane/infra/db/store.ts';
+import type { Store } from '../../env.ts';
 import { campaignActivity, deliveriesByHour, dialingActivity, usageByMonth, type DialSeries } from '../../../control-plane/console/activity.ts';
 import { chartFigure, chartSvg, clockUtc, type ChartSeries } from '../charts.ts';
 import type { H } from '../layout.ts';

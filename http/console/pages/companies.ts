@@ -10,9 +10,8 @@ import { html } from 'hono/html';
 import { createCompany } from '../../../control-plane/companies/create-company.ts';
 import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany, type LifecycleAnswer } from '../../../control-plane/companies/lifecycle.ts';
 import { editCompany } from '../../../control-plane/companies/edit.ts';
-import { listTenants, pickCompanies, tenantDetail, tenantTree, type AuditLine, type TenantDetail } from '../../../control-plane/companies/views.ts';
+import { listTenants, pickCompanies, tenantDetail, tenantTree, type AuditLine, type ListQuery, type TenantDetail } from '../../../control-plane/companies/views.ts';
 import type { ListColumns } from '../../../control-plane/companies/list-columns.ts';
-import type { CompanyStatus } from '../../../control-plane/infra/db/schema/index.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { Closing, Edit, managers, NewTenant, Reason } from '../../routes/platform/tenants-write.ts';
@@ -38,8 +37,6 @@ const PLANS: ReadonlyArray<readonly [string, string]> = [
   ['standard', 'Standard'],
   ['enterprise', 'Enterprise'],
 ];
-
-type ListQuery = { q?: string; status?: CompanyStatus; cursor?: string };
 
 function listQuery(c: Context<AppEnv>): ListQuery {
   const q = c.req.query('q')?.slice(0, 200) || undefined;

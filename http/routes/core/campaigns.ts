@@ -6,7 +6,7 @@
 import { z } from '@hono/zod-openapi';
 import { commandCampaign, createCampaign, findCampaign, listCampaigns, type CampaignView } from '../../../control-plane/core/campaigns.ts';
 import { CampaignSettingsChange, CampaignSettingsFields, changeCampaignSettings, DEFAULT_RETRY, MAX_RETRY_MINUTES } from '../../../control-plane/core/campaign-settings.ts';
-import type { Store } from '../../../control-plane/infra/db/store.ts';
+import type { Store } from '../../env.ts';
 import { readAbandonment, type Abandonment } from '../../../dialer/abandonment.ts';
 import type { CampaignCommand } from '../../../control-plane/core/campaign.machine.ts';
 import { actorOf, companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';

@@ -11,7 +11,7 @@ import { LegalRulesBody } from '../../../control-plane/compliance/legal-rules.ts
 import { dialingCard } from '../../../control-plane/platform-controls/card.ts';
 import { setPause } from '../../../control-plane/platform-controls/kill-switch.ts';
 import { maintenanceForNotice, setMaintenance, type Maintenance } from '../../../control-plane/platform-controls/maintenance.ts';
-import type { Store } from '../../../control-plane/infra/db/store.ts';
+import type { Store } from '../../env.ts';
 import { actorOf, companyReaders, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, itemsOf, json, pathOf } from '../../openapi/schemas.ts';
