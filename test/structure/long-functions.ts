@@ -40,7 +40,6 @@ export const LONG_FILES: AllowList = {
   'control-plane/webhooks/webhook-worker.ts': 'being split by the concurrency refactor',
   'dialer/dialer.ts': 'being split by the concurrency refactor',
   'test/faults/harness.ts': 'being split by the tests work (issue 29 item 5)',
-  'test/integrations/legacy-imports.test.ts': 'being split by the tests work (issue 29 item 5)',
   'test/support/drachtio-standin.ts': 'being split by the tests work (issue 29 item 5)',
   'control-plane/imports/recordings/worker.ts': 'being split by job (issue 29)',
 };
