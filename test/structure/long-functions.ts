@@ -41,5 +41,4 @@ export const LONG_FILES: AllowList = {
   'dialer/dialer.ts': 'being split by the concurrency refactor',
   'test/faults/harness.ts': 'being split by the tests work (issue 29 item 5)',
   'test/support/drachtio-standin.ts': 'being split by the tests work (issue 29 item 5)',
-  'control-plane/imports/recordings/worker.ts': 'being split by job (issue 29)',
 };
