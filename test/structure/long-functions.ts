@@ -25,8 +25,6 @@ export const LONG_FUNCTIONS: AllowList = {
   'control-plane/core/outcomes.ts#applyParsed': 'being split by the concurrency refactor',
   'control-plane/context.ts#createServices': 'being split into named steps (issue 29)',
   'control-plane/webhooks/fan-out.ts#consumeForWebhooks': 'being split into named steps (issue 29)',
-  'http/console/pages/companies.ts#companyPages': 'being split into named steps (issue 29)',
-  'http/console/pages/work.ts#workPages': 'being split into named steps (issue 29)',
   'bench/support/webhook-load.ts#runLoad': 'being split into named steps (issue 29)',
   'test/faults/scenario.ts#run': 'being split into named steps (issue 29)',
 };

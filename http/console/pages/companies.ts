@@ -13,7 +13,7 @@ import { editCompany } from '../../../control-plane/companies/edit.ts';
 import { listTenants, pickCompanies, tenantDetail, tenantTree, type AuditLine, type ListQuery, type TenantDetail } from '../../../control-plane/companies/views.ts';
 import type { ListColumns } from '../../../control-plane/companies/list-columns.ts';
 import type { AppEnv } from '../../env.ts';
-import { actorOf, operators } from '../../middleware/guards.ts';
+import { actorOf, operators, type Guard } from '../../middleware/guards.ts';
 import { Closing, Edit, managers, NewTenant, Reason } from '../../routes/platform/tenants-write.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, dash, outOfBand, page, redirect, when, type H } from '../layout.ts';
@@ -227,8 +227,15 @@ function afterLifecycle(c: Context<AppEnv>, id: string, r: LifecycleAnswer, retr
   return c.html(lifecycleResult(id, r, retry));
 }
 
+/** The console's company pages, for operators: the list and tree of companies, and one company. */
 export function companyPages(app: Hono<AppEnv>): void {
   const anyOperator = operators();
+  companyListPages(app, anyOperator);
+  companyDetailPages(app, anyOperator);
+}
+
+/** The companies: the searchable list and its rows, the tree, the picker's choices, a new company. */
+function companyListPages(app: Hono<AppEnv>, anyOperator: Guard): void {
   app.get('/companies', anyOperator, async (c) => {
     const q = listQuery(c);
     const { body, next } = await rows(c, q);
@@ -289,6 +296,10 @@ ${can(c, managers) ? newCompanyForm(emptyForm({ plan: 'standard', parent_id: c.r
       return c.html(html`${created(made)}${outOfBand((await rows(c, q, true)).body)}`);
     }),
   );
+}
+
+/** One company: its page and live card, its edit, suspend, resume and closing, a user's password reset. */
+function companyDetailPages(app: Hono<AppEnv>, anyOperator: Guard): void {
   app.get('/companies/:id', anyOperator, async (c) => {
     const { store, columnSources } = c.get('services');
     const d = await tenantDetail(store, columnSources, c.req.param('id'));

@@ -202,7 +202,14 @@ async function resultsCard(c: Context<AppEnv>, id: string, cursors: { calls?: st
 
 const num = (s: string | undefined) => (s === undefined || s.trim() === '' ? undefined : Number(s));
 
+/** The console's work pages: the lists and their people, and the campaigns. */
 export function workPages(app: Hono<AppEnv>): void {
+  listPages(app);
+  campaignPages(app);
+}
+
+/** Lists: the company's lists, one list's people, adding people, a list check's progress. */
+function listPages(app: Hono<AppEnv>): void {
   app.get('/lists', companyMembers, async (c) => {
     const lists = await listLists(c.get('services').store, tenant(c), c.req.query('cursor') || undefined);
     return page(c, 'Lists', {
@@ -255,6 +262,10 @@ ${can(c, companyWriters) ? listForm(emptyForm()) : ''}`,
     return c.html(html`<div id="check-progress"${running ? html` hx-get="/console/lists/${c.req.param('id')}/checks/${k.id}" hx-trigger="poll" hx-swap="outerHTML" data-poll="2"` : ''} role="status">
 <p>List check ${badge(k.status)}: ${k.checked} checked, ${k.callable} callable, ${k.rejected} refused${running ? html` <progress aria-label="Checking"></progress>` : ''}.</p></div>`);
   });
+}
+
+/** Campaigns: the company's campaigns, one campaign with its calls and results, its settings and commands. */
+function campaignPages(app: Hono<AppEnv>): void {
   app.get('/campaigns', companyMembers, async (c) => {
     const store = c.get('services').store;
     const list = await listCampaigns(store, tenant(c), c.req.query('cursor') || undefined);
