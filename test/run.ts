@@ -8,10 +8,16 @@
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 
 const ROOT = new URL('..', import.meta.url).pathname;
+/**
+ * A file's hang guard: 10 minutes on a quiet machine, stretched by the machine's load when the file
+ * starts (up to 3 times), as `eventually` stretches each wait inside it.
+ */
 const FILE_TIMEOUT_MS = Number(process.env.VD_TEST_FILE_TIMEOUT_MS ?? 600_000);
+const fileTimeout = () => FILE_TIMEOUT_MS * Math.min(3, Math.max(1, loadavg()[0] / availableParallelism()));
 const PARALLEL = Number(process.env.VD_TEST_PARALLEL ?? 2);
 
 function findTests(dir: string): string[] {
@@ -40,7 +46,7 @@ function runFile(file: string): Promise<FileResult> {
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill('SIGKILL');
-    }, FILE_TIMEOUT_MS);
+    }, fileTimeout());
     child.on('close', (code) => {
       clearTimeout(timer);
       const clean = output.replace(/\x1b\[[0-9;]*m/g, '');

@@ -6,6 +6,7 @@
 import { DrachtioTrunk, type DrachtioTrunkOptions } from '../../media-agent/drachtio-trunk.ts';
 import type { TrunkCall, TrunkEvent } from '../../media-agent/trunk.ts';
 import { DrachtioStandin, type FarEnd, type StandinOptions } from './drachtio-standin.ts';
+import { loadScale } from './eventually.ts';
 
 export const SECRET = 'cymru';
 
@@ -70,7 +71,7 @@ export function place(trunk: DrachtioTrunk, to: string, ring_timeout_s = 30, cal
   // Woken by the event itself, not by polling (`eventually`): scenarios act in the same turn as
   // the event (before the far end reads the next frame).
   const next = async <T extends TrunkEvent['type']>(type: T, timeoutMs = 10_000): Promise<Extract<TrunkEvent, { type: T }>> => {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + timeoutMs * loadScale(); // a hang guard, stretched on a busy machine as `eventually`'s
     for (;;) {
       const hit = all.find((e) => e.type === type);
       if (hit) return hit as Extract<TrunkEvent, { type: T }>;

@@ -43,6 +43,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { answerSdp, CRLF, FAR_HOST, FAR_PORT, headerOf, parse, render, reply, sip, type Sip } from './sip-text.ts';
+import { loadScale } from './eventually.ts';
 
 /** What the far end does with an INVITE. */
 export type FarEnd =
@@ -258,7 +259,7 @@ export class DrachtioStandin {
    */
   async waitFor<E extends StandinEvent['kind']>(kind: E, match: (e: Extract<StandinEvent, { kind: E }>) => boolean = () => true, timeoutMs = 10_000): Promise<Extract<StandinEvent, { kind: E }>> {
     const find = () => this.events.find((e): e is Extract<StandinEvent, { kind: E }> => e.kind === kind && match(e as Extract<StandinEvent, { kind: E }>));
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + timeoutMs * loadScale(); // a hang guard, stretched on a busy machine as `eventually`'s
     for (;;) {
       const hit = find();
       if (hit) return hit;
