@@ -13,6 +13,7 @@
 import type { Coordinator } from '../control-plane/infra/coordination/coordinator.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/infra/coordination/lasting-subscription.ts';
 import type { Store } from '../control-plane/infra/db/store.ts';
+import { WakeLoop } from '../control-plane/infra/runtime/wake-loop.ts';
 import { DIALING_CHANNEL, DIALING_MIRROR_KEY, readSwitch, type SwitchState } from '../control-plane/platform-controls/kill-switch.ts';
 
 export type SwitchSource = () => Promise<SwitchState>;
@@ -71,11 +72,9 @@ export class KillSwitchReader {
   readonly #onError: (err: unknown) => void;
   #state: SwitchState | null = null;
   #lastGood = -Infinity;
-  #timer: NodeJS.Timeout | null = null;
   #sub: LastingSubscription | null = null;
-  #reading: Promise<void> | null = null;
-  #again = false;
-  #stopped = false;
+  /** A read every `intervalMs` from the start of the last one, and at once on each notice. */
+  readonly #loop: WakeLoop;
 
   constructor(opts: KillSwitchReaderOptions) {
     this.#source = opts.source;
@@ -85,38 +84,25 @@ export class KillSwitchReader {
     this.#readTimeoutMs = opts.readTimeoutMs ?? 900;
     this.#now = opts.now ?? (() => performance.now());
     this.#onError = opts.onError ?? (() => {});
+    this.#loop = new WakeLoop(() => this.#readOnce(), this.#intervalMs, { pollFrom: 'start', onError: this.#onError });
   }
 
   /** Subscribes to change notices, starts the 1 s re-read, and does the first read. */
   async start(): Promise<void> {
     if (this.#coordinator) this.#sub = lastingSubscribe(this.#coordinator, DIALING_CHANNEL, (m) => this.#notice(m));
-    this.#timer = setInterval(() => void this.refresh(), this.#intervalMs);
+    this.#loop.start();
     await this.refresh();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
+    const reading = this.#loop.stop();
     await this.#sub?.stop();
-    await this.#reading?.catch(() => {});
+    await reading;
   }
 
-  /** Reads the switch now (or once more after the read under way). */
+  /** Reads the switch now (or once more after the read under way); ends with that read. */
   refresh(): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    if (this.#reading) {
-      this.#again = true;
-      return this.#reading;
-    }
-    this.#reading = (async () => {
-      do {
-        this.#again = false;
-        await this.#readOnce();
-      } while (this.#again && !this.#stopped);
-    })().finally(() => {
-      this.#reading = null;
-    });
-    return this.#reading;
+    return this.#loop.runNow();
   }
 
   async #readOnce(): Promise<void> {
@@ -155,7 +141,7 @@ export class KillSwitchReader {
     } catch (err) {
       this.#onError(err);
     }
-    void this.refresh();
+    this.#loop.wake();
   }
 
   /** Whether `tenantId` may launch a new call now, and if not, why. */

@@ -14,6 +14,7 @@ import type { Logger } from '../../shared/logger.ts';
 import type { UsageKind } from '../infra/db/schema/index.ts';
 import type { DB, Store } from '../infra/db/store.ts';
 import { usageItems } from '../metrics.ts';
+import { WakeLoop } from '../infra/runtime/wake-loop.ts';
 
 /** The outbox consumer that keeps the monthly totals. */
 export const METER_CONSUMER = 'meter';
@@ -92,28 +93,29 @@ const METER_BATCH = 5000;
 export class UsageMeter {
   readonly #store: Store;
   readonly #log: Logger;
-  #running: Promise<void> | null = null;
-  #again = false;
-  #soon: NodeJS.Timeout | null = null;
-  #lastDrain = -Infinity;
+  /**
+   * Counts what is queued when woken, at most once per `METER_GAP_MS`: woken by every outbox
+   * commit, it would otherwise cost a statement per commit; totals a fraction of a second behind
+   * are enough (what must be complete, invoicing and the export, asks `assertMeterCurrent`).
+   */
+  readonly #loop: WakeLoop;
   #paused = false;
-  #stopped = true;
 
   constructor(deps: { store: Store; log: Logger }) {
     this.#store = deps.store;
     this.#log = deps.log;
+    this.#loop = new WakeLoop(() => this.#drain(), null, {
+      gapMs: METER_GAP_MS,
+      onError: (err) => this.#log.error({ err }, 'usage meter: counting failed; will retry'),
+    });
   }
 
   start(): void {
-    this.#stopped = false;
-    this.wake();
+    this.#loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#soon) clearTimeout(this.#soon);
-    this.#soon = null;
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** Stops counting (events stay queued) until `resume()`. */
@@ -126,52 +128,18 @@ export class UsageMeter {
     this.wake();
   }
 
-  /** Counts everything queued now; resolves when the queue was found empty (or the meter is paused). */
-  async drain(): Promise<void> {
-    while (this.#running) await this.#running;
-    this.#running = this.#drain();
-    try {
-      await this.#running;
-    } finally {
-      this.#running = null;
-    }
+  /** Counts everything queued now; resolves when the queue was found empty (or the meter is paused or stopped). */
+  drain(): Promise<void> {
+    return this.#loop.runNow();
   }
 
-  /**
-   * Counts what is queued, at most once per `METER_GAP_MS`: woken by every outbox commit, it would
-   * otherwise cost a statement per commit; totals a fraction of a second behind are enough (what
-   * must be complete, invoicing and the export, asks `assertMeterCurrent`).
-   */
+  /** Counts what is queued (see `#loop`). */
   wake(): void {
-    if (this.#stopped || this.#paused) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    const wait = this.#lastDrain + METER_GAP_MS - performance.now();
-    if (wait > 0) {
-      this.#soon ??= setTimeout(() => {
-        this.#soon = null;
-        this.wake();
-      }, wait);
-      return;
-    }
-    this.#running = this.#drain()
-      .catch((err: unknown) => {
-        if (!this.#stopped) this.#log.error({ err }, 'usage meter: counting failed; will retry');
-      })
-      .finally(() => {
-        this.#running = null;
-        this.#lastDrain = performance.now();
-        if (this.#again) {
-          this.#again = false;
-          this.wake();
-        }
-      });
+    if (!this.#paused) this.#loop.wake();
   }
 
   async #drain(): Promise<void> {
-    while (!this.#stopped && !this.#paused) {
+    while (!this.#loop.stopped && !this.#paused) {
       const n = await countBatch(this.#store, METER_BATCH);
       if (n < METER_BATCH) return;
     }

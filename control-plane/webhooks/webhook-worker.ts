@@ -37,10 +37,11 @@ import type { SelfConsumer } from '../infra/runtime/outbox.ts';
 import { claimDue } from './claim-due.ts';
 import { pruneDeliveries, releaseLeases, type Claimed } from './deliveries.ts';
 import { consumeForWebhooks, type LaneFigures } from './fan-out.ts';
-import { laneRoom, paceOf, type LaneState } from './lanes.ts';
+import { laneRoom, Lanes, paceOf, type LaneState } from './lanes.ts';
 import { finishAttempts, delivered, type Outcome } from './attempt-outcomes.ts';
 import type { OutboundClient, OutboundResult } from '../infra/outbound-http/guarded-client.ts';
 import { messageHeaders } from './signature.ts';
+import { WakeLoop } from '../infra/runtime/wake-loop.ts';
 
 export type WebhookWorkerOptions = {
   clock?: Clock;
@@ -67,6 +68,9 @@ export type WebhookWorkerOptions = {
  */
 const FLUSH_WITHIN_MS = 10;
 
+/** A poll asked for by outcomes (a lane emptied, a lease handed back) runs within this: many outcomes in a row ask for one poll. */
+const WAKE_SOON_MS = 10;
+
 /** The room (deliveries) the outbox consumer waits for once it had none: a batch of events' worth. */
 const CONSUMER_MIN_ROOM = 200;
 
@@ -78,9 +82,6 @@ const KEEP_UP_WINDOW_MS = 250;
 
 /** `claimedAt`: the monotonic stamp taken before the claim; `startBy`: the last moment a send may start. */
 type Held = Claimed & { claimedAt: number; startBy: number };
-type Lane = { queue: Held[]; inFlight: number };
-/** An outcome waiting to be written; `released`: its send's slot was freed when the answer came. */
-type Written = Outcome & { released?: boolean };
 /** Attempts a connection finished here in the window numbered `window` (`n`) and in the one before (`prev`). */
 type Finished = { window: number; n: number; prev: number };
 
@@ -97,22 +98,18 @@ export class WebhookWorker {
   readonly #perConnection: number;
   readonly #pollMs: number;
   readonly #retentionDays: number;
-  readonly #lanes = new Map<string, Lane>();
+  /** The deliveries held here, by connection, and the counts of slots and sends (`Lanes`). */
+  readonly #lanes: Lanes<Held>;
   /** Failures in a row seen here, per connection (a success clears it). */
   readonly #streak = new Map<string, number>();
   /** Attempts finished recently, per connection: how much a lane may hold. */
   readonly #finished = new Map<string, Finished>();
-  #held = 0;
-  #inFlight = 0;
-  #outcomes: Written[] = [];
+  #outcomes: Outcome[] = [];
   #flushing: Promise<void> | null = null;
   #flushTimer: NodeJS.Timeout | null = null;
   #flushImmediate: NodeJS.Immediate | null = null;
-  /** Requests under way (`#inFlight` also counts failed sends whose outcome is not written yet). */
-  #sending = 0;
-  #polling = false;
-  #pollAgain = false;
-  #timer: NodeJS.Timeout | null = null;
+  /** The poller: once a second when idle, and whenever woken (its outcomes, the clock moved, an operator). */
+  readonly #loop: WakeLoop;
   #unclock: (() => void) | null = null;
   #stopped = false;
   #lastPrune = 0;
@@ -121,7 +118,6 @@ export class WebhookWorker {
    * room frees up, and new deliveries are not leased on the fast path meanwhile (older ones first).
    */
   #behind = false;
-  #soon: NodeJS.Timeout | null = null;
   /**
    * Counts the commits that left deliveries of active connections unleased here (a lane was full):
    * while it is above `#waitingSeen`, an emptied lane looks for them at once. Otherwise outcomes
@@ -147,6 +143,10 @@ export class WebhookWorker {
     this.#perConnection = opts.perConnection ?? 128;
     this.#pollMs = opts.pollMs ?? 1000;
     this.#retentionDays = opts.retentionDays ?? 30;
+    this.#lanes = new Lanes(this.#maxInFlight);
+    this.#loop = new WakeLoop(() => this.#poll(), this.#pollMs, {
+      onError: (err) => this.#log.error({ err }, 'webhook poll failed; will retry'),
+    });
     const answer = opts.answerLimitMs ?? 10_000;
     if (this.#staleMs + answer + 5000 > this.#leaseMs) {
       throw new Error(`webhook lease ${this.#leaseMs} ms is too short for ${this.#staleMs} ms stale + ${answer} ms answer + 5 s of margin`);
@@ -213,58 +213,38 @@ export class WebhookWorker {
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.wake(), this.#pollMs);
     this.#unclock = this.#clock.onAdvance?.(() => this.wake()) ?? null;
-    this.wake();
+    this.#loop.start();
+    if (process.env.H3_DEBUG) setInterval(() => console.error('DBG', { held: this.#lanes.held, slots: this.#lanes.slots, sending: this.#lanes.sending, lanes: [...this.#lanes.ids()].length, running: this.#loop.running, behind: this.#behind, waiting: this.#waiting, seen: this.#waitingSeen, gated: this.#gated, outcomes: this.#outcomes.length, flushing: !!this.#flushing }), 2000).unref();
   }
 
   /** Looks for due deliveries now (after a Switch on, a Retry, or a move of the clock). */
   wake(): void {
-    if (this.#stopped) return;
-    if (this.#polling) {
-      this.#pollAgain = true;
-      return;
-    }
-    this.#polling = true;
-    void this.#poll()
-      .catch((err) => {
-        if (!this.#stopped) this.#log.error({ err }, 'webhook poll failed; will retry');
-      })
-      .finally(() => {
-        this.#polling = false;
-        if (this.#pollAgain) {
-          this.#pollAgain = false;
-          this.wake();
-        }
-      });
+    this.#loop.wake();
   }
 
   /** Deliveries this instance holds (queued or being sent). */
   get held(): number {
-    return this.#held;
+    return this.#lanes.held;
   }
 
   /** Stops claiming, lets sends under way finish and be written, and hands queued leases back. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
     this.#unclock?.();
-    while (this.#polling) await new Promise((r) => setTimeout(r, 5));
-    const queued: Held[] = [];
-    for (const lane of this.#lanes.values()) queued.push(...lane.queue.splice(0));
-    this.#held -= queued.length;
+    await this.#loop.stop();
+    const queued = this.#lanes.dropAll();
     await releaseLeases(this.#store, queued).catch((err) => this.#log.warn({ err }, 'could not hand webhook leases back; they expire'));
-    while (this.#inFlight > 0 || this.#outcomes.length > 0 || this.#flushing) {
+    while (this.#lanes.slots > 0 || this.#outcomes.length > 0 || this.#flushing) {
       if (this.#outcomes.length && !this.#flushing) this.#flush();
       await new Promise((r) => setTimeout(r, 10));
     }
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
     if (this.#flushImmediate) clearImmediate(this.#flushImmediate);
-    if (this.#soon) clearTimeout(this.#soon);
   }
 
   #room(): number {
-    return this.#stopped ? 0 : Math.max(0, this.#maxInFlight * 2 - this.#held);
+    return this.#stopped ? 0 : Math.max(0, this.#maxInFlight * 2 - this.#lanes.held);
   }
 
   /** A connection's pace here (`paceOf`, with the failures in a row seen here). */
@@ -297,14 +277,13 @@ export class WebhookWorker {
 
   /** Deliveries of connection `id` held in its lane (queued, or sent and not freed). */
   #laneHeld(id: string): number {
-    const lane = this.#lanes.get(id);
-    return lane ? lane.queue.length + lane.inFlight : 0;
+    return this.#lanes.heldIn(id);
   }
 
   /** What `#laneRoom` knows of each connection, for the consumer's statement (with the store's failures in a row). */
   #laneFigures(): LaneFigures {
     const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
-    const ids = new Set([...this.#lanes.keys(), ...this.#streak.keys(), ...this.#finished.keys()]);
+    const ids = new Set([...this.#lanes.ids(), ...this.#streak.keys(), ...this.#finished.keys()]);
     const lanes: LaneFigures['lanes'] = [];
     for (const id of ids) lanes.push({ id, ...this.#laneState(id, window) });
     return { lanes, perConnection: this.#perConnection, keepUpCap: this.#maxInFlight * 2 };
@@ -332,8 +311,9 @@ export class WebhookWorker {
     for (;;) {
       const limit = Math.min(this.#room(), 500);
       const claimedAt = performance.now();
-      const lanes = [...this.#lanes.keys()].map((id) => ({ id, room: this.#laneRoom(id) }));
+      const lanes = [...this.#lanes.ids()].map((id) => ({ id, room: this.#laneRoom(id) }));
       const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs, perConnection: this.#perConnection, lanes });
+      if (process.env.H3_DEBUG) console.error('POLL', limit, lanes.length, got.length);
       this.#accept(got, claimedAt);
       if (this.#stopped) return;
       // Nothing more was due while every lane here had room: what was left unleased up to the
@@ -354,38 +334,23 @@ export class WebhookWorker {
 
   #accept(items: Claimed[], at: number): void {
     for (const item of items) {
-      let lane = this.#lanes.get(item.connector_id);
-      if (!lane) this.#lanes.set(item.connector_id, (lane = { queue: [], inFlight: 0 }));
       // The claimed item is this worker's own from here: stamped in place, not copied.
       const held = item as Held;
       held.claimedAt = at;
       held.startBy = at + this.#staleMs;
-      lane.queue.push(held);
-      this.#held++;
+      this.#lanes.queue(held);
     }
     this.#pump();
   }
 
   #pump(): void {
     if (this.#stopped) return;
-    const stale: Held[] = [];
-    for (const [id, lane] of this.#lanes) {
-      const limit = this.#limit(id);
-      while (lane.queue.length && lane.inFlight < limit && this.#inFlight < this.#maxInFlight) {
-        const item = lane.queue.shift()!;
-        if (performance.now() > item.startBy) {
-          // Held too long to be sure of its lease: hand it back unsent.
-          stale.push(item);
-          this.#held--;
-          continue;
-        }
-        lane.inFlight++;
-        this.#inFlight++;
-        this.#sending++;
-        void this.#send(item);
-      }
-      if (lane.queue.length === 0 && lane.inFlight === 0) this.#lanes.delete(id);
-    }
+    // One held too long to be sure of its lease is handed back unsent.
+    const stale = this.#lanes.start(
+      (id) => this.#limit(id),
+      (item) => performance.now() > item.startBy,
+      (item) => void this.#send(item),
+    );
     if (stale.length) void releaseLeases(this.#store, stale).catch(() => {});
   }
 
@@ -397,28 +362,23 @@ export class WebhookWorker {
       .post(item.target.url, item.body, messageHeaders(item.body, item.subject, item.id, at, item.target), { startBy: item.startBy })
       // The client reports every network outcome; anything else is still an outcome, so the slot is freed.
       .catch((err: Error) => ({ kind: 'error' as const, durationMs: performance.now() - started, message: String(err?.message ?? err) }));
+    if (process.env.H3_DEBUG && !delivered(result)) console.error('RES', JSON.stringify(result).slice(0, 200));
     if (result.kind === 'not_sent') {
       this.#notSent(item);
       return;
     }
     // The client has closed the attempt's connection by now (answered, or cut and destroyed): the
     // retry wait runs from here, so a receiver still on a cut attempt gets the wait to finish it.
-    this.#sending--;
-    const outcome: Written = { item, at, endedAt: this.#clock.now(), result };
     // A delivery of a connection without failures in a row here frees its slot now: no rule of
     // pace waits for its outcome to be written.
-    if (delivered(result) && !this.#streak.get(item.connector_id)) {
-      outcome.released = true;
-      this.#inFlight--;
-      const lane = this.#lanes.get(item.connector_id);
-      if (lane) lane.inFlight--;
-    }
-    this.#outcomes.push(outcome);
+    const released = delivered(result) && !this.#streak.get(item.connector_id);
+    this.#lanes.answered(item, released);
+    this.#outcomes.push({ item, at, endedAt: this.#clock.now(), result });
     // Written once no other send is under way (the answers of a burst come within a few ms of
     // each other: one statement for the burst), at 200, or 10 ms after the first waiting one.
-    if (this.#outcomes.length >= 200 || this.#sending === 0) this.#flushSoon();
+    if (this.#outcomes.length >= 200 || this.#lanes.sending === 0) this.#flushSoon();
     else this.#flushTimer ??= setTimeout(() => this.#flush(), FLUSH_WITHIN_MS);
-    if (outcome.released) this.#pump();
+    if (released) this.#pump();
   }
 
   /**
@@ -427,18 +387,11 @@ export class WebhookWorker {
    * counted; the lease is handed back and the message is claimed afresh.
    */
   #notSent(item: Held): void {
-    this.#inFlight--;
-    this.#sending--;
-    this.#held--;
-    const lane = this.#lanes.get(item.connector_id);
-    if (lane) {
-      lane.inFlight--;
-      if (lane.queue.length === 0 && lane.inFlight === 0) this.#lanes.delete(item.connector_id);
-    }
+    this.#lanes.notSent(item);
     this.#log.warn({ delivery_id: item.id, late_ms: Math.round(performance.now() - item.startBy) }, 'webhook send reached its start deadline before it left; handed back');
     void releaseLeases(this.#store, [item])
       .catch(() => {})
-      .finally(() => this.#wakeSoon());
+      .finally(() => this.#loop.wakeIn(WAKE_SOON_MS));
     this.#pump();
   }
 
@@ -464,7 +417,7 @@ export class WebhookWorker {
     });
   }
 
-  async #write(batch: Written[]): Promise<void> {
+  async #write(batch: Outcome[]): Promise<void> {
     let flagged: Set<string>;
     for (let wait = 50; ; wait = Math.min(wait * 2, 2000)) {
       try {
@@ -487,36 +440,22 @@ export class WebhookWorker {
     let probeNext = false;
     const window = Math.floor(performance.now() / KEEP_UP_WINDOW_MS);
     for (const o of batch) {
-      if (!o.released) this.#inFlight--;
-      this.#held--;
+      this.#lanes.written(o.item as Held);
       if (delivered(o.result)) {
         this.#streak.delete(o.item.connector_id);
         this.#countFinished(o.item.connector_id, window);
       } else this.#streak.set(o.item.connector_id, (this.#streak.get(o.item.connector_id) ?? 0) + 1);
-      const lane = this.#lanes.get(o.item.connector_id);
-      if (lane && !o.released) lane.inFlight--;
       // A lane takes only so many at a time: once it has nothing queued, look for its next ones.
-      if (!flagged.has(o.item.connector_id) && !lane?.queue.length) probeNext = true;
+      if (!flagged.has(o.item.connector_id) && !this.#lanes.hasQueued(o.item.connector_id)) probeNext = true;
     }
     for (const id of flagged) {
-      const lane = this.#lanes.get(id);
-      if (!lane) continue;
-      dropped.push(...lane.queue.splice(0));
+      if (!this.#lanes.hasLane(id)) continue;
+      dropped.push(...this.#lanes.dropQueued(id));
       this.#log.warn({ connector_id: id }, 'webhook connection needs attention after 50 failures in a row; sending stopped');
     }
-    this.#held -= dropped.length;
     if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
     this.#pump();
     this.#roomFreed();
-    if ((probeNext && this.#waiting > this.#waitingSeen) || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.#wakeSoon();
-  }
-
-  /** A poll within 10 ms (many outcomes in a row ask for one poll). */
-  #wakeSoon(): void {
-    if (this.#soon || this.#stopped) return;
-    this.#soon = setTimeout(() => {
-      this.#soon = null;
-      this.wake();
-    }, 10);
+    if ((probeNext && this.#waiting > this.#waitingSeen) || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.#loop.wakeIn(WAKE_SOON_MS);
   }
 }

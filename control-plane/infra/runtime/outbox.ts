@@ -16,6 +16,7 @@ import type { EventName } from '../../../shared/events.ts';
 import { CHANNELS } from '../coordination/channels.ts';
 import { webhookTexts } from '../../../shared/webhook-data.ts';
 import { joinNamed, queuedIn, type Named } from './work-notices.ts';
+import { WakeLoop } from './wake-loop.ts';
 
 /** The wire envelope of an event (the spec's webhook message envelope). */
 export type EventEnvelope = {
@@ -315,9 +316,9 @@ export const OUTBOX_FALLBACK_POLL_MS = 5_000;
 const DRAIN_BATCH = 200;
 
 /**
- * Runs consumers: woken by commit notices and, as a fallback, every `pollMs`. Consumers that
- * drain their queues themselves (`elsewhere`: the usage meter) are woken by the same look-up
- * when it finds events queued for them, so they neither poll nor listen on their own.
+ * Runs consumers: woken by commit notices and, as a fallback, every `pollMs` (a `WakeLoop`).
+ * Consumers that drain their queues themselves (`elsewhere`: the usage meter) are woken by the
+ * same look-up when it finds events queued for them, so they neither poll nor listen on their own.
  */
 export class OutboxWorker {
   readonly #store: Store;
@@ -327,17 +328,20 @@ export class OutboxWorker {
   readonly #elsewhere: Map<string, () => void>;
   readonly #names: string[];
   readonly #pollMs: number;
-  #timer: NodeJS.Timeout | null = null;
+  readonly #loop: WakeLoop;
   #sub: LastingSubscription | null = null;
-  #running = false;
-  #again = false;
-  #stopped = false;
   /**
    * What the wake-ups since the last drain named (`joinNamed`): the consumers commit notices
    * named, or null once any wake-up named none (a poll, room freed, an unnamed notice), when the
    * drain asks the store which queues hold events; undefined while no wake-up is pending.
    */
   #pending: Named | undefined = undefined;
+  /**
+   * When the store was last asked which queues hold events: a drain asks it again once `pollMs`
+   * has passed, even when every wake-up since named its consumers (a notice lost while others
+   * keep coming does not leave its consumer's events waiting).
+   */
+  #lastLook = performance.now();
 
   constructor(
     store: Store,
@@ -353,13 +357,14 @@ export class OutboxWorker {
     this.#elsewhere = opts.elsewhere ?? new Map();
     this.#names = [...consumers.keys(), ...this.#elsewhere.keys()];
     this.#pollMs = opts.pollMs ?? OUTBOX_FALLBACK_POLL_MS;
+    // A poll's round finds `#pending` undefined: it asks the store.
+    this.#loop = new WakeLoop(() => this.#drain(), this.#pollMs);
     for (const handler of consumers.values()) handler.onRoom?.(() => this.wake());
   }
 
   async start(): Promise<void> {
     this.#sub = lastingSubscribe(this.#coordinator, OUTBOX_CHANNEL, (notice) => this.wake(namedIn(notice)));
-    this.#timer = setInterval(() => this.wake(), this.#pollMs);
-    this.wake();
+    this.#loop.start();
   }
 
   /**
@@ -368,35 +373,21 @@ export class OutboxWorker {
    * events (the store is asked).
    */
   wake(consumers: string[] | null = null): void {
-    if (this.#stopped) return;
+    if (this.#loop.stopped) return;
     this.#pending = joinNamed(this.#pending, consumers);
-    this.#run();
-  }
-
-  /** Starts a drain, or one more after the drain under way (what woke it is in `#pending`). */
-  #run(): void {
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = true;
-    void this.#drain().finally(() => {
-      this.#running = false;
-      if (this.#again) {
-        this.#again = false;
-        this.#run();
-      }
-    });
+    this.#loop.wake();
   }
 
   async #drain(): Promise<void> {
-    const named = this.#pending ?? null;
+    const look = performance.now() - this.#lastLook >= this.#pollMs;
+    const named = look ? null : (this.#pending ?? null);
     this.#pending = undefined;
     let waiting: Set<string>;
     try {
+      if (named === null) this.#lastLook = performance.now();
       waiting = named ?? (await consumersWithWork(this.#store, this.#names));
     } catch (err) {
-      if (!this.#stopped) this.#log.error({ err }, 'outbox look-up failed; will retry');
+      if (!this.#loop.stopped) this.#log.error({ err }, 'outbox look-up failed; will retry');
       return;
     }
     for (const [name, wake] of this.#elsewhere) if (waiting.has(name)) wake();
@@ -404,22 +395,21 @@ export class OutboxWorker {
       if (!waiting.has(name)) continue;
       try {
         // A batch short of the limit took all there was: one more claim would only find nothing
-        // (events committed since then woke the worker again, and `#again` drains once more). A
+        // (events committed since then woke the worker again, and the loop drains once more). A
         // consumer without room leaves its events queued until it wakes the worker (`onRoom`).
         for (;;) {
           const limit = Math.min(DRAIN_BATCH, handler.room?.() ?? DRAIN_BATCH);
-          if (this.#stopped || limit <= 0 || (await ('consume' in handler ? handler.consume(limit) : consumeBatch(this.#store, name, limit, handler))) < limit) break;
+          if (this.#loop.stopped || limit <= 0 || (await ('consume' in handler ? handler.consume(limit) : consumeBatch(this.#store, name, limit, handler))) < limit) break;
         }
       } catch (err) {
-        if (!this.#stopped) this.#log.error({ err, consumer: name }, 'outbox consumer failed; will retry');
+        if (!this.#loop.stopped) this.#log.error({ err, consumer: name }, 'outbox consumer failed; will retry');
       }
     }
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
+    const drained = this.#loop.stop();
     await this.#sub?.stop();
-    while (this.#running) await new Promise((r) => setTimeout(r, 10));
+    await drained;
   }
 }

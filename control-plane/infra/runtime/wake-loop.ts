@@ -1,8 +1,22 @@
 /**
- * The wake-and-poll loop of a background worker: `round` runs when woken (wakes in the same turn
- * of the event loop are one), a wake that comes during a round makes one more round after it
- * (wakes coalesce), and an idle loop runs a round every `pollMs` (work queued elsewhere, or left
- * by a dead instance). Used by the list checks, the QA worker and the recording imports.
+ * The one worker base: a wake-and-poll loop that runs a worker's `round`. Every background worker
+ * that is woken (by notices, by its own outcomes, by a clock) is built on it, so the rule "a wake
+ * during a round makes one more round after it" lives here only: the list checks, the QA worker,
+ * the recording imports, the outbox worker, the webhook worker, the usage meter and the dialer's
+ * kill-switch reader.
+ *
+ * - `wake()` runs a round in this turn's end (wakes in the same turn are one); a wake that comes
+ *   during a round makes one more round after it (wakes coalesce).
+ * - An idle loop runs a round every `pollMs` (work queued elsewhere, or left by a dead instance):
+ *   counted from the end of the last round (`pollFrom: 'end'`, the default), or from its start
+ *   (`'start'`: a round begins every `pollMs` whatever a round takes, as the kill switch's 1 s
+ *   re-read asks). `pollMs` null: no poll, the loop runs only when woken.
+ * - `gapMs`: the least time from the end of one round to the start of the next one a wake starts
+ *   (the usage meter: woken by every outbox commit, it counts at most five times a second).
+ * - `wakeIn(ms)`: a round within `ms` at the latest (a retry's pause).
+ * - `runNow()`: a round now (past `gapMs`), and a promise that ends with a round that started
+ *   after the call (callers that must see a fresh result: a kill-switch refresh, a meter drain).
+ * - A round's error goes to `onError` (the loop goes on); a round should catch what it can.
  *
  * `announceQueued` joins a loop to the notices of queued work (`work-notices.ts`): a commit that
  * queued its kind wakes it here and on every other instance, so the poll is only the fallback
@@ -13,25 +27,65 @@ import { lastingSubscribe } from '../coordination/lasting-subscription.ts';
 import type { Store } from '../db/store.ts';
 import { onQueued, type WorkKind } from './work-notices.ts';
 
+export type WakeLoopOptions = {
+  /** Where the idle poll counts from: the end of the last round (default) or its start. */
+  pollFrom?: 'end' | 'start';
+  /** Least time between a round's end and the start of a round a wake asks for. */
+  gapMs?: number;
+  /** A round that failed (default: nothing; rounds catch their own errors). */
+  onError?: (err: unknown) => void;
+};
+
+type Waiters = { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
+
+function waiters(): Waiters {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // A waiter may be gone (a caller that did not await): its rejection is not unhandled.
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
 export class WakeLoop {
   readonly #round: () => Promise<void>;
-  readonly #pollMs: number;
+  readonly #pollMs: number | null;
+  readonly #pollFrom: 'end' | 'start';
+  readonly #gapMs: number;
+  readonly #onError: (err: unknown) => void;
   #timer: NodeJS.Timeout | null = null;
   /** When the timer fires (performance.now()). */
   #timerAt = Infinity;
   #soon: NodeJS.Immediate | null = null;
   #running: Promise<void> | null = null;
+  /** Woken during the round under way: one more round after it. */
   #again = false;
   #stopped = true;
+  /** The earliest time a `wakeIn` asked for while a round was under way (or about to start). */
+  #dueAt = Infinity;
+  #lastEnd = -Infinity;
+  /** Callers of `runNow` waiting for the next round to start and end. */
+  #next: Waiters | null = null;
 
-  constructor(round: () => Promise<void>, pollMs: number) {
+  constructor(round: () => Promise<void>, pollMs: number | null, opts: WakeLoopOptions = {}) {
     this.#round = round;
     this.#pollMs = pollMs;
+    this.#pollFrom = opts.pollFrom ?? 'end';
+    this.#gapMs = opts.gapMs ?? 0;
+    this.#onError = opts.onError ?? (() => {});
   }
 
   /** Whether the loop is stopped (a round under way should end early). */
   get stopped(): boolean {
     return this.#stopped;
+  }
+
+  /** Whether a round is under way. */
+  get running(): boolean {
+    return this.#running !== null;
   }
 
   start(): void {
@@ -40,12 +94,14 @@ export class WakeLoop {
   }
 
   /** Stops at once (no new round, no timer); the promise ends with the round under way. */
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.#stopped = true;
     this.#clearTimer();
     if (this.#soon) clearImmediate(this.#soon);
     this.#soon = null;
-    return this.#running ?? Promise.resolve();
+    await this.#running;
+    this.#next?.resolve();
+    this.#next = null;
   }
 
   /** Runs a round now (in this turn's end), or one more after the round under way. */
@@ -55,10 +111,28 @@ export class WakeLoop {
       this.#again = true;
       return;
     }
-    this.#soon ??= setImmediate(() => {
+    if (this.#soon) return;
+    const at = this.#lastEnd + this.#gapMs;
+    if (this.#next === null && at > performance.now()) {
+      if (at < this.#timerAt) this.#arm(at);
+      return;
+    }
+    this.#soon = setImmediate(() => {
       this.#soon = null;
       this.#run();
     });
+  }
+
+  /**
+   * A round now (even within `gapMs` of the last), or one more after the round under way; the
+   * promise ends with that round (it rejects with its error), or at once when the loop is stopped.
+   */
+  runNow(): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    this.#next ??= waiters();
+    const { promise } = this.#next;
+    this.wake();
+    return promise;
   }
 
   /**
@@ -76,23 +150,34 @@ export class WakeLoop {
     if (at < this.#timerAt) this.#arm(at);
   }
 
-  /** The earliest time a `wakeIn` asked for while a round was under way. */
-  #dueAt = Infinity;
-
   #run(): void {
     if (this.#stopped) return;
     this.#clearTimer();
-    this.#running = this.#round().finally(() => {
-      this.#running = null;
-      if (this.#stopped) return;
-      if (this.#again) {
-        this.#again = false;
-        return this.wake();
-      }
-      const due = this.#dueAt;
-      this.#dueAt = Infinity;
-      this.#arm(Math.min(due, performance.now() + this.#pollMs));
-    });
+    const startedAt = performance.now();
+    const next = this.#next;
+    this.#next = null;
+    this.#running = this.#round()
+      .then(
+        () => next?.resolve(),
+        (err: unknown) => {
+          if (!this.#stopped) this.#onError(err);
+          next?.reject(err);
+        },
+      )
+      .finally(() => {
+        this.#running = null;
+        this.#lastEnd = performance.now();
+        if (this.#stopped) return;
+        if (this.#again) {
+          this.#again = false;
+          return this.wake();
+        }
+        const due = this.#dueAt;
+        this.#dueAt = Infinity;
+        const poll = this.#pollMs === null ? Infinity : (this.#pollFrom === 'start' ? startedAt : this.#lastEnd) + this.#pollMs;
+        const at = Math.min(due, poll);
+        if (at < Infinity) this.#arm(at);
+      });
   }
 
   #arm(at: number): void {
