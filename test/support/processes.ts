@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from './db.ts';
+import { loadScale } from './eventually.ts';
 import { ALL_DAY_RULES } from './server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -39,7 +40,7 @@ export type StartOptions = {
  * collide), logs at `warn` and runs no embedded media agent; `env` adds to or overrides that
  * (DATABASE_URL, REDIS_URL, VD_INSTANCE_ID, …). Only PATH is inherited from this process, so the
  * developer's own settings cannot leak into the instance. Rejects if the child exits before
- * listening or has not listened within 30 s; the rejection carries its output.
+ * listening or has not listened within 30 s (times the machine's load, `loadScale`); the rejection carries its output.
  */
 export function startControlPlaneProcess(env: Record<string, string>, opts: StartOptions = {}): Promise<ControlPlaneProcess> {
   const what = opts.name ? `instance ${opts.name}` : 'instance';
@@ -53,7 +54,9 @@ export function startControlPlaneProcess(env: Record<string, string>, opts: Star
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not start within 30 s:\n${out}`)), START_TIMEOUT_MS);
+    // A hang guard, stretched on a busy machine as `eventually`'s limits are.
+    const limit = START_TIMEOUT_MS * loadScale();
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within ${Math.round(limit / 1000)} s:\n${out}`)), limit);
     // Registered after the collector above, so `out` already holds the chunk being looked at.
     const onData = () => {
       const m = /control plane listening on (http:\/\/\S+)/.exec(out);
