@@ -87,15 +87,30 @@ type PersonState = {
   callback_at: Date | null;
   result_at: Date | null;
   closed_at: Date | null;
-  /** Changed by this request. */
-  touched: boolean;
-  /** Made due by a callback after the dialer was done with them: their journeys go on. */
-  reopened: boolean;
-  /** Closed by a final outcome of this request. */
-  closing: boolean;
+  /** What this request did to the person so far (`PersonChange`). */
+  change: PersonChange;
   /** The campaign the outcome is about: its call's, else the person's latest call's. */
   campaign_id: string | null;
 };
+
+/**
+ * What one request did to a person, after each of its outcomes that names them:
+ * - `untouched`: nothing (every outcome was unchanged, or rejected); not written;
+ * - `changed`: the result changed; the row is written;
+ * - `reopened`: made due by a callback after the dialer was done with them: also their closed
+ *   journeys go on;
+ * - `closing`: closed by a final outcome: also their open journeys close.
+ * Later outcomes only move it on, in that order (`moveOn`): a person reopened and then closed by
+ * the same request is closing, and a closed person cannot be reopened (the callback is refused).
+ */
+type PersonChange = 'untouched' | 'changed' | 'reopened' | 'closing';
+
+const CHANGE_ORDER: Record<PersonChange, number> = { untouched: 0, changed: 1, reopened: 2, closing: 3 };
+
+/** The person's change after one more outcome did `next` to them. */
+function moveOn(now: PersonChange, next: PersonChange): PersonChange {
+  return CHANGE_ORDER[next] > CHANGE_ORDER[now] ? next : now;
+}
 
 /** JSON with keys in order, so two fact objects compare by content. */
 function canonical(v: unknown): string {
@@ -195,9 +210,46 @@ async function holdClaimingCampaigns(tx: Tx, tenantId: string, people: string[],
   return new Set(campaigns);
 }
 
+/** Whom an outcome names, once its call or external id is looked up. */
+type Named = { personId: string; callId: string | null; campaignId: string | null };
+type Rejection = { index: number; reason: string };
+
 async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[], held: string[]) {
-  const rejected: Array<{ index: number; reason: string }> = [];
-  // Whom each outcome names: calls first, then people (the lock order).
+  const rejected: Rejection[] = [];
+  const personOf = await namePeople(tx, tenantId, parsed, rejected);
+  const state = await lockNamed(tx, tenantId, [...new Set([...personOf.values()].map((w) => w.personId))], held);
+  const now = new Date();
+  const events: NewEvent[] = [];
+  const dnc: string[] = [];
+  let applied = 0;
+  let unchanged = 0;
+  for (const p of parsed) {
+    const who = personOf.get(p.index);
+    if (!who) continue;
+    const s = state.get(who.personId);
+    const verdict = s ? applyOne(s, p, now) : 'person not found';
+    if (verdict === 'unchanged') unchanged++;
+    else if (verdict !== 'applied') rejected.push({ index: p.index, reason: verdict });
+    else {
+      events.push(dispositionSet(tenantId, s!, p, who));
+      if (p.disposition === DO_NOT_CALL) dnc.push(s!.phone_number);
+      applied++;
+    }
+  }
+  const touched = [...state.values()].filter((s) => s.change !== 'untouched');
+  await writePeople(tx, touched);
+  events.push(...(await closeJourneys(tx, tenantId, touched.filter((s) => s.change === 'closing'))));
+  await reopenJourneys(tx, touched.filter((s) => s.change === 'reopened').map((s) => s.id));
+  await emit(tx, events);
+  await insertDncNumbers(tx, tenantId, dnc, 'outcome', { announce: true });
+  return { applied, unchanged, rejected };
+}
+
+/**
+ * Whom each outcome names (by index): calls and external ids looked up in the company's rows.
+ * An outcome whose call or person is not found is rejected (in `rejected`).
+ */
+async function namePeople(tx: Tx, tenantId: string, parsed: Parsed[], rejected: Rejection[]): Promise<Map<number, Named>> {
   const callIds = [...new Set(parsed.flatMap((p) => (p.by.kind === 'call' ? [p.by.id] : [])))];
   const calls = new Map<string, { person_id: string | null; campaign_id: string | null }>();
   if (callIds.length) {
@@ -218,8 +270,7 @@ async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[], held: str
       byExternal.set(k, ids);
     }
   }
-  const personOf = new Map<number, { personId: string; callId: string | null; campaignId: string | null }>();
-  const named = new Set<string>();
+  const personOf = new Map<number, Named>();
   for (const p of parsed) {
     if (p.by.kind === 'call') {
       const c = calls.get(p.by.id);
@@ -232,117 +283,106 @@ async function applyParsed(tx: Tx, tenantId: string, parsed: Parsed[], held: str
       else if (ids.length > 1) rejected.push({ index: p.index, reason: 'more than one person of the list has that external_id; use person_id' });
       else personOf.set(p.index, { personId: ids[0], callId: null, campaignId: null });
     } else personOf.set(p.index, { personId: p.by.id, callId: null, campaignId: null });
-    const who = personOf.get(p.index);
-    if (who) named.add(who.personId);
   }
-  const holding = await holdClaimingCampaigns(tx, tenantId, [...named], held);
-  const state = await lockPeople(tx, tenantId, [...named]);
+  return personOf;
+}
+
+/**
+ * The named people, locked (after the campaigns that claim them: `holdClaimingCampaigns`), each
+ * with their latest campaign. Throws `ClaimMoved` when a claim moved in between.
+ */
+async function lockNamed(tx: Tx, tenantId: string, named: string[], held: string[]): Promise<Map<string, PersonState>> {
+  const holding = await holdClaimingCampaigns(tx, tenantId, named, held);
+  const state = await lockPeople(tx, tenantId, named);
   const moved = [...state.values()].filter((s) => s.status === 'calling' && s.claimed_by !== null && !holding.has(s.claimed_by));
   if (moved.length) throw new ClaimMoved([...holding, ...moved.map((s) => s.claimed_by!)]);
   const latest = await latestCampaigns(tx, [...state.keys()]);
   for (const s of state.values()) s.campaign_id = latest.get(s.id) ?? null;
+  return state;
+}
 
-  const now = new Date();
-  const events: NewEvent[] = [];
-  const dnc: string[] = [];
-  let applied = 0;
-  let unchanged = 0;
-  for (const p of parsed) {
-    const who = personOf.get(p.index);
-    if (!who) continue;
-    const s = state.get(who.personId);
-    if (!s) {
-      rejected.push({ index: p.index, reason: 'person not found' });
-      continue;
-    }
-    const sameCallback = (p.callbackAt?.getTime() ?? null) === (s.callback_at?.getTime() ?? null);
-    const same =
-      p.disposition === s.disposition && p.note === s.note && canonical(p.facts) === canonical(s.facts) && sameCallback && (!p.final || s.closed_at !== null);
-    if (same) {
-      unchanged++;
-      continue;
-    }
-    if (p.callbackAt && !sameCallback && p.callbackAt.getTime() <= now.getTime()) {
-      rejected.push({ index: p.index, reason: 'callback_at must be in the future' });
-      continue;
-    }
-    if (p.callbackAt && !p.final && s.closed_at !== null && !sameCallback) {
-      rejected.push({ index: p.index, reason: "the person's journey was closed by a final outcome; a callback cannot reopen it" });
-      continue;
-    }
-    s.touched = true;
-    const waiting = s.callback_at;
-    s.disposition = p.disposition;
-    s.note = p.note;
-    s.facts = p.facts;
-    s.callback_at = p.callbackAt;
-    s.result_at = now;
-    if (p.final && s.closed_at === null) {
-      s.closed_at = now;
-      s.closing = true;
-      s.status = 'done';
-      s.next_attempt_at = null;
-      s.claimed_by = null;
-      s.claim_epoch = null;
-    } else if (!p.callbackAt && waiting && s.closed_at === null && s.status === 'due' && s.next_attempt_at?.getTime() === waiting.getTime()) {
-      // The callback still waiting is called off: the person is due from now, as before it was set.
-      s.next_attempt_at = null;
-    } else if (p.callbackAt && !sameCallback && s.closed_at === null) {
-      if (s.status === 'done') s.reopened = true;
-      // A callback is a new appointment: it gets the retries of a first call.
-      s.status = 'due';
-      s.next_attempt_at = p.callbackAt;
-      s.attempts = 0;
-      s.claimed_by = null;
-      s.claim_epoch = null;
-    }
-    const campaignId = who.campaignId ?? s.campaign_id;
-    events.push({
-      subject: 'vd.journey.disposition_set',
-      tenant_id: tenantId,
-      about: s.id,
+/**
+ * Applies one outcome to the person as this request has left them: 'applied', 'unchanged' (it
+ * would change nothing stored), or the reason it is rejected.
+ */
+function applyOne(s: PersonState, p: Parsed, now: Date): 'applied' | 'unchanged' | string {
+  const sameCallback = (p.callbackAt?.getTime() ?? null) === (s.callback_at?.getTime() ?? null);
+  const same = p.disposition === s.disposition && p.note === s.note && canonical(p.facts) === canonical(s.facts) && sameCallback && (!p.final || s.closed_at !== null);
+  if (same) return 'unchanged';
+  if (p.callbackAt && !sameCallback && p.callbackAt.getTime() <= now.getTime()) return 'callback_at must be in the future';
+  if (p.callbackAt && !p.final && s.closed_at !== null && !sameCallback) return "the person's journey was closed by a final outcome; a callback cannot reopen it";
+  let change: PersonChange = 'changed';
+  const waiting = s.callback_at;
+  s.disposition = p.disposition;
+  s.note = p.note;
+  s.facts = p.facts;
+  s.callback_at = p.callbackAt;
+  s.result_at = now;
+  if (p.final && s.closed_at === null) {
+    change = 'closing';
+    s.closed_at = now;
+    s.status = 'done';
+    s.next_attempt_at = null;
+    s.claimed_by = null;
+    s.claim_epoch = null;
+  } else if (!p.callbackAt && waiting && s.closed_at === null && s.status === 'due' && s.next_attempt_at?.getTime() === waiting.getTime()) {
+    // The callback still waiting is called off: the person is due from now, as before it was set.
+    s.next_attempt_at = null;
+  } else if (p.callbackAt && !sameCallback && s.closed_at === null) {
+    if (s.status === 'done') change = 'reopened';
+    // A callback is a new appointment: it gets the retries of a first call.
+    s.status = 'due';
+    s.next_attempt_at = p.callbackAt;
+    s.attempts = 0;
+    s.claimed_by = null;
+    s.claim_epoch = null;
+  }
+  s.change = moveOn(s.change, change);
+  return 'applied';
+}
+
+/** `vd.journey.disposition_set` for an outcome applied to `s`. */
+function dispositionSet(tenantId: string, s: PersonState, p: Parsed, who: Named): NewEvent {
+  const campaignId = who.campaignId ?? s.campaign_id;
+  return {
+    subject: 'vd.journey.disposition_set',
+    tenant_id: tenantId,
+    about: s.id,
+    campaign_id: campaignId,
+    data: {
+      person_id: s.id,
+      list_id: s.list_id,
+      external_id: s.lead_id,
       campaign_id: campaignId,
-      data: {
-        person_id: s.id,
-        list_id: s.list_id,
-        external_id: s.lead_id,
-        campaign_id: campaignId,
-        call_id: who.callId,
-        disposition: p.disposition,
-        final: p.final,
-        callback_at: p.callbackAt?.toISOString() ?? null,
-        note: p.note,
-        facts: p.facts,
-        closed: s.closed_at !== null,
-      },
-    });
-    if (p.disposition === DO_NOT_CALL) dnc.push(s.phone_number);
-    applied++;
-  }
-  const touched = [...state.values()].filter((s) => s.touched);
-  await writePeople(tx, touched);
-  events.push(...(await closeJourneys(tx, tenantId, touched.filter((s) => s.closing))));
-  const reopen = touched.filter((s) => s.reopened && s.closed_at === null).map((s) => s.id);
-  if (reopen.length) {
-    await sql`
-      update journeys j set closed_at = null
-      from (select id from journeys where person_id = any(${reopen}::text[]) and closed_at is not null order by id for update) k
-      where j.id = k.id`.execute(tx);
-  }
-  await emit(tx, events);
-  await insertDncNumbers(tx, tenantId, dnc, 'outcome', { announce: true });
-  return { applied, unchanged, rejected };
+      call_id: who.callId,
+      disposition: p.disposition,
+      final: p.final,
+      callback_at: p.callbackAt?.toISOString() ?? null,
+      note: p.note,
+      facts: p.facts,
+      closed: s.closed_at !== null,
+    },
+  };
+}
+
+/** Opens again the closed journeys of people a callback reopened. */
+async function reopenJourneys(tx: Tx, people: string[]): Promise<void> {
+  if (people.length === 0) return;
+  await sql`
+    update journeys j set closed_at = null
+    from (select id from journeys where person_id = any(${people}::text[]) and closed_at is not null order by id for update) k
+    where j.id = k.id`.execute(tx);
 }
 
 /** The company's people among `ids`, locked in id order, as they stand. */
 async function lockPeople(tx: Tx, tenantId: string, ids: string[]): Promise<Map<string, PersonState>> {
   if (ids.length === 0) return new Map();
-  const rows = await sql<Omit<PersonState, 'touched' | 'reopened' | 'closing' | 'campaign_id'>>`
+  const rows = await sql<Omit<PersonState, 'change' | 'campaign_id'>>`
     select id, list_id, lead_id, phone_number, status, attempts, next_attempt_at, claimed_by, claim_epoch::text as claim_epoch,
       disposition, note, facts, callback_at, result_at, closed_at
     from people where tenant_id = ${tenantId} and id = any(${ids.sort()}::text[])
     order by id for update`.execute(tx);
-  return new Map(rows.rows.map((r) => [r.id, { ...r, touched: false, reopened: false, closing: false, campaign_id: null }]));
+  return new Map(rows.rows.map((r) => [r.id, { ...r, change: 'untouched' as PersonChange, campaign_id: null }]));
 }
 
 /** Each person's latest campaign called (by the person's calls), for events that name none. */
