@@ -4,7 +4,8 @@
  * instance until an answer that is not a transport failure or a 5xx.
  */
 import type { Session } from '../support/http.ts';
-import { sleep, type Instance } from './harness.ts';
+import { sleep } from '../support/sleep.ts';
+import type { Instance } from './instances.ts';
 
 export type Answer = { status: number; body: any; text: string; headers: Headers };
 

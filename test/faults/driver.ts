@@ -12,7 +12,9 @@
 import type { Session } from '../support/http.ts';
 import { persist } from './api.ts';
 import { eventually } from '../support/eventually.ts';
-import { sleep, type Agent, type Instance, type PgServer, type RedisServer } from './harness.ts';
+import { sleep } from '../support/sleep.ts';
+import type { Agent, Instance } from './instances.ts';
+import type { PgServer, RedisServer } from './servers.ts';
 
 /** mulberry32: a small seeded PRNG. */
 export function prng(seed: number): () => number {

@@ -17,7 +17,10 @@ import type { Session } from '../support/http.ts';
 import { persist, request, signIn } from './api.ts';
 import { readTaps, runChecks, type CheckResult, type Receipt } from './checks.ts';
 import { makeSchedule, prng, runSchedule, type Executed, type Fault } from './driver.ts';
-import { Agent, cleanUp, freePort, Instance, PgServer, RedisServer, sleep, WorkDir } from './harness.ts';
+import { sleep } from '../support/sleep.ts';
+import { cleanUp, freePort, WorkDir } from './harness.ts';
+import { Agent, Instance } from './instances.ts';
+import { PgServer, RedisServer } from './servers.ts';
 
 export type FaultRunOptions = {
   seed: number;

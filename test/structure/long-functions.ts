@@ -35,5 +35,4 @@ export const LONG_FUNCTIONS: AllowList = {
 export const LONG_FILES: AllowList = {
   'control-plane/infra/runtime/runtime.ts': 'being split by the concurrency refactor',
   'dialer/dialer.ts': 'being split by the concurrency refactor',
-  'test/faults/harness.ts': 'being split by the tests work (issue 29 item 5)',
 };
