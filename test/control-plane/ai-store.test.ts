@@ -20,7 +20,7 @@ const stores: Record<string, Store> = {};
 const by = { kind: 'operator' as const, id: 'opr_test', email: 'o@example.com' };
 
 t.before(async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ empty: true });
   drop = db.drop;
   stores.postgres = openPostgres(db.url);
   stores.pglite = await openPglite(null);

@@ -113,9 +113,12 @@ t('answers are shared: the same zones and region are one object with one key', (
 t('resolving is quick once loaded (the list check resolves 200,000 people)', () => {
   of({});
   const n = 200_000;
-  const started = performance.now();
+  // The CPU time this process spent, not the wall clock: other processes on a busy machine
+  // (the suite runs files side by side) stretch the wall clock, not the work done here.
+  const started = process.cpuUsage();
   for (let i = 0; i < n; i++) of({ postal_code: i % 3 === 0 ? '32501' : null, state: i % 3 === 1 ? 'TX' : null, country: 'US' });
-  const perPerson = ((performance.now() - started) * 1000) / n;
+  const spent = process.cpuUsage(started);
+  const perPerson = (spent.user + spent.system) / n;
   assert.ok(perPerson < 5, `${perPerson.toFixed(2)} µs a person`);
 });
 

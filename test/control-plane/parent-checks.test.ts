@@ -20,7 +20,7 @@ let url = '';
 const stores: Array<[string, Store]> = [];
 
 t.before(async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ empty: true });
   drop = db.drop;
   url = db.url;
   stores.push(['postgres', openPostgres(db.url)], ['pglite', await openPglite(null)]);
@@ -131,7 +131,7 @@ t('a writer holds its parents: a delete of the list waits for the writer and the
 });
 
 t('the down migration gives the foreign keys back', async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ empty: true });
   const s = openPostgres(db.url);
   try {
     await s.migrate();

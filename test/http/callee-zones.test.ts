@@ -28,7 +28,7 @@ let cp: RunningControlPlane;
 let owner: Session;
 
 t.before(async () => {
-  db = await createTestDatabase();
+  db = await createTestDatabase({ empty: true });
   cp = await startTestServer({ databaseUrl: db.url, redisPrefix: testRedisPrefix(), env: { VD_BOOTSTRAP_DIALING_RULES: '' }, webhooks: { clock: new ManualClock(NOW) } });
   const co = await makeCompany(cp, 'Zones');
   owner = co.owner;
@@ -157,7 +157,7 @@ t('a timezone that is not an IANA name: 422 naming the field, nothing stored (JS
 });
 
 t('people checked before migration 0028 are checked again and get their zones', async () => {
-  const old = await createTestDatabase();
+  const old = await createTestDatabase({ empty: true });
   try {
     const store = openPostgres(old.url);
     const names = Object.keys(migrations).sort();

@@ -25,7 +25,7 @@ let drop: () => Promise<void> = async () => {};
 const stores: Array<[string, Store]> = [];
 
 t.before(async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ empty: true });
   drop = db.drop;
   stores.push(['postgres', openPostgres(db.url)], ['pglite', await openPglite(null)]);
   for (const [, s] of stores) await s.migrate();

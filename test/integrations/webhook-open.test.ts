@@ -37,7 +37,7 @@ const ok: OutboundResult = { kind: 'answered', status: 200, durationMs: 2, bodyS
 const busy: OutboundResult = { kind: 'answered', status: 503, durationMs: 2, bodyStart: 'busy', retryAfter: null, remoteAddress: '127.0.0.1' };
 
 t.before(async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ empty: true });
   drop = db.drop;
   // One connection: its statistics are flushed on demand before they are read.
   store = openPostgres(db.url, 1);
@@ -205,7 +205,7 @@ t('pruning takes finished deliveries made before the cut (with their attempts an
 });
 
 t('the down migration gives the indexes and foreign keys back and drops the open rows', async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ empty: true });
   const s = openPostgres(db.url);
   try {
     await s.migrate();
