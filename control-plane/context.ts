@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
+import { logIgnoredTo } from '../shared/errors.ts';
 import { ApiKeys } from './auth/api-keys.ts';
 import { storeColumnSources, type ColumnSources } from './companies/list-columns.ts';
 import type { Coordinator } from './infra/coordination/coordinator.ts';
@@ -115,6 +116,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const coordinator = overrides.coordinator ?? (config.REDIS_URL ? new RedisCoordinator(config.REDIS_URL, { keyPrefix: config.VD_REDIS_KEY_PREFIX }) : new MemoryCoordinator());
   const apiKeys = new ApiKeys(store, coordinator);
   const log = logger.child({ instance: instanceId });
+  // Errors dropped on purpose where no logger is at hand are logged at debug here (`ignored`).
+  logIgnoredTo(log);
   const agentHub = new AgentHub({ token: config.VD_AGENT_TOKEN, logger: log });
   const nodes = new MediaNodes({ store, coordinator, hub: agentHub, log, instanceId, runtime: () => runtime });
   const actorDefs: ActorDefinition[] = [companyActor(() => services.suspendSteps), campaignActor(), nodes.actorDefinition()];

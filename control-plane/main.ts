@@ -9,7 +9,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT_PROTOCOL_PATH } from '../shared/agent-protocol.ts';
 import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
-import { unreachableCause } from '../shared/errors.ts';
+import { unreachableIn } from '../shared/errors.ts';
 // The composition root may import media-agent/ (which otherwise stands alone) to run the embedded default's agent.
 import { AGENT_VERSION, AgentClient } from '../media-agent/client.ts';
 import { SimulatedTrunk } from '../media-agent/simulated-trunk.ts';
@@ -67,10 +67,10 @@ async function startWhenStoreAnswers(config: Config): Promise<RunningControlPlan
       return await startControlPlane(config);
     } catch (err) {
       if (err instanceof ConfigError) throw err; // a setting to fix: trying again cannot help
-      const why = unreachableCause(err);
-      if (!why) throw err;
+      const away = unreachableIn(err);
+      if (!away) throw err;
       const wait = Math.min(2000, 250 * 2 ** Math.min(attempt, 3));
-      console.error(`start: the store cannot be reached (${why}); trying again in ${wait} ms`);
+      console.error(`start: ${away.message}; trying again in ${wait} ms`);
       await new Promise((r) => setTimeout(r, wait));
     }
   }

@@ -11,6 +11,7 @@ import { AGENT_VERSION, AgentClient } from './client.ts';
 import { loadAgentConfig } from './config.ts';
 import { SimulatedTrunk } from './simulated-trunk.ts';
 import type { Trunk } from './trunk.ts';
+import { logIgnoredTo } from '../shared/errors.ts';
 
 /** A minimal audio offer (PCMU) until a media server supplies real SDP. */
 const PLACEHOLDER_SDP = ['v=0', 'o=- 0 0 IN IP4 127.0.0.1', 's=vd', 'c=IN IP4 127.0.0.1', 't=0 0', 'm=audio 40000 RTP/AVP 0', 'a=rtpmap:0 PCMU/8000', ''].join('\r\n');
@@ -24,6 +25,8 @@ try {
 }
 
 const logger = pino({ level: config.LOG_LEVEL, base: { svc: 'media-agent', node: config.VD_AGENT_NODE_ID }, redact: ['token', '*.token', 'secret', '*.secret'] }, pino.destination(2));
+// Errors dropped on purpose where no logger is at hand are logged at debug here (`ignored`).
+logIgnoredTo(logger);
 const log = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}) => logger[level](fields, msg);
 
 let trunk: Trunk;

@@ -1,6 +1,7 @@
 /**
- * The one error shape of the spec: `{"error":{"code","message"}}`, and the one error class
- * that carries a code from the spec's list to the HTTP edge.
+ * The one error shape of the spec: `{"error":{"code","message"}}`; the error class that carries a
+ * code from the spec's list at the HTTP edge (`ApiError`, thrown in http/ only); the domain's
+ * errors thrown inside (`DomainError` and its kinds); and `ignored`, the one way to drop an error.
  */
 
 /** The spec's error codes with their HTTP statuses. */
@@ -23,7 +24,7 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 /** The wire body of every error answer. */
 export type ErrorBody = { error: { code: ErrorCode; message: string } };
 
-/** An error meant for the caller: its code picks the status, its message is shown as is. */
+/** An error meant for the caller, thrown at the HTTP edge (http/) only: its code picks the status, its message is shown as is. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;
@@ -42,14 +43,168 @@ export class ApiError extends Error {
   }
 }
 
-/** An error raised inside a port or domain module, saying whether a retry can help. */
-export class InternalError extends Error {
-  readonly retryable: boolean;
-  constructor(message: string, opts: { retryable: boolean; cause?: unknown }) {
-    super(message, { cause: opts.cause });
-    this.name = 'InternalError';
-    this.retryable = opts.retryable;
+/**
+ * The domain's errors: what went wrong inside control-plane/ and dialer/, in their own words.
+ * Each kind carries the spec's code its answer has; `http/middleware/errors.ts` is the one place
+ * that turns them into a status, headers and the error body. Inside, throw these, never ApiError.
+ *
+ * | class            | kind              | code (status)               |
+ * |------------------|-------------------|-----------------------------|
+ * | Invalid          | invalid           | unprocessable (422)         |
+ * | NotFound         | not_found         | not_found (404)             |
+ * | Conflict         | conflict          | conflict (409)              |
+ * | Forbidden        | forbidden         | forbidden (403)             |
+ * | Unauthenticated  | unauthenticated   | unauthorized (401)          |
+ * | TooMany          | too_many          | too_many_requests (429)     |
+ * | TooLarge         | too_large         | payload_too_large (413)     |
+ * | Unavailable      | unavailable       | unavailable (503)           |
+ * | Unreachable      | unavailable       | unavailable (503), a port's |
+ */
+export type ErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden' | 'unauthenticated' | 'too_many' | 'too_large' | 'unavailable';
+
+export abstract class DomainError extends Error {
+  abstract readonly kind: ErrorKind;
+  /** The spec's code the answer carries. */
+  abstract readonly code: ErrorCode;
+  /** `cause`: the failure behind this error, logged by the edge when its status is 5xx. */
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = new.target.name;
   }
+}
+
+/** A value or a request the rules refuse (the caller can fix it). */
+export class Invalid extends DomainError {
+  readonly kind = 'invalid';
+  readonly code = 'unprocessable';
+}
+
+/** What was asked for does not exist (for this caller). */
+export class NotFound extends DomainError {
+  readonly kind = 'not_found';
+  readonly code = 'not_found';
+}
+
+/** The request clashes with the state things are in (taken, already done, not now). */
+export class Conflict extends DomainError {
+  readonly kind = 'conflict';
+  readonly code = 'conflict';
+}
+
+/** The caller is known but may not do this. */
+export class Forbidden extends DomainError {
+  readonly kind = 'forbidden';
+  readonly code = 'forbidden';
+}
+
+/** The caller could not be told apart from anyone (wrong credentials). */
+export class Unauthenticated extends DomainError {
+  readonly kind = 'unauthenticated';
+  readonly code = 'unauthorized';
+}
+
+/** Too many at once or too often: a retry after `retryAfterSeconds` can help. */
+export class TooMany extends DomainError {
+  readonly kind = 'too_many';
+  readonly code = 'too_many_requests';
+  readonly retryAfterSeconds: number;
+  constructor(message: string, opts: { retryAfterSeconds: number; cause?: unknown }) {
+    super(message, opts);
+    this.retryAfterSeconds = opts.retryAfterSeconds;
+  }
+}
+
+/** More bytes than a limit allows. */
+export class TooLarge extends DomainError {
+  readonly kind = 'too_large';
+  readonly code = 'payload_too_large';
+}
+
+/**
+ * A part the work needs cannot do it now. `retryable`: whether trying again as it is can help
+ * (a node with no room, a store restarting) or not until something else changes (dialing paused
+ * by an operator). `retryAfterSeconds`: the wait to advise, when there is one to advise.
+ */
+export class Unavailable extends DomainError {
+  readonly kind = 'unavailable';
+  readonly code = 'unavailable';
+  readonly retryable: boolean;
+  readonly retryAfterSeconds: number | null;
+  constructor(message: string, opts: { retryable: boolean; retryAfterSeconds?: number; cause?: unknown }) {
+    super(message, opts);
+    this.retryable = opts.retryable;
+    this.retryAfterSeconds = opts.retryAfterSeconds ?? null;
+  }
+}
+
+/**
+ * A backing service (the store, the coordinator) out of reach for now: down, restarting, failing
+ * over, refusing connections. Raised only by the ports that know their library's failures
+ * (`control-plane/infra/db/store.ts`, `control-plane/infra/coordination/redis.ts`), so nothing
+ * else guesses from messages. A later try may succeed as it is. `cause`: the library's error.
+ */
+export class Unreachable extends Unavailable {
+  readonly service: 'store' | 'coordinator';
+  constructor(service: 'store' | 'coordinator', why: string, cause?: unknown) {
+    super(`the ${service} is out of reach (${why})`, { retryable: true, retryAfterSeconds: 1, cause });
+    this.service = service;
+  }
+}
+
+/** The Unreachable `err` is or wraps (through `cause` or an AggregateError's `errors`); null if none. */
+export function unreachableIn(err: unknown, depth = 0): Unreachable | null {
+  if (err instanceof Unreachable) return err;
+  if (!err || typeof err !== 'object' || depth > 8) return null;
+  const e = err as { cause?: unknown; errors?: unknown };
+  for (const inner of Array.isArray(e.errors) ? e.errors : []) {
+    const found = unreachableIn(inner, depth + 1);
+    if (found) return found;
+  }
+  return unreachableIn(e.cause, depth + 1);
+}
+
+/**
+ * Socket error codes (Node's) that say a server is out of reach for now: refused, reset, timed
+ * out, unreachable, a name not resolved for now, a broken pipe. Both ports read them.
+ */
+export const SOCKET_AWAY_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
+
+/**
+ * For a port: why `err` (or an error it wraps) says its service is out of reach, by `away` (which
+ * reads one error: its code, or a message its library gives no code for); null when nothing does.
+ */
+export function awayCause(err: unknown, away: (e: { code?: unknown; message?: unknown }) => string | null, depth = 0): string | null {
+  if (!err || typeof err !== 'object' || depth > 8) return null;
+  if (err instanceof Unreachable) return err.message;
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  const why = away(e);
+  if (why) return why;
+  for (const inner of Array.isArray(e.errors) ? e.errors : []) {
+    const found = awayCause(inner, away, depth + 1);
+    if (found) return found;
+  }
+  return awayCause(e.cause, away, depth + 1);
+}
+
+/** Where an ignored error is logged at debug when the caller has no logger of its own at hand. */
+let ignoredLog: { debug(obj: object, msg: string): void } | null = null;
+
+/** Sets the logger `ignored` writes to when given none (the process's root logger, at start). */
+export function logIgnoredTo(log: { debug(obj: object, msg: string): void } | null): void {
+  ignoredLog = log;
+}
+
+/**
+ * The one way to drop an error on purpose: it is logged at debug with `why` (the reason dropping
+ * it is right), never silently lost. `ignore(why)` is the same for a promise's `.catch`.
+ */
+export function ignored(err: unknown, why: string, log?: { debug(obj: object, msg: string): void }): void {
+  (log ?? ignoredLog)?.debug({ err }, `ignored: ${why}`);
+}
+
+/** `promise.catch(ignore(why))`: resolves to undefined, logging the error at debug with `why`. */
+export function ignore(why: string, log?: { debug(obj: object, msg: string): void }): (err: unknown) => void {
+  return (err) => ignored(err, why, log);
 }
 
 /** A validation issue as zod reports it (only the fields read here). */
@@ -97,33 +252,4 @@ function pickBranch(branches: Issue[][]): Issue[] {
     return [{ code: 'invalid_value', path: misses[0].path, message: `expected one of ${values.map((v) => JSON.stringify(v)).join(', ')}`, values }];
   }
   return branches.reduce((a, b) => (b.length < a.length ? b : a));
-}
-
-/**
- * Connection error codes of Postgres (and the socket under it) that a later try may not meet:
- * refused, reset, timed out, unreachable, a name not resolved for now, a broken pipe, and the
- * server's own "shutting down" (57P01, 57P02), "cannot connect now" (57P03), "too many
- * connections" (53300) and SQLSTATE class 08 (connection exception).
- */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
-/** The same said only in words: pg's pool and client, and ioredis when Redis is away. */
-const UNREACHABLE_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|connection error|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery mode)|Connection is closed|Reached the max retries per request limit|Stream isn't writeable/i;
-
-/**
- * Why `err` (or an error it wraps) says a backing service (the store or the coordinator) is out
- * of reach for now; null when it says something else. Such a failure is the spec's "a part of the
- * service is not running; try again" (503), never a 500: a later try may succeed as it is.
- */
-export function unreachableCause(err: unknown, depth = 0): string | null {
-  if (!err || typeof err !== 'object' || depth > 8) return null;
-  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown; retryable?: unknown };
-  if (err instanceof InternalError && e.retryable === true) return err.message;
-  if (typeof e.code === 'string' && (UNREACHABLE_CODES.has(e.code) || /^08[0-9A-Z]{3}$/.test(e.code))) return e.code;
-  if (typeof e.message === 'string' && UNREACHABLE_MESSAGES.test(e.message)) return e.message.slice(0, 120);
-  for (const inner of Array.isArray(e.errors) ? e.errors : []) {
-    const why = unreachableCause(inner, depth + 1);
-    if (why) return why;
-  }
-  return unreachableCause(e.cause, depth + 1);
 }

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { ApiError, describeIssues } from '../../shared/errors.ts';
 import type { AppEnv } from '../env.ts';
 import type { H } from './layout.ts';
+import { refusalOf } from '../middleware/errors.ts';
 
 /** A form as typed, with the refusal's messages: by field, and `top` for one naming no field. */
 export type FormState = { values: Record<string, string>; errors: Record<string, string>; top: string | null };
@@ -83,8 +84,9 @@ export async function submit(
   try {
     return await run(values);
   } catch (err) {
-    if (err instanceof ApiError && err.status < 500) {
-      return c.html(render(refusal(values, err, fields)), err.status === 403 ? 403 : 422);
+    const refused = refusalOf(err);
+    if (refused && refused.status < 500) {
+      return c.html(render(refusal(values, refused, fields)), refused.status === 403 ? 403 : 422);
     }
     throw err;
   }

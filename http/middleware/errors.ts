@@ -4,7 +4,7 @@
  */
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { ApiError, unreachableCause, type ErrorCode } from '../../shared/errors.ts';
+import { ApiError, DomainError, TooMany, Unavailable, Unreachable, unreachableIn, type ErrorCode } from '../../shared/errors.ts';
 import type { AppEnv } from '../env.ts';
 
 /** An error answer in the spec's shape. */
@@ -17,17 +17,41 @@ export function errorResponse(code: ErrorCode, message: string, headers: Record<
 }
 
 /**
- * `app.onError`: ApiErrors as they are; the store or coordinator out of reach 503 (try again);
- * anything else logged and answered 500 without details. A 5xx ApiError without a cause is a
- * refusal the code chose (a policy, a limit, something not ready by design): it is marked so
- * that `/ops/services` does not count it among the instance's server errors (`request-log.ts`).
- * One with a cause wraps a failure of ours, and counts.
+ * The answer a domain error (`shared/errors.ts`) gets: its kind's code, its message, and a
+ * Retry-After where it advises a wait. The one mapping from the domain's errors to the wire.
+ * A backing service out of reach (`Unreachable`, raised by its port) says only that a part of the
+ * service is not running: what failed is for the log, not the caller.
+ */
+export function answerOf(err: DomainError): ApiError {
+  if (err instanceof Unreachable) return new ApiError('unavailable', 'a part of the service is not running; try again shortly', { 'retry-after': String(err.retryAfterSeconds) }, err);
+  const wait = err instanceof TooMany ? err.retryAfterSeconds : err instanceof Unavailable ? err.retryAfterSeconds : null;
+  return new ApiError(err.code, err.message, wait === null ? {} : { 'retry-after': String(wait) }, err.cause);
+}
+
+/**
+ * The ApiError `err` stands for when it is one, or a domain error raised on purpose; null for
+ * anything else (a failure of ours, a backing service out of reach). For callers that show a
+ * refusal in their own way (console forms) rather than through `onError`.
+ */
+export function refusalOf(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError && !(err instanceof Unreachable)) return answerOf(err);
+  return null;
+}
+
+/**
+ * `app.onError`: ApiErrors as they are, domain errors as `answerOf` maps them; the store or
+ * coordinator out of reach 503 (try again); anything else logged and answered 500 without
+ * details. A 5xx without a cause is a refusal the code chose (a policy, a limit, something not
+ * ready by design): it is marked so that `/ops/services` does not count it among the instance's
+ * server errors (`request-log.ts`). One with a cause wraps a failure of ours, and counts.
  */
 export function onError(err: Error, c: Context<AppEnv>): Response {
-  if (err instanceof ApiError) {
-    if (err.status >= 500 && err.cause !== undefined) (c.get('log') ?? console).error({ err: err.cause }, err.message);
-    else if (err.status >= 500) c.set('refusal', true);
-    return errorResponse(err.code, err.message, err.headers);
+  const refusal = refusalOf(err);
+  if (refusal) {
+    if (refusal.status >= 500 && refusal.cause !== undefined) (c.get('log') ?? console).error({ err: refusal.cause }, refusal.message);
+    else if (refusal.status >= 500) c.set('refusal', true);
+    return errorResponse(refusal.code, refusal.message, refusal.headers);
   }
   if (err instanceof HTTPException) {
     const code: ErrorCode = err.status === 400 ? 'bad_request' : err.status === 404 ? 'not_found' : err.status === 413 ? 'payload_too_large' : 'bad_request';
@@ -37,11 +61,12 @@ export function onError(err: Error, c: Context<AppEnv>): Response {
     (c.get('log') ?? console).warn({ code: (refusedText(err) as { code: string }).code }, 'the store refused a value as text');
     return errorResponse('unprocessable', 'a value holds characters that cannot be stored (NUL, an unpaired surrogate or an invalid byte sequence)');
   }
-  const away = unreachableCause(err);
+  const away = unreachableIn(err);
   if (away) {
     // The store or the coordinator is out of reach (restarting, failing over): the spec's 503.
-    (c.get('log') ?? console).warn({ err, cause: away }, 'a backing service is out of reach');
-    return errorResponse('unavailable', 'a part of the service is not running; try again shortly', { 'retry-after': '1' });
+    const answer = answerOf(away);
+    (c.get('log') ?? console).warn({ err, cause: away.message }, 'a backing service is out of reach');
+    return errorResponse(answer.code, answer.message, answer.headers);
   }
   (c.get('log') ?? console).error({ err }, 'unhandled error');
   return errorResponse('internal', 'an internal error occurred; the request id names it in our logs');

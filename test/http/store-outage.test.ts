@@ -8,7 +8,9 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { unreachableCause } from '../../shared/errors.ts';
+import { openPostgres, storeError } from '../../control-plane/infra/db/store.ts';
+import { coordinatorError } from '../../control-plane/infra/coordination/redis.ts';
+import { Unreachable } from '../../shared/errors.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, signIn, type Answer, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
@@ -85,19 +87,50 @@ t.after(async () => {
   }
 });
 
-t('the classifier: connection failures of Postgres and Redis are "out of reach", other failures are not', () => {
+t('the ports classify: connection failures of Postgres and Redis are Unreachable (retryable), other failures pass as they are', () => {
   const coded = (code: string, message = 'x') => Object.assign(new Error(message), { code });
-  assert.ok(unreachableCause(coded('ECONNREFUSED')));
-  assert.ok(unreachableCause(coded('57P01', 'terminating connection due to administrator command')));
-  assert.ok(unreachableCause(coded('08006')), 'SQLSTATE class 08');
-  assert.ok(unreachableCause(new Error('Connection terminated unexpectedly')));
-  assert.ok(unreachableCause(new Error('timeout exceeded when trying to connect')));
-  assert.ok(unreachableCause(new Error('Connection is closed.')), "ioredis's word for a closed link");
-  assert.ok(unreachableCause(new Error('outer', { cause: coded('ECONNRESET') })), 'a wrapped cause');
-  assert.ok(unreachableCause(new AggregateError([coded('ECONNREFUSED')], 'all addresses failed')), 'one of several');
-  assert.is(unreachableCause(coded('23505', 'duplicate key value violates unique constraint')), null);
-  assert.is(unreachableCause(coded('40P01', 'deadlock detected')), null);
-  assert.is(unreachableCause(new TypeError('cannot read properties of undefined')), null);
+  const away = (err: unknown, port: (e: unknown) => unknown = storeError) => {
+    const got = port(err);
+    return got instanceof Unreachable && got.retryable && got.cause === err;
+  };
+  assert.ok(away(coded('ECONNREFUSED')));
+  assert.ok(away(coded('57P01', 'terminating connection due to administrator command')));
+  assert.ok(away(coded('08006')), 'SQLSTATE class 08');
+  assert.ok(away(new Error('Connection terminated unexpectedly')));
+  assert.ok(away(new Error('timeout exceeded when trying to connect')));
+  assert.ok(away(new Error('outer', { cause: coded('ECONNRESET') })), 'a wrapped cause');
+  assert.ok(away(new AggregateError([coded('ECONNREFUSED')], 'all addresses failed')), 'one of several');
+  assert.is((storeError(coded('ECONNREFUSED')) as Unreachable).service, 'store');
+  for (const other of [coded('23505', 'duplicate key value violates unique constraint'), coded('40P01', 'deadlock detected'), new TypeError('cannot read properties of undefined')]) {
+    assert.is(storeError(other), other);
+    assert.is(coordinatorError(other), other);
+  }
+  assert.ok(away(new Error('Connection is closed.'), coordinatorError), "ioredis's word for a closed link");
+  assert.ok(away(new Error('Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest" option for details.'), coordinatorError));
+  assert.ok(away(coded('ECONNREFUSED'), coordinatorError));
+  assert.is((coordinatorError(coded('ECONNREFUSED')) as Unreachable).service, 'coordinator');
+  assert.is(storeError(new Error('Connection is closed.')) instanceof Unreachable, false, "ioredis's words are the coordinator's only");
+  const once = storeError(coded('ECONNREFUSED'));
+  assert.is(storeError(once), once, 'classified once');
+});
+
+t('the store port: a statement on a Postgres that refuses connections fails with Unreachable (retryable, Retry-After 1)', async () => {
+  const closed = createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const port = (closed.address() as { port: number }).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  const store = openPostgres(`postgres://postgres@127.0.0.1:${port}/test`, 1);
+  try {
+    const err = await store.db.selectFrom('companies').select('id').execute().then(() => null, (e: unknown) => e);
+    assert.instance(err, Unreachable);
+    assert.is((err as Unreachable).service, 'store');
+    assert.is((err as Unreachable).retryable, true);
+    assert.is((err as Unreachable).retryAfterSeconds, 1);
+    const inTx = await store.transaction(async (tx) => tx.selectFrom('companies').select('id').execute()).then(() => null, (e: unknown) => e);
+    assert.instance(inTx, Unreachable, 'a transaction too');
+  } finally {
+    await store.close();
+  }
 });
 
 t('while the store is cut: reads and writes answer 503 unavailable with Retry-After, /health answers 200', async () => {

@@ -5,6 +5,7 @@
  * still share one notion of "now".
  */
 import { Redis } from 'ioredis';
+import { awayCause, SOCKET_AWAY_CODES, Unreachable } from '../../../shared/errors.ts';
 import type { BucketResult, BucketSpec, Coordinator, Lease, Unsubscribe } from './coordinator.ts';
 // Validation lives beside the in-process coordinator so both refuse exactly the same input.
 import { bucketTtlMs, checkBucketSpec, checkToken, checkTtl } from './memory.ts';
@@ -118,23 +119,23 @@ export class RedisCoordinator implements Coordinator {
 
   /** Grants `name` when its lease key is absent; the fence counter is bumped only on a grant. */
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null> {
-    const token = await this.redis.vdAcquire(this.leaseKey(name), this.fenceKey(name), holder, checkTtl(ttlMs));
+    const token = await reach(this.redis.vdAcquire(this.leaseKey(name), this.fenceKey(name), holder, checkTtl(ttlMs)));
     return token == null ? null : { name, holder, token: Number(token) };
   }
 
   /** Extends the lease when the stored `holder|token` is still this grant. */
   async renewLease(lease: Lease, ttlMs: number): Promise<boolean> {
-    return (await this.redis.vdRenew(this.leaseKey(lease.name), leaseValue(lease), checkTtl(ttlMs))) === 1;
+    return (await reach(this.redis.vdRenew(this.leaseKey(lease.name), leaseValue(lease), checkTtl(ttlMs)))) === 1;
   }
 
   /** Deletes the lease only when it is still this grant; a stale release must not free a newer holder. */
   async releaseLease(lease: Lease): Promise<void> {
-    await this.redis.vdRelease(this.leaseKey(lease.name), leaseValue(lease));
+    await reach(this.redis.vdRelease(this.leaseKey(lease.name), leaseValue(lease)));
   }
 
   /** The live holder of `name`, if any; Redis expiry has already removed a lapsed one. */
   async leaseHolder(name: string): Promise<Lease | null> {
-    const v = await this.redis.get(this.leaseKey(name));
+    const v = await reach(this.redis.get(this.leaseKey(name)));
     if (v == null) return null;
     // Holders may contain '|'; the token never does, so split at the last one.
     const sep = v.lastIndexOf('|');
@@ -144,12 +145,12 @@ export class RedisCoordinator implements Coordinator {
   /** Writes unless a greater token already wrote `key`; an equal token is the same holder writing again. */
   async fencedSet(key: string, token: number, value: string): Promise<boolean> {
     checkToken(token);
-    return (await this.redis.vdFencedSet(this.fencedKey(key), String(token), value)) === 1;
+    return (await reach(this.redis.vdFencedSet(this.fencedKey(key), String(token), value))) === 1;
   }
 
   /** Reads what `fencedSet` stored under `key`. */
   async fencedGet(key: string): Promise<{ token: number; value: string } | null> {
-    const v = await this.redis.get(this.fencedKey(key));
+    const v = await reach(this.redis.get(this.fencedKey(key)));
     if (v == null) return null;
     const sep = v.indexOf('|');
     return { token: Number(v.slice(0, sep)), value: v.slice(sep + 1) };
@@ -157,7 +158,7 @@ export class RedisCoordinator implements Coordinator {
 
   /** Publishes on the command connection; a subscribed connection cannot send ordinary commands. */
   async publish(channel: string, message: string): Promise<void> {
-    await this.redis.publish(this.channelName(channel), message);
+    await reach(this.redis.publish(this.channelName(channel), message));
   }
 
   /**
@@ -181,13 +182,13 @@ export class RedisCoordinator implements Coordinator {
       const cur = this.channels.get(full);
       if (!cur || !cur.handlers.delete(own) || cur.handlers.size > 0) return;
       this.channels.delete(full);
-      if (!this.closed) await sub.unsubscribe(full);
+      if (!this.closed) await reach(sub.unsubscribe(full));
     };
     try {
       await entry.ready;
     } catch (err) {
       await unsubscribe().catch(() => {});
-      throw err;
+      throw coordinatorError(err);
     }
     return unsubscribe;
   }
@@ -195,12 +196,8 @@ export class RedisCoordinator implements Coordinator {
   /** One token-bucket check, atomic in Redis and timed by the Redis clock. */
   async takeToken(key: string, spec: BucketSpec): Promise<BucketResult> {
     const cost = checkBucketSpec(spec);
-    const [allowed, remaining, retryAfterMs] = await this.redis.vdTake(
-      this.bucketKey(key),
-      String(spec.ratePerSecond),
-      String(spec.burst),
-      String(cost),
-      String(bucketTtlMs(spec)),
+    const [allowed, remaining, retryAfterMs] = await reach(
+      this.redis.vdTake(this.bucketKey(key), String(spec.ratePerSecond), String(spec.burst), String(cost), String(bucketTtlMs(spec))),
     );
     return { allowed: allowed === 1, remaining: Number(remaining), retryAfterMs: Number(retryAfterMs) };
   }
@@ -212,7 +209,7 @@ export class RedisCoordinator implements Coordinator {
       timer = setTimeout(() => reject(new Error(`redis did not answer PING within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS);
     });
     try {
-      await Promise.race([this.redis.ping(), timeout]);
+      await Promise.race([reach(this.redis.ping()), timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -220,7 +217,7 @@ export class RedisCoordinator implements Coordinator {
 
   /** The Redis server's version and uptime from `INFO server`. */
   async about(): Promise<{ kind: 'redis'; version: string | null; uptime_s: number | null }> {
-    const info = await this.redis.info('server');
+    const info = await reach(this.redis.info('server'));
     const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? null;
     const uptime = field('uptime_in_seconds');
     return { kind: 'redis', version: field('redis_version'), uptime_s: uptime === null ? null : Number(uptime) };
@@ -273,6 +270,35 @@ export class RedisCoordinator implements Coordinator {
     // Redis channels are global, not per database; the prefix keeps deployments apart here too.
     return `${this.prefix}ch:${channel}`;
   }
+}
+
+/**
+ * What ioredis says in words only, with no code: "Connection is closed." (a command on a link that
+ * closed or never opened), "Reached the max retries per request limit" (a command given up while
+ * reconnecting; `maxRetriesPerRequest` above) and "Stream isn't writeable" (a command sent while
+ * the socket is going away, with offline queueing off). Socket failures carry Node's codes.
+ */
+const REDIS_AWAY_MESSAGES = /Connection is closed|Reached the max retries per request limit|Stream isn't writeable/i;
+
+function away(e: { code?: unknown; message?: unknown }): string | null {
+  if (typeof e.code === 'string' && SOCKET_AWAY_CODES.has(e.code)) return e.code;
+  if (typeof e.message === 'string' && REDIS_AWAY_MESSAGES.test(e.message)) return e.message.slice(0, 120);
+  return null;
+}
+
+/**
+ * `err` as the coordinator's callers see it: an `Unreachable` (wrapping it) when it says Redis is
+ * out of reach for now, else itself. Every command of this port passes here (`reach`), so no code
+ * elsewhere reads ioredis's errors to tell whether a retry can help.
+ */
+export function coordinatorError(err: unknown): unknown {
+  if (err instanceof Unreachable) return err;
+  const why = awayCause(err, away);
+  return why === null ? err : new Unreachable('coordinator', why, err);
+}
+
+function reach<T>(command: Promise<T>): Promise<T> {
+  return command.catch((err: unknown) => Promise.reject(coordinatorError(err)));
 }
 
 function leaseValue(lease: Lease): string {

@@ -4,9 +4,9 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Kysely, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type Transaction } from 'kysely';
 import pg from 'pg';
-import { InternalError } from '../../../shared/errors.ts';
+import { awayCause, SOCKET_AWAY_CODES, Unreachable } from '../../../shared/errors.ts';
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema/index.ts';
 
@@ -52,10 +52,10 @@ export class Store {
    */
   async transactionWithClient<T>(fn: (tx: Tx, afterCommit: (cb: () => unknown) => void, client: PgClient | null) => Promise<T>): Promise<T> {
     if (!this.#pool) return this.transaction((tx, afterCommit) => fn(tx, afterCommit, null));
-    const client = await this.#pool.connect();
+    const client = await this.#pool.connect().catch((err: unknown) => Promise.reject(storeError(err)));
     // A kysely on this one client: its transaction's statements and the caller's COPY share it.
     const one = { connect: async () => ({ query: client.query.bind(client), release() {} }), end: async () => {} };
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: one as unknown as pg.Pool }) });
+    const db = new Kysely<DB>({ dialect: reporting(new PostgresDialect({ pool: one as unknown as pg.Pool })) });
     const after: Array<() => unknown> = [];
     let result: T;
     try {
@@ -65,7 +65,8 @@ export class Store {
       });
     } catch (err) {
       client.release(err as Error);
-      throw err;
+      // The caller's own statements on `client` (a COPY) are read here, as kysely's are by `reporting`.
+      throw storeError(err);
     }
     client.release();
     for (const cb of after) await cb();
@@ -79,7 +80,7 @@ export class Store {
       await Promise.race([
         sql`select 1`.execute(this.db),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new InternalError('store did not answer in time', { retryable: true })), timeoutMs);
+          timer = setTimeout(() => reject(new Unreachable('store', `no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
     } finally {
@@ -93,7 +94,8 @@ export class Store {
     const { error, results } = await migrator.migrateToLatest();
     if (error) {
       const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-      throw new InternalError(`migration ${failed} failed`, { retryable: false, cause: error });
+      // A store out of reach stays an Unreachable (the start tries again); anything else is a bug.
+      throw new Error(`migration ${failed} failed`, { cause: error });
     }
   }
 
@@ -117,6 +119,79 @@ export function afterCommitOf(tx: Tx, cb: (store: Store) => unknown): boolean {
   return true;
 }
 
+/**
+ * Postgres's own codes for a server that cannot serve now: "shutting down" (57P01, 57P02),
+ * "cannot connect now" (57P03), "too many connections" (53300), and SQLSTATE class 08
+ * (connection exception). With the socket's codes (`SOCKET_AWAY_CODES`).
+ */
+const PG_AWAY_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+/**
+ * What `pg` says in words only, with no code: its pool's "timeout exceeded when trying to
+ * connect", a client's "Connection terminated (unexpectedly)" and "Client has encountered a
+ * connection error and is not queryable", and the server's start-up and shut-down notices as
+ * they come before a connection is made ("the database system is starting up").
+ */
+const PG_AWAY_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|connection error|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery mode)/i;
+
+function away(e: { code?: unknown; message?: unknown }): string | null {
+  if (typeof e.code === 'string' && (SOCKET_AWAY_CODES.has(e.code) || PG_AWAY_CODES.has(e.code) || /^08[0-9A-Z]{3}$/.test(e.code))) return e.code;
+  if (typeof e.message === 'string' && PG_AWAY_MESSAGES.test(e.message)) return e.message.slice(0, 120);
+  return null;
+}
+
+/**
+ * `err` as the store's callers see it: an `Unreachable` (wrapping it) when it says the database
+ * is out of reach for now, else itself. Every statement's failure passes here (`reporting`), so
+ * no code elsewhere reads a driver's error to tell whether a retry can help.
+ */
+export function storeError(err: unknown): unknown {
+  if (err instanceof Unreachable) return err;
+  const why = awayCause(err, away);
+  return why === null ? err : new Unreachable('store', why, err);
+}
+
+/**
+ * `dialect` whose connections report failures through `storeError`: acquiring one, and every
+ * statement run on it (transactions' begin, commit and rollback are statements too).
+ */
+function reporting(dialect: Dialect): Dialect {
+  const read = (err: unknown) => Promise.reject(storeError(err));
+  const seen = new WeakSet<DatabaseConnection>();
+  const wrap = (driver: Driver): Driver =>
+    new Proxy(driver, {
+      get(target, prop) {
+        if (prop === 'acquireConnection') {
+          return async () => {
+            const conn = await target.acquireConnection().catch(read);
+            if (!seen.has(conn)) {
+              seen.add(conn);
+              const execute = conn.executeQuery.bind(conn);
+              const stream = conn.streamQuery.bind(conn);
+              conn.executeQuery = ((q: CompiledQuery) => execute(q).catch(read)) as DatabaseConnection['executeQuery'];
+              conn.streamQuery = async function* (q: CompiledQuery, chunkSize?: number) {
+                try {
+                  yield* stream(q, chunkSize);
+                } catch (err) {
+                  throw storeError(err);
+                }
+              } as DatabaseConnection['streamQuery'];
+            }
+            return conn;
+          };
+        }
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createDriver: () => wrap(dialect.createDriver()),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+  };
+}
+
 /** Opens a store on real Postgres. */
 export function openPostgres(url: string, poolSize = 10): Store {
   // JIT off for this workload: short statements over many rows, whose estimated cost passes the
@@ -133,7 +208,7 @@ export function openPostgres(url: string, poolSize = 10): Store {
     client.on('error', () => {});
     prepareMarked(client);
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: reporting(new PostgresDialect({ pool })) });
   return new Store(db, 'postgres', () => db.destroy(), pool);
 }
 
@@ -208,7 +283,7 @@ export async function openPglite(dataDir: string | null): Promise<Store> {
     client = new PGlite(dir);
   }
   await client.waitReady;
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(client) });
+  const db = new Kysely<DB>({ dialect: reporting(new PGliteDialect(client)) });
   return new Store(db, 'pglite', () => db.destroy());
 }
 
