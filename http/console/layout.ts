@@ -9,7 +9,7 @@ import { html } from 'hono/html';
 import type { SessionPrincipal } from '../../control-plane/auth/principal.ts';
 import type { AppEnv } from '../env.ts';
 import { companyOwners, companyWriters, operators, sessionRefusal, type Guard } from '../middleware/guards.ts';
-import { currentNotices } from '../routes/platform/dialing.ts';
+import { currentNotices } from '../common/notices.ts';
 import { ASSETS } from './assets.ts';
 
 /** What `html` makes: escaped HTML. */

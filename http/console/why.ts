@@ -9,7 +9,7 @@
 import { html } from 'hono/html';
 import type { Store } from '../env.ts';
 import { readSwitch } from '../../control-plane/platform-controls/kill-switch.ts';
-import type { CampaignRead } from '../routes/core/campaigns.ts';
+import type { CampaignRead } from '../common/campaign-read.ts';
 import { when, type H } from './layout.ts';
 import { coded, IDLE_WORDS } from './words.ts';
 

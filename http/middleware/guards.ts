@@ -101,3 +101,15 @@ export function actorOf(p: Principal | null): Who {
   if (p.kind === 'key') return { kind: 'company', id: p.keyId, email: null };
   return { kind: p.kind, id: p.userId, email: p.email };
 }
+
+/** Who may create, edit, suspend, resume and close companies. */
+export const managers = operators('platform_support', 'platform_owner');
+/** Who may change prices and invoice records. */
+export const billers = operators('platform_billing', 'platform_owner');
+/** Who may reset a password: platform_owner and platform_support (operators and company users). */
+export const resetters = operators('platform_owner', 'platform_support');
+/**
+ * The person acting, with their roles: only an owner makes or changes owners, and a password
+ * reset names who reset it.
+ */
+export const asker = (p: Principal | null) => ({ who: actorOf(p), roles: sessionOf(p).roles });

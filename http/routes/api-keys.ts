@@ -4,12 +4,7 @@ import { KEY_SCOPES } from '../../control-plane/auth/principal.ts';
 import { companyWriters, sessionOf, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
 import { idParam, itemsOf, json, noContent, pathOf, record } from '../openapi/schemas.ts';
-
-/** A new key (also the console's form). */
-export const NewKey = z.object({
-  name: z.string().trim().min(1).max(100),
-  scopes: z.array(z.enum(KEY_SCOPES)).min(1).max(KEY_SCOPES.length),
-});
+import { NewKey } from '../schemas/api-keys.ts';
 
 const KeyFields = { id: z.string(), name: z.string(), scopes: z.array(z.enum(KEY_SCOPES)), prefix: z.string(), created_at: z.string() };
 const CreatedKey = record('CreatedApiKey', { ...KeyFields, key: z.string().openapi({ description: 'The key itself (vd_live_…), shown in this answer only.' }) });

@@ -2,20 +2,14 @@
  * Sign-in and sessions under `/api/auth/v1`: sign-in, sign-out, the signed-in user, and the
  * password change that a temporary password forces.
  */
-import { deleteCookie, setCookie } from 'hono/cookie';
 import { z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
-import { changePassword, checkCredentials, type SignedInUser } from '../../control-plane/auth/accounts.ts';
-import type { AppEnv } from '../env.ts';
-import { endSession, startSession } from '../../control-plane/auth/sessions.ts';
-import { throttleSignIn } from '../../control-plane/auth/throttle.ts';
-import { getConnInfo } from '@hono/node-server/conninfo';
+import { changePassword } from '../../control-plane/auth/accounts.ts';
 import type { SessionPrincipal } from '../../control-plane/auth/principal.ts';
-import { CSRF_COOKIE, SESSION_COOKIE } from '../middleware/auth.ts';
 import { sessionOf, signedIn, signedInBeforePasswordChange } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
 import { json, noContent, record } from '../openapi/schemas.ts';
-import { currentNotices } from './platform/dialing.ts';
+import { currentNotices } from '../common/notices.ts';
+import { signIn, signOut } from '../common/sign-in.ts';
 
 const SignIn = z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(1024) });
 const PasswordChange = z.object({ current_password: z.string().min(1).max(1024), new_password: z.string().max(1024) });
@@ -31,40 +25,6 @@ const Me = z.object({
 /** The wire view of a signed-in user. */
 export function userView(p: SessionPrincipal) {
   return { id: p.userId, email: p.email, name: p.name, kind: p.kind, roles: p.roles, tenant_id: p.tenantId };
-}
-
-/** The client's address as the socket gives it (no forwarding header is trusted). */
-function clientAddress(c: Context<AppEnv>): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
-
-/**
- * Signs in: throttled per e-mail and per client address before any password hashing, then the
- * credentials checked, a session started and its cookies set (vd_session HttpOnly, vd_csrf readable
- * by the page). The API's sign-in and the console's both go through here.
- */
-export async function signIn(c: Context<AppEnv>, email: string, password: string): Promise<SignedInUser> {
-  const { store, config, coordinator } = c.get('services');
-  await throttleSignIn(coordinator, c.get('log'), config, email, clientAddress(c));
-  const user = await checkCredentials(store, email, password);
-  const s = await startSession(store, { kind: user.kind, id: user.id, tenantId: user.tenant_id }, config.VD_SESSION_IDLE_HOURS);
-  const secure = config.NODE_ENV === 'production';
-  const maxAge = Math.floor(config.VD_SESSION_IDLE_HOURS * 3600);
-  setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Lax', path: '/', secure, maxAge });
-  setCookie(c, CSRF_COOKIE, s.csrf, { httpOnly: false, sameSite: 'Lax', path: '/', secure, maxAge });
-  c.get('log').info({ user_id: user.id, session_id: s.sessionId }, 'signed in');
-  return user;
-}
-
-/** Ends the session `p` and clears its cookies (the API's sign-out and the console's). */
-export async function signOut(c: Context<AppEnv>, p: SessionPrincipal): Promise<void> {
-  await endSession(c.get('services').store, p.sessionId);
-  deleteCookie(c, SESSION_COOKIE, { path: '/' });
-  deleteCookie(c, CSRF_COOKIE, { path: '/' });
 }
 
 export const authRoutes = new ApiRoutes('Sign-in and sessions')

@@ -18,19 +18,13 @@ import {
   switchOn,
   testConnector,
   updateConnector,
-  type ConnectorDeps,
 } from '../../control-plane/webhooks/connectors.ts';
 import { DELIVERY_STATUSES, listDeliveries, retryDelivery } from '../../control-plane/webhooks/delivery-log.ts';
 import type { AppEnv } from '../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
 import { idParam, itemsOf, json, noContent, optionalQueryParam, pageOf, pathOf, record } from '../openapi/schemas.ts';
-
-/** What the connection code needs, from the request's services (the API's routes and the console's). */
-export function connectorDeps(c: Context<AppEnv>): ConnectorDeps {
-  const s = c.get('services');
-  return { store: s.store, clock: s.clock, client: s.outbound, allowPrivate: s.config.VD_ALLOW_PRIVATE_TARGETS, lookup: s.lookup };
-}
+import { connectorDeps } from '../common/request-deps.ts';
 
 const tenant = (c: Context<AppEnv>) => tenantOf(c.get('principal'));
 

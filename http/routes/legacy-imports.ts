@@ -6,33 +6,18 @@
  * limit does not read them first (`streamedBody`, used by `app.ts`).
  */
 import { z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
-import { importDnc, importLeads, listImports, type ImportDeps } from '../../control-plane/imports/legacy/imports.ts';
-import { queueListCheck } from '../../control-plane/core/checks.ts';
-import { findList } from '../../control-plane/core/lists.ts';
-import type { AppEnv } from '../env.ts';
+import { importDnc, importLeads, listImports } from '../../control-plane/imports/legacy/imports.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
 import { Cursor, idParam, json, pageOf, pathOf, queryParam, record } from '../openapi/schemas.ts';
+import { importDeps, upload } from '../common/request-deps.ts';
 
 /** The paths whose bodies the handlers stream themselves (for the general body limit to pass by). */
 export function streamedBody(path: string): boolean {
   return /^\/api\/integrations\/v1\/connectors\/[^/]+\/legacy\/import-(leads|dnc)$/.test(path);
 }
 
-/** What the import code needs, from the request's services (the API's routes and the console's). */
-export function importDeps(c: Context<AppEnv>): ImportDeps {
-  const s = c.get('services');
-  const lists = { find: findList, queueCheck: queueListCheck, wake: () => s.checks.wake() };
-  return { store: s.store, lists, outbox: s.outbox, log: c.get('log') };
-}
-
 /** The body as it arrives, and its declared length. */
-/** The request's body as the file, read as it streams in, with its declared length. */
-export function upload(c: Context<AppEnv>) {
-  const declared = c.req.header('content-length');
-  return { body: c.req.raw.body, declaredBytes: declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : null };
-}
 
 const ConnectorId = pathOf({ id: idParam('The legacy connection id (con_…).') });
 const ListQuery = z.object({ list_id: queryParam(z.string().min(1)).openapi({ description: 'The list the leads go into (lst_…).' }) });

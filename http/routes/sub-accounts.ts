@@ -10,7 +10,8 @@ import type { AppEnv } from '../env.ts';
 import { actorOf, companyOwners, tenantOf } from '../middleware/guards.ts';
 import { ApiRoutes } from '../openapi/route.ts';
 import { idParam, json, pathOf } from '../openapi/schemas.ts';
-import { LifecycleAnswer, Reason } from './platform/tenants-write.ts';
+import { LifecycleAnswer } from './platform/tenants-write.ts';
+import { Reason } from '../schemas/companies.ts';
 
 /** 404 unless `id` is a sub-account of the caller's company. */
 async function ownSubAccount(c: Context<AppEnv>, id: string): Promise<void> {

@@ -8,7 +8,7 @@ import { html } from 'hono/html';
 import { changePassword } from '../../../control-plane/auth/accounts.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppEnv } from '../../env.ts';
-import { signIn, signOut } from '../../routes/auth.ts';
+import { signIn, signOut } from '../../common/sign-in.ts';
 import { emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { barePage, redirect, type H } from '../layout.ts';
 

@@ -10,8 +10,8 @@ import { billingMonth, markInvoiced, markPaid, monthOrNow, reopen } from '../../
 import { usageOverview } from '../../../control-plane/billing/overview.ts';
 import { changePriceBook, ITEMS, priceBook } from '../../../control-plane/billing/prices.ts';
 import type { AppEnv } from '../../env.ts';
-import { actorOf, operators } from '../../middleware/guards.ts';
-import { billers, PriceBookBody } from '../../routes/platform/billing.ts';
+import { actorOf, billers, operators } from '../../middleware/guards.ts';
+import { PriceBookBody } from '../../schemas/billing.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { confirmAction } from '../confirm.ts';
 import { companyNames } from '../../../control-plane/console/names.ts';

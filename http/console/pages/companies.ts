@@ -13,8 +13,8 @@ import { editCompany } from '../../../control-plane/companies/edit.ts';
 import { listTenants, pickCompanies, tenantDetail, tenantTree, type AuditLine, type ListQuery, type TenantDetail } from '../../../control-plane/companies/views.ts';
 import type { ListColumns } from '../../../control-plane/companies/list-columns.ts';
 import type { AppEnv } from '../../env.ts';
-import { actorOf, operators, type Guard } from '../../middleware/guards.ts';
-import { Closing, Edit, managers, NewTenant, Reason } from '../../routes/platform/tenants-write.ts';
+import { actorOf, asker, managers, operators, type Guard } from '../../middleware/guards.ts';
+import { Closing, Edit, NewTenant, Reason } from '../../schemas/companies.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, dash, outOfBand, page, redirect, when, type H } from '../layout.ts';
 import { companyPauseCard, owners } from './dialing.ts';
@@ -23,7 +23,6 @@ import { companyNames } from '../../../control-plane/console/names.ts';
 import { capWords, usageItem } from '../words.ts';
 import { companyPicker, pickerChoices } from '../picker.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
-import { resetter } from '../../routes/platform/operators.ts';
 import { resetAnswer } from './platform.ts';
 
 const STATUSES: ReadonlyArray<readonly [string, string]> = [
@@ -343,7 +342,7 @@ function companyDetailPages(app: Hono<AppEnv>, anyOperator: Guard): void {
   });
   app.post('/companies/:id/users/:user_id/reset-password', managers, async (c) => {
     const { id, user_id } = c.req.param();
-    const r = await resetUserPassword(c.get('services').store, id, resetter(c.get('principal')), user_id);
+    const r = await resetUserPassword(c.get('services').store, id, asker(c.get('principal')), user_id);
     c.get('log').info({ tenant_id: id, user_id }, 'password reset');
     return c.html(resetAnswer(user_id, r.temporary_password));
   });

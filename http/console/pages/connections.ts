@@ -14,8 +14,7 @@ import { importDnc, importLeads, listImports, type DncImportResult, type LeadImp
 import { listLists } from '../../../control-plane/core/lists.ts';
 import type { AppEnv } from '../../env.ts';
 import { companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
-import { connectorDeps } from '../../routes/connectors.ts';
-import { importDeps, upload } from '../../routes/legacy-imports.ts';
+import { connectorDeps, importDeps, upload } from '../../common/request-deps.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { confirmAction, confirmedWord } from '../confirm.ts';
 import { badge, outOfBand, page, redirect, when, type H } from '../layout.ts';

@@ -15,7 +15,7 @@ import { setMaintenance } from '../../../control-plane/platform-controls/mainten
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
-import { MaintenanceBody, PauseBody } from '../../routes/platform/dialing.ts';
+import { MaintenanceBody, PauseBody } from '../../schemas/dialing.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { dialingRulesPages, legalRulesCard } from './dialing-rules.ts';
 import { dialingCharts } from './activity.ts';

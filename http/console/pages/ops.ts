@@ -12,7 +12,7 @@ import { opsServices } from '../../../control-plane/infra/instances/services.ts'
 import { reconcileRecordings } from '../../../control-plane/recordings/reconciliation.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
-import { AiChange } from '../../routes/platform/ai.ts';
+import { AiChange } from '../../schemas/ai.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import { confirmAction, confirmedWord } from '../confirm.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';

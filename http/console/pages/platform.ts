@@ -10,14 +10,13 @@ import { addOperator, changeOperator, listOperators, OPERATOR_ROLES } from '../.
 import { queueFigures } from '../../../control-plane/webhooks/delivery-log.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppEnv } from '../../env.ts';
-import { actorOf, operators } from '../../middleware/guards.ts';
-import { NewOperator, OperatorChange } from '../../routes/platform/operators.ts';
+import { actorOf, asker, operators, resetters } from '../../middleware/guards.ts';
+import { NewOperator, OperatorChange } from '../../schemas/operators.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, outOfBand, page, redirect, when, who, type H } from '../layout.ts';
 import { owners } from './dialing.ts';
 import { confirmAction } from '../confirm.ts';
 import { resetOperatorPassword } from '../../../control-plane/auth/password-reset.ts';
-import { resetter, resetters } from '../../routes/platform/operators.ts';
 
 /** A reset's answer: the temporary password, shown only now, with a copy button. */
 export function resetAnswer(id: string, password: string): H {
@@ -111,7 +110,7 @@ ${operatorForm(emptyForm({ role: 'platform_support' }))}`,
   });
   app.post('/operators/:id/reset-password', resetters, async (c) => {
     const id = c.req.param('id');
-    const r = await resetOperatorPassword(c.get('services').store, resetter(c.get('principal')), id);
+    const r = await resetOperatorPassword(c.get('services').store, asker(c.get('principal')), id);
     c.get('log').info({ operator_id: id }, 'password reset');
     return c.html(resetAnswer(id, r.temporary_password));
   });

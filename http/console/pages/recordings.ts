@@ -12,7 +12,7 @@ import { listReviews, rescore, type ReviewView } from '../../../control-plane/qa
 import { recordingLine, recordingLines, recordingLinesById, type LatestReview, type RecordingLine } from '../../../control-plane/console/recordings.ts';
 import type { AppEnv } from '../../env.ts';
 import { companyMembers, companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
-import { connectorDeps } from '../../routes/connectors.ts';
+import { connectorDeps } from '../../common/request-deps.ts';
 import { check, emptyForm, field, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 

@@ -11,7 +11,7 @@ import { resumeCompany, suspendCompany, type LifecycleAnswer } from '../../../co
 import { isSubAccountOf, listSubAccounts, type SubAccountView } from '../../../control-plane/companies/sub-accounts.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, companyOwners, tenantOf } from '../../middleware/guards.ts';
-import { Reason } from '../../routes/platform/tenants-write.ts';
+import { Reason } from '../../schemas/companies.ts';
 import { check, emptyForm, field, submit, topError, type FormState } from '../forms.ts';
 import { badge, page, redirect, when, type H } from '../layout.ts';
 

@@ -18,8 +18,9 @@ import { listCalls, type CallView } from '../../../control-plane/telephony/calls
 import { hangUpCall } from '../../../control-plane/telephony/hangup.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, companyMembers, companyWriters, tenantOf } from '../../middleware/guards.ts';
-import { NewCampaign, readCampaign, type CampaignRead } from '../../routes/core/campaigns.ts';
-import { NewList } from '../../routes/core/lists.ts';
+import { readCampaign, type CampaignRead } from '../../common/campaign-read.ts';
+import { NewCampaign } from '../../schemas/campaigns.ts';
+import { NewList } from '../../schemas/lists.ts';
 import { check, emptyForm, field, formAll, formValues, submit, topError, type FormState } from '../forms.ts';
 import { badge, can, page, redirect, when, type H } from '../layout.ts';
 import { campaignChart } from './activity.ts';

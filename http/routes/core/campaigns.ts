@@ -4,26 +4,14 @@
  * the last 30 days (the dialer's hourly counts).
  */
 import { z } from '@hono/zod-openapi';
-import { commandCampaign, createCampaign, findCampaign, listCampaigns, type CampaignView } from '../../../control-plane/core/campaigns.ts';
-import { CampaignSettingsChange, CampaignSettingsFields, changeCampaignSettings, DEFAULT_RETRY, MAX_RETRY_MINUTES } from '../../../control-plane/core/campaign-settings.ts';
-import type { Store } from '../../env.ts';
-import { readAbandonment, type Abandonment } from '../../../dialer/abandonment.ts';
+import { commandCampaign, createCampaign, listCampaigns } from '../../../control-plane/core/campaigns.ts';
+import { CampaignSettingsChange, changeCampaignSettings, DEFAULT_RETRY, MAX_RETRY_MINUTES } from '../../../control-plane/core/campaign-settings.ts';
 import type { CampaignCommand } from '../../../control-plane/core/campaign.machine.ts';
 import { actorOf, companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';
-
-/** A new campaign (also the console's form). */
-export const NewCampaign = z.object({
-  name: z.string().trim().min(1).max(200),
-  list_ids: z.array(z.string().min(1).max(64)).min(1).max(100),
-  mode: z.enum(['progressive', 'preview']),
-  handler: z.enum(['bot', 'agents']),
-  max_concurrent_calls: z.number().int().min(1),
-  calls_per_second: z.number().gt(0),
-  caller_id: z.string().min(1).max(40),
-  ...CampaignSettingsFields,
-});
+import { readCampaign, withAbandonment } from '../../common/campaign-read.ts';
+import { NewCampaign } from '../../schemas/campaigns.ts';
 
 const SETTINGS_TEXT = `\`calling_window\`: \`{days:["mon",…,"sun"], start:"HH:MM", end:"HH:MM"}\` in the callee's local time, used inside the legal window (null: every day, the legal window). \`retry\`: minutes to wait after no answer, busy, failed and abandoned (0–${MAX_RETRY_MINUTES}) and \`max_attempts\` (1–20); fields left out keep their value (on create: ${JSON.stringify(DEFAULT_RETRY)}). \`abandon_cap_percent\`: 0–3 (default 3).`;
 
@@ -46,19 +34,6 @@ const Campaign = record('Campaign', {
   created_at: z.string(),
 });
 
-/** A campaign as read: its view with its abandonment rate over the last 30 days. */
-export type CampaignRead = CampaignView & { abandonment: Abandonment };
-
-/** `campaigns` with their abandonment (one read for all of them). */
-export async function withAbandonment(store: Store, campaigns: CampaignView[]): Promise<CampaignRead[]> {
-  const rates = await readAbandonment(store.db, campaigns.map((x) => x.id), Date.now());
-  return campaigns.map((x) => ({ ...x, abandonment: rates.get(x.id)! }));
-}
-
-/** One campaign as read, with its abandonment. */
-export async function readCampaign(store: Store, tenantId: string, id: string): Promise<CampaignRead> {
-  return (await withAbandonment(store, [await findCampaign(store, tenantId, id)]))[0]!;
-}
 const CampaignId = pathOf({ id: idParam('The campaign id (cmp_…).') });
 
 const COMMANDS: ReadonlyArray<{ command: CampaignCommand; summary: string }> = [

@@ -5,9 +5,8 @@ import { addPeople, findPerson, listPeople } from '../../../control-plane/core/p
 import { companyReaders, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { Cursor, idParam, json, pageOf, pathOf, record } from '../../openapi/schemas.ts';
+import { NewList } from '../../schemas/lists.ts';
 
-/** A new list (also the console's form). */
-export const NewList = z.object({ name: z.string().trim().min(1).max(200) });
 /** Each element is checked on its own by the list import, so one bad person is listed instead of failing the rest. */
 const NewPeople = z.array(z.unknown()).openapi({
   description:

@@ -1,14 +1,13 @@
 /** The company's users under `/api/core/v1/users`: owners and admins list, create, change role, disable. */
 import { z } from '@hono/zod-openapi';
-import { changeUser, COMPANY_ROLES, createUser, listUsers } from '../../../control-plane/companies/users.ts';
+import { changeUser, createUser, listUsers } from '../../../control-plane/companies/users.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
 import { ResetAnswer } from '../platform/operators.ts';
-import { actorOf, companyWriters, sessionOf, tenantOf } from '../../middleware/guards.ts';
+import { asker, companyWriters, tenantOf } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
-import type { Principal } from '../../../control-plane/auth/principal.ts';
+import { NewUser, UserChange } from '../../schemas/users.ts';
 
-const Role = z.enum(COMPANY_ROLES);
 const User = record('CompanyUser', {
   id: z.string(),
   name: z.string(),
@@ -19,14 +18,7 @@ const User = record('CompanyUser', {
   must_change_password: z.boolean(),
   created_at: z.string(),
 });
-/** A new company user (also the console's form). */
-export const NewUser = z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320), role: Role });
-/** A role change or disabling (also the console's forms). */
-export const UserChange = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
 const UserId = pathOf({ id: idParam('The user id (usr_…).') });
-
-/** The person acting, with their roles (only an owner makes or changes owners). */
-export const asker = (p: Principal | null) => ({ who: actorOf(p), roles: sessionOf(p).roles });
 
 export const userRoutes = new ApiRoutes('Company users')
   .add({ method: 'get', path: '/', guard: companyWriters, summary: "The company's users", answers: { 200: json('The users.', z.object({ items: z.array(User) })) } }, async (c) =>

@@ -5,25 +5,18 @@
  */
 import { z } from '@hono/zod-openapi';
 import { aiHealth } from '../../../control-plane/ai/health.ts';
-import { AI_PURPOSES, listAiProviders, MAX_API_KEY, MAX_BASE_URL, MAX_MODEL, removeAiProvider, setAiProvider } from '../../../control-plane/ai/providers.ts';
+import { listAiProviders, removeAiProvider, setAiProvider } from '../../../control-plane/ai/providers.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { json, noContent, pathOf, record } from '../../openapi/schemas.ts';
+import { AiChange, Purpose } from '../../schemas/ai.ts';
 
-const Purpose = z.enum(AI_PURPOSES).openapi({ description: 'bot (the voice bot of the calls), qa (the QA Bot), transcription.' });
 const Provider = record('AiProvider', {
   purpose: Purpose,
   base_url: z.string().nullable().openapi({ description: 'The upstream base address (OpenAI-compatible); null when not set.' }),
   model: z.string().nullable(),
   key_present: z.boolean().openapi({ description: 'Whether a key is stored. The key itself is never returned.' }),
   updated_at: z.string().nullable(),
-});
-/** One purpose's settings (also the console's form). */
-export const AiChange = z.object({
-  purpose: Purpose,
-  base_url: z.string().trim().min(1).max(MAX_BASE_URL).openapi({ description: 'http:// or https://, no user name, password, query or fragment.' }),
-  model: z.string().trim().min(1).max(MAX_MODEL),
-  api_key: z.string().min(1).max(MAX_API_KEY).nullable().optional().openapi({ description: 'Absent: the stored key stays. null: the stored key is removed.' }),
 });
 const Percentiles = z.object({ p50: z.number().nullable(), p95: z.number().nullable() });
 const Health = record('AiHealth', {

@@ -6,25 +6,12 @@
 import { z } from '@hono/zod-openapi';
 import { billingMonth, markInvoiced, markPaid, monthOrNow, reopen } from '../../../control-plane/billing/months.ts';
 import { billingExport, usageOverview } from '../../../control-plane/billing/overview.ts';
-import { changePriceBook, ITEMS, priceBook } from '../../../control-plane/billing/prices.ts';
-import { actorOf, operators } from '../../middleware/guards.ts';
+import { changePriceBook, priceBook } from '../../../control-plane/billing/prices.ts';
+import { actorOf, billers, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, queryParam } from '../../openapi/schemas.ts';
+import { PriceBookBody } from '../../schemas/billing.ts';
 
-/** Who may change prices and invoice records. */
-/** Who may change prices and invoice records. */
-export const billers = operators('platform_billing', 'platform_owner');
-
-const Item = z.enum(ITEMS as [string, ...string[]]).openapi({ description: 'A usage item kind.' }) as z.ZodType<(typeof ITEMS)[number]>;
-const TenantRef = z.string().min(1).max(100).nullish().openapi({ description: 'The company of an override; absent or null: the global row.' });
-
-/** Rows to set and rows to remove (also the console's price forms). */
-export const PriceBookBody = z.object({
-  rows: z
-    .array(z.object({ item: Item, unit_price: z.string().max(40).openapi({ description: 'US dollars as a decimal string, up to 8 digits and 4 places (e.g. "0.0010").' }), tenant_id: TenantRef }))
-    .default([]),
-  remove: z.array(z.object({ item: Item, tenant_id: TenantRef })).default([]),
-});
 
 const MonthQuery = z.object({
   month: queryParam(z.string().max(20).optional()).openapi({ description: 'YYYY-MM (UTC); default: this month.' }),

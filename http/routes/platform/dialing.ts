@@ -10,22 +10,12 @@ import { changeLegalRules, legalRules } from '../../../control-plane/compliance/
 import { LegalRulesBody } from '../../../control-plane/compliance/legal-rules.ts';
 import { dialingCard } from '../../../control-plane/platform-controls/card.ts';
 import { setPause } from '../../../control-plane/platform-controls/kill-switch.ts';
-import { maintenanceForNotice, setMaintenance, type Maintenance } from '../../../control-plane/platform-controls/maintenance.ts';
-import type { Store } from '../../env.ts';
+import { setMaintenance } from '../../../control-plane/platform-controls/maintenance.ts';
 import { actorOf, companyReaders, operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, itemsOf, json, pathOf } from '../../openapi/schemas.ts';
-
-/** A pause `{paused:true, reason}` or a resume `{paused:false}` (also the console's forms). */
-export const PauseBody = z.union([
-  z.object({ paused: z.literal(true), reason: z.string().max(2000) }),
-  z.object({ paused: z.literal(false), reason: z.string().max(2000).nullish() }),
-]);
-/** Maintenance on with its message, or off (also the console's form). */
-export const MaintenanceBody = z.union([
-  z.object({ on: z.literal(true), message: z.string().trim().min(1).max(2000) }),
-  z.object({ on: z.literal(false), message: z.string().max(2000).nullish() }),
-]);
+import { MaintenanceBody, PauseBody } from '../../schemas/dialing.ts';
+import { currentNotices } from '../../common/notices.ts';
 
 const PauseChange = z.looseObject({ changed: z.boolean(), paused: z.boolean() });
 const MaintenanceChange = z.looseObject({ maintenance: z.looseObject({ on: z.boolean(), message: z.string().nullable() }), global: PauseChange });
@@ -108,18 +98,6 @@ export const dialingRoutes = new ApiRoutes('Dialing kill switch')
       return c.json(r);
     },
   );
-
-export type Notice = { kind: 'maintenance'; message: string; since: string | null };
-
-/** The notice every company user sees (null when none). */
-export function maintenanceNotice(m: Maintenance): Notice | null {
-  return m.on && m.message ? { kind: 'maintenance', message: m.message, since: m.set_at } : null;
-}
-
-export async function currentNotices(store: Store): Promise<Notice[]> {
-  const n = maintenanceNotice(await maintenanceForNotice(store));
-  return n ? [n] : [];
-}
 
 /** `GET /api/core/v1/notices`: company sessions and keys with `read`. */
 export const noticeRoutes = new ApiRoutes('Notices').add(

@@ -1,26 +1,17 @@
 /** Operators under `/api/platform/operators`: platform_owner only (list, create, change role, disable). */
 import { z } from '@hono/zod-openapi';
-import { addOperator, changeOperator, listOperators, OPERATOR_ROLES } from '../../../control-plane/auth/operators.ts';
+import { addOperator, changeOperator, listOperators } from '../../../control-plane/auth/operators.ts';
 import { resetOperatorPassword } from '../../../control-plane/auth/password-reset.ts';
-import { actorOf, operators, sessionOf } from '../../middleware/guards.ts';
-import type { Principal } from '../../../control-plane/auth/principal.ts';
+import { actorOf, asker, operators, resetters } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
+import { NewOperator, OperatorChange } from '../../schemas/operators.ts';
 
 const owners = operators('platform_owner');
-const Role = z.enum(OPERATOR_ROLES).openapi({ description: 'platform_owner (everything), platform_support (companies), platform_billing (prices and invoices), platform_viewer (reads only).' });
 const Operator = record('Operator', { id: z.string(), name: z.string(), email: z.string(), role: z.string(), disabled: z.boolean(), disabled_at: z.string().nullable(), created_at: z.string() });
-/** A new operator (also the console's form). */
-export const NewOperator = z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320), role: Role });
-/** A role change or disabling (also the console's forms). */
-export const OperatorChange = z.object({ role: Role.optional(), disabled: z.boolean().optional() }).refine((c) => c.role !== undefined || c.disabled !== undefined, 'send role, disabled or both');
 const OperatorId = pathOf({ id: idParam('The operator id (opr_…).') });
-/** Who may reset a password: platform_owner and platform_support (operators and company users). */
-export const resetters = operators('platform_owner', 'platform_support');
 /** The answer of a password reset: the temporary password, in this answer only. */
 export const ResetAnswer = record('PasswordReset', { temporary_password: z.string().openapi({ description: 'The new temporary password, in this answer only; it must be changed at next sign-in.' }) });
-/** The operator resetting a password, with their roles. */
-export const resetter = (p: Principal | null) => ({ who: actorOf(p), roles: sessionOf(p).roles });
 
 export const operatorRoutes = new ApiRoutes('Operators')
   .add({ method: 'get', path: '/', guard: owners, summary: 'Every operator', answers: { 200: json('The operators.', z.object({ items: z.array(Operator) })) } }, async (c) =>
@@ -63,5 +54,5 @@ export const operatorRoutes = new ApiRoutes('Operators')
       params: OperatorId,
       answers: { 200: json('The temporary password.', ResetAnswer) },
     },
-    async (c, { params }) => c.json(await resetOperatorPassword(c.get('services').store, resetter(c.get('principal')), params.id)),
+    async (c, { params }) => c.json(await resetOperatorPassword(c.get('services').store, asker(c.get('principal')), params.id)),
   );

@@ -8,30 +8,12 @@ import { createCompany } from '../../../control-plane/companies/create-company.t
 import { cancelClosing, resumeCompany, scheduleClosing, suspendCompany } from '../../../control-plane/companies/lifecycle.ts';
 import { editCompany } from '../../../control-plane/companies/edit.ts';
 import { resetUserPassword } from '../../../control-plane/auth/password-reset.ts';
-import { actorOf, operators } from '../../middleware/guards.ts';
+import { actorOf, asker, managers } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';
 import { idParam, json, pathOf, record } from '../../openapi/schemas.ts';
-import { resetter, ResetAnswer } from './operators.ts';
+import { ResetAnswer } from './operators.ts';
+import { Closing, Edit, NewTenant, Reason } from '../../schemas/companies.ts';
 
-/** A new company with its first owner (also the console's form). */
-export const NewTenant = z.object({
-  name: z.string().trim().min(1).max(200),
-  slug: z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'slug: lower-case letters, digits and dashes, 1 to 63 characters'),
-  notes: z.string().max(10_000).optional(),
-  parent_id: z.string().max(64).nullish(),
-  plan: z.enum(['trial', 'standard', 'enterprise']),
-  owner: z.object({ name: z.string().trim().min(1).max(200), email: z.email().max(320) }),
-});
-/** A suspend reason (at least 8 characters: checked by the company's rules, which name the field). */
-export const Reason = z.object({ reason: z.string().max(2000) });
-export const Closing = z.object({ reason: z.string().max(2000), date: z.string().max(10).openapi({ description: 'YYYY-MM-DD, today or later.' }) });
-
-/** Who may create, edit, suspend, resume and close companies. */
-export const managers = operators('platform_support', 'platform_owner');
-/** A company edit (also the console's form). */
-export const Edit = z
-  .object({ name: z.string().trim().min(1).max(200).optional(), notes: z.string().max(10_000).optional(), plan: z.enum(['trial', 'standard', 'enterprise']).optional() })
-  .refine((e) => e.name !== undefined || e.notes !== undefined || e.plan !== undefined, 'send name, notes, plan or several');
 const TenantId = pathOf({ id: idParam('The company id (ten_…).') });
 const TenantUserId = pathOf({ id: idParam('The company id (ten_…).'), user_id: idParam('The user id (usr_…).') });
 
@@ -109,5 +91,5 @@ export const tenantWriteRoutes = new ApiRoutes('Companies')
       params: TenantUserId,
       answers: { 200: json('The temporary password.', ResetAnswer) },
     },
-    async (c, { params }) => c.json(await resetUserPassword(c.get('services').store, params.id, resetter(c.get('principal')), params.user_id)),
+    async (c, { params }) => c.json(await resetUserPassword(c.get('services').store, params.id, asker(c.get('principal')), params.user_id)),
   );
