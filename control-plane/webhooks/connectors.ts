@@ -15,7 +15,7 @@ import { EVENT_NAMES } from '../../shared/events.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Store, Tx } from '../infra/db/store.ts';
-import { holdForNewConnection } from '../infra/runtime/outbox.ts';
+import { holdForNewConnection } from './fan-out-lock.ts';
 import { checkTargetAddress, type LookupFn, type OutboundClient, type OutboundResult } from '../infra/outbound-http/guarded-client.ts';
 import { messageHeaders, newSigningSecret } from './signature.ts';
 import { delivered } from './attempt-outcomes.ts';

@@ -71,23 +71,6 @@ export const OPERATORS_ONLY_EVENTS: ReadonlySet<string> = new Set([
   'vd.platform.billing_month_reopened',
 ]);
 
-/**
- * The advisory lock that orders event writes against the making of webhook connections. Every
- * transaction that writes events holds it shared (from before its events are written until it
- * ends); making a connection holds it alone (`holdForNewConnection`). So an event is queued for
- * the webhooks consumer exactly when its company (or, for a platform-wide event, any company) had
- * a webhook connection when it was written: a transaction writing events either started after the
- * new connection committed, and sees it, or ended before the connection's time was taken, and
- * its events are older than the connection (which gets only events written after it was made).
- * A company without webhook connections thus costs the webhooks consumer nothing.
- */
-const WEBHOOK_FANOUT_LOCK = 0x76640001; // 1986265089: its shared side is taken in `outbox_webhooks_listening` (migration 0027)
-
-/** Inside the transaction that makes a webhook connection, before its time is taken. */
-export async function holdForNewConnection(tx: Tx): Promise<void> {
-  await sql`select pg_advisory_xact_lock(${WEBHOOK_FANOUT_LOCK})`.execute(tx);
-}
-
 /** Channel on which a commit that wrote events wakes the workers of every instance. */
 export const OUTBOX_CHANNEL = CHANNELS.outboxWritten;
 
@@ -192,7 +175,7 @@ export async function emit(tx: Tx, events: NewEvent[]): Promise<EventEnvelope[]>
   });
   // Whether an event's company has webhook connections is looked up (`outbox_webhooks_listening`,
   // once per company of the statement) after the lock that orders event writes against new
-  // connections is held, with a snapshot taken after it: one statement, not a statement for the
+  // connections (`webhooks/fan-out-lock.ts`) is held, with a snapshot taken after it: one statement, not a statement for the
   // lock and one for the events.
   const got = await sql<{ consumer: string }>`${PREPARED('outbox_emit')}
     with written as (
