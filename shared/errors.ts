@@ -151,6 +151,29 @@ export class Unreachable extends Unavailable {
   }
 }
 
+/**
+ * Whether `err` is a domain error raised on purpose: a refusal the code chose, to be passed on as
+ * it is. A port's `Unreachable` is not one (it is a failure, though a retry may help).
+ */
+export function isRefusal(err: unknown): err is DomainError {
+  return err instanceof DomainError && !(err instanceof Unreachable);
+}
+
+/** An actor's refusal (an `ActorReply`'s code and message) as the domain error of its kind. */
+export function actorRefusal(reply: { code: 'unprocessable' | 'conflict' | 'not_found' | 'unavailable'; message: string }): DomainError {
+  switch (reply.code) {
+    case 'unprocessable':
+      return new Invalid(reply.message);
+    case 'conflict':
+      return new Conflict(reply.message);
+    case 'not_found':
+      return new NotFound(reply.message);
+    case 'unavailable':
+      // The actor's owner did not answer in time, or its state could not be saved: try again.
+      return new Unavailable(reply.message, { retryable: true });
+  }
+}
+
 /** The Unreachable `err` is or wraps (through `cause` or an AggregateError's `errors`); null if none. */
 export function unreachableIn(err: unknown, depth = 0): Unreachable | null {
   if (err instanceof Unreachable) return err;
@@ -203,8 +226,11 @@ export function ignored(err: unknown, why: string, log?: { debug(obj: object, ms
 }
 
 /** `promise.catch(ignore(why))`: resolves to undefined, logging the error at debug with `why`. */
-export function ignore(why: string, log?: { debug(obj: object, msg: string): void }): (err: unknown) => void {
-  return (err) => ignored(err, why, log);
+export function ignore(why: string, log?: { debug(obj: object, msg: string): void }): (err: unknown) => undefined {
+  return (err) => {
+    ignored(err, why, log);
+    return undefined;
+  };
 }
 
 /** A validation issue as zod reports it (only the fields read here). */
