@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
-import { logIgnoredTo } from '../shared/errors.ts';
+import { ignore, logIgnoredTo } from '../shared/errors.ts';
 import { ApiKeys } from './auth/api-keys.ts';
 import { storeColumnSources, type ColumnSources } from './companies/list-columns.ts';
 import type { Coordinator } from './infra/coordination/coordinator.ts';
@@ -152,8 +152,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const aiSamples = new AiSampleBuffer({ store, log, instanceId });
   const aiProbeClient = new OutboundClient({ allowPrivate: true, lookup, timeoutMs: PROBE_LIMIT_MS, connectionsPerOrigin: 4 });
   const closeOwned = async () => {
-    if (!overrides.coordinator) await coordinator.close().catch(() => {});
-    if (!overrides.store) await store.close().catch(() => {});
+    if (!overrides.coordinator) await coordinator.close().catch(ignore('closing: the coordinator may be gone already'));
+    if (!overrides.store) await store.close().catch(ignore('closing: the store may be gone already'));
   };
   const services: Services = {
     config,
@@ -218,7 +218,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     void mirrorSwitch({ store, coordinator, logger: log });
   } catch (err) {
     // A half-started instance must not keep connections open and the process alive.
-    await services.close().catch(() => {});
+    await services.close().catch(ignore('a half-started instance closes what it opened; its start failure is what is thrown'));
     throw err;
   }
   return services;

@@ -15,6 +15,7 @@
  * small fixed sets (an HTTP route is its pattern, never the path asked for).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ignore } from '../shared/errors.ts';
 
 /** The registry of this process's counters and histograms (and the default process metrics). */
 export const processRegistry = new Registry();
@@ -212,6 +213,7 @@ export function instanceRegistry(src: InstanceSources, opts: InstanceRegistryOpt
       return lag;
     });
     reading = Promise.race([read, new Promise<null>((r) => (timer = setTimeout(() => r(null), timeoutMs)))])
+      // A failed read is no reading, as a late one is: counted just below, the lag left unknown.
       .catch(() => null)
       .then((lag) => {
         if (!lag) metricsStoreReadFailures.inc();
@@ -222,7 +224,7 @@ export function instanceRegistry(src: InstanceSources, opts: InstanceRegistryOpt
         reading = null;
       });
     // A read past its limit still fills the cache when it comes back.
-    read.catch(() => {});
+    read.catch(ignore('a read past its limit still fills the cache when it comes back; its failure leaves the cache as it was'));
     return reading;
   };
 

@@ -17,6 +17,7 @@ import { Dialer, type DialerOptions } from '../dialer/dialer.ts';
 import { instanceRegistry, type InstanceRegistryOptions } from './metrics.ts';
 import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
 import { outboxLag } from './infra/runtime/outbox-lag.ts';
+import { ignore } from '../shared/errors.ts';
 
 export type RunningControlPlane = {
   url: string;
@@ -83,8 +84,8 @@ export async function startControlPlane(
         s.closeAllConnections();
       });
     }
-    await dialer?.stop().catch(() => {});
-    await services.close().catch(() => {});
+    await dialer?.stop().catch(ignore('closing: the dialer stops as far as it can'));
+    await services.close().catch(ignore('closing: the services close as far as they can'));
     throw err;
   }
   server.keepAliveTimeout = 65_000;

@@ -26,6 +26,7 @@ import type { Store, Tx } from '../control-plane/infra/db/store.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { writeBatch, type EndedCall } from './call-writes.ts';
+import { ignore } from '../shared/errors.ts';
 
 export type { EndedCall } from './call-writes.ts';
 
@@ -104,7 +105,7 @@ export class CallEvents {
   }
 
   async stop(): Promise<void> {
-    await this.drain().catch(() => {});
+    await this.drain().catch(ignore('stopping: events not drained stay in the store for the next drain'));
     this.#stopped = true;
     for (const lane of this.#lanes) if (lane.timer) clearTimeout(lane.timer);
   }

@@ -13,6 +13,7 @@ import type { Logger } from '../shared/logger.ts';
 import type { Store } from '../control-plane/infra/db/store.ts';
 import { callLaunchDenials, callLaunches, DENY_REASONS, type DenyReason } from '../control-plane/metrics.ts';
 import { SAMPLE_DELAY_MS, sampleLiveCalls } from './live-samples.ts';
+import { ignore } from '../shared/errors.ts';
 
 type Cell = { launched: number; denied: number };
 
@@ -85,7 +86,7 @@ export class DialStats {
   /** Adds what was counted to the store (kept for the next try when the store is down). */
   async flush(): Promise<void> {
     // Once a minute, rows older than an hour go (the rate reads the last minute only).
-    if (++this.#flushes % 60 === 0) await this.#store.db.deleteFrom('dial_stats').where('second', '<', new Date(Date.now() - 3_600_000)).execute().catch(() => {});
+    if (++this.#flushes % 60 === 0) await this.#store.db.deleteFrom('dial_stats').where('second', '<', new Date(Date.now() - 3_600_000)).execute().catch(ignore('old rows not pruned now are pruned at a later flush'));
     if (this.#cells.size === 0) return;
     const cells = this.#cells;
     this.#cells = new Map();

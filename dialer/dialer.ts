@@ -40,6 +40,7 @@ import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace } from './pacing.ts';
 import { mirrorSource, KillSwitchReader } from './kill-switch-reader.ts';
 import { CHANNELS } from '../control-plane/infra/coordination/channels.ts';
+import { ignore, ignored } from '../shared/errors.ts';
 
 export type DialerOptions = CallEventsOptions & {
   tickMs?: number;
@@ -184,8 +185,8 @@ export class Dialer {
       lastingSubscribe(this.#s.coordinator, ENDED_CHANNEL(this.#me), (m) => {
         try {
           for (const id of JSON.parse(m) as string[]) this.#endLocal(id);
-        } catch {
-          /* a malformed notice: the reconcile will find the ended calls */
+        } catch (err) {
+          ignored(err, 'a malformed notice: the reconcile finds the ended calls');
         }
       }),
     );
@@ -219,9 +220,9 @@ export class Dialer {
     await this.stopLaunching();
     this.#s.agentHub.off('call', this.#onCall);
     for (const sub of this.#subs) await sub.stop();
-    for (const run of this.#runs.values()) await this.#retire(run).catch(() => {});
+    for (const run of this.#runs.values()) await this.#retire(run).catch(ignore("stopping: the run's claims not given back are found by the reconcile that looks for stale claims"));
     await this.events.stop();
-    await this.stats.stop().catch(() => {});
+    await this.stats.stop().catch(ignore('stopping: counts not flushed are lost, the rate reads the last minute only'));
     if (this.#ownReader) await this.pause.stop();
   }
 
@@ -400,7 +401,7 @@ export class Dialer {
     run.retired = true;
     if (this.#runs.get(run.id) === run) this.#runs.delete(run.id);
     const given = run.buffer.splice(0);
-    if (given.length) await releaseClaims(this.#s.store.db, run.id, run.epoch, given.map((p) => p.id)).catch(() => {});
+    if (given.length) await releaseClaims(this.#s.store.db, run.id, run.epoch, given.map((p) => p.id)).catch(ignore('claims not given back are found by the reconcile that looks for stale claims'));
   }
 
   /** Claims up to `n` due people of the campaign's lists (never one on the do-not-call list). */
@@ -553,7 +554,7 @@ export class Dialer {
         l.push(c.call_id);
       }
     }
-    for (const [instance, ids] of remote) this.#s.coordinator.publish(ENDED_CHANNEL(instance), JSON.stringify(ids)).catch(() => {});
+    for (const [instance, ids] of remote) this.#s.coordinator.publish(ENDED_CHANNEL(instance), JSON.stringify(ids)).catch(ignore('a lost notice: the reconcile finds the ended calls'));
   }
 
   // ---- manual dialing and preview (dialer/manual.ts) ----

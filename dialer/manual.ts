@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import { isOnDncList } from '../control-plane/compliance/dnc.ts';
-import { ApiError } from '../shared/errors.ts';
+import { Conflict, ignore, Invalid, NotFound, Unavailable } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { toE164 } from '../shared/phone.ts';
 import { planLimits } from '../control-plane/companies/plans.ts';
@@ -49,8 +49,8 @@ export class ManualDialing {
     const p = this.#d.pause.check(tenantId);
     if (p.launch) return;
     this.#d.stats.denied(tenantId, 'kill_switch');
-    if (p.idle_reason === 'platform_paused') throw new ApiError('unavailable', 'platform_paused: dialing is paused by the platform; try again once it is resumed');
-    throw new ApiError('unavailable', 'platform_pause_unreadable: the dialing switch cannot be read right now, so nothing is dialed; try again shortly');
+    if (p.idle_reason === 'platform_paused') throw new Unavailable('platform_paused: dialing is paused by the platform; try again once it is resumed', { retryable: false });
+    throw new Unavailable('platform_pause_unreadable: the dialing switch cannot be read right now, so nothing is dialed; try again shortly', { retryable: true });
   }
 
   async #campaignFor(tenantId: string, campaignId: string) {
@@ -61,9 +61,9 @@ export class ManualDialing {
       .where('c.id', '=', campaignId)
       .where('c.tenant_id', '=', tenantId)
       .executeTakeFirst();
-    if (!row) throw new ApiError('not_found', `no campaign ${campaignId}`);
-    if (row.status !== 'on' || row.core_hold) throw new ApiError('conflict', 'tenant_paused: the company is suspended, so nothing is dialed');
-    if (row.state !== 'running') throw new ApiError('conflict', `the campaign is ${row.state}; calls are placed only for a running campaign`);
+    if (!row) throw new NotFound(`no campaign ${campaignId}`);
+    if (row.status !== 'on' || row.core_hold) throw new Conflict('tenant_paused: the company is suspended, so nothing is dialed');
+    if (row.state !== 'running') throw new Conflict(`the campaign is ${row.state}; calls are placed only for a running campaign`);
     return row;
   }
 
@@ -100,32 +100,32 @@ export class ManualDialing {
         .where('tenant_id', '=', tenantId)
         .where('list_id', 'in', c.list_ids.length ? c.list_ids : [''])
         .executeTakeFirst();
-      if (!known) throw new ApiError('unprocessable', `person_id: no person ${input.person_id} in the campaign's lists`);
-      if (known.status === 'done') throw new ApiError('conflict', 'this person has already been dealt with');
+      if (!known) throw new Invalid(`person_id: no person ${input.person_id} in the campaign's lists`);
+      if (known.status === 'done') throw new Conflict('this person has already been dealt with');
       if (known.check !== 'callable') {
-        throw new ApiError('unprocessable', known.check === 'rejected' ? `this person is not callable: the list check rejected them (${known.check_reason})` : 'this person is not checked yet: the list check is still to run on them');
+        throw new Invalid(known.check === 'rejected' ? `this person is not callable: the list check rejected them (${known.check_reason})` : 'this person is not checked yet: the list check is still to run on them');
       }
       personId = known.id;
       to = null;
       callee = known.zone_id === null ? null : (this.#d.hours.zoneSet(known.zone_id) ?? (await this.#zoneSet(known.zone_id)));
     } else {
       to = toE164(input.to ?? '');
-      if (!to) throw new ApiError('unprocessable', 'to: not a valid phone number');
+      if (!to) throw new Invalid('to: not a valid phone number');
       callee = await this.#calleeOfNumber(tenantId, to);
     }
     // The callee's calling hours, as for the campaign's own calls.
     const at = this.#d.clock.now();
     await this.#d.hours.refresh();
-    if (!callee) throw new ApiError('unprocessable', "unknown_timezone: the callee's time zone cannot be told from the number, so they are not called");
+    if (!callee) throw new Invalid("unknown_timezone: the callee's time zone cannot be told from the number, so they are not called");
     const judged = this.#d.hours.judge(c.calling_window, callee, at);
     if (!judged.open) {
       this.#d.stats.denied(tenantId, 'outside_calling_hours');
       const opens = judged.next === null ? 'the window never opens for this campaign' : `their window opens at ${new Date(judged.next).toISOString()}`;
-      throw new ApiError('unprocessable', `outside_calling_hours: the callee's local time is ${describeLocal(callee.zones, at)}; ${opens}`);
+      throw new Invalid(`outside_calling_hours: the callee's local time is ${describeLocal(callee.zones, at)}; ${opens}`);
     }
     if (to && (await isOnDncList(this.#d.services.store.db, tenantId, to))) {
       this.#d.stats.denied(tenantId, 'do_not_call');
-      throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
+      throw new Invalid("to: the number is on the company's do-not-call list");
     }
     const limits = planLimits(c.plan);
     const live = await sql<{ campaign: number; tenant: number }>`
@@ -134,13 +134,13 @@ export class ManualDialing {
     const { campaign, tenant } = live.rows[0];
     if (campaign >= Math.min(c.max_concurrent_calls, limits.concurrent_calls) || tenant >= limits.concurrent_calls) {
       this.#d.stats.denied(tenantId, 'concurrency_cap');
-      throw new ApiError('conflict', `concurrency_cap: ${campaign} calls are up for this campaign and ${tenant} for the company; wait for one to end`);
+      throw new Conflict(`concurrency_cap: ${campaign} calls are up for this campaign and ${tenant} for the company; wait for one to end`);
     }
     // The final check: a pause that arrived while the checks above ran.
     this.#checkPause(tenantId);
     if (this.#d.services.nodes.freeCapacity() <= 0) {
       this.#d.stats.denied(tenantId, 'no_capacity');
-      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
+      throw new Unavailable('no_capacity: no accepting media node has room for a call now; try again shortly', { retryable: true });
     }
     if (personId) {
       // Claimed only when nobody calls them now: due, or held for this campaign's preview (a
@@ -153,28 +153,28 @@ export class ManualDialing {
           and (p.status in ('new', 'due') or (p.status = 'calling' and p.claimed_by = ${c.id} and p.next_attempt_at > now() + interval '1 minute'))
           and not exists (select 1 from calls k where k.person_id = p.id and k.live)
         returning p.phone_number`.execute(this.#d.services.store.db);
-      if (!claimed.rows[0]) throw new ApiError('conflict', 'this person is being called already');
+      if (!claimed.rows[0]) throw new Conflict('this person is being called already');
       to = claimed.rows[0].phone_number;
     }
     const callId = newId('call');
     const nodeId = this.#d.services.nodes.pick(callId);
     if (!nodeId) {
-      if (personId) await releaseClaims(this.#d.services.store.db, c.id, null, [personId]).catch(() => {});
+      if (personId) await releaseClaims(this.#d.services.store.db, c.id, null, [personId]).catch(ignore('a claim not given back is found by the reconcile that looks for stale claims'));
       this.#d.stats.denied(tenantId, 'no_capacity');
-      throw new ApiError('unavailable', 'no_capacity: no accepting media node has room for a call now; try again shortly');
+      throw new Unavailable('no_capacity: no accepting media node has room for a call now; try again shortly', { retryable: true });
     }
     this.#d.addLive(callId, c.id, tenantId);
     const launch: Launch = { callId, run: null, tenantId, campaignId: c.id, personId, to: to!, from: c.caller_id ?? '', handler: c.handler, nodeId, manual: true, legalPerDay: judged.legalPerDay };
     const { sent, dropped } = await this.#d.launch([launch]);
     if (sent.length === 0) {
       const why = dropped.get(callId);
-      if (why === 'over_cap') throw new ApiError('conflict', `concurrency_cap: the company has ${limits.concurrent_calls} calls up, its plan's most; wait for one to end`);
-      if (why === 'number_busy' || why === 'duplicate') throw new ApiError('conflict', 'this number is being called already');
-      if (why === 'calls_per_number') throw new ApiError('conflict', 'calls_per_number: this number has been called as often as 24 hours allow (the company setting, lowered by the legal rule of its region)');
-      if (why === 'not_claimed') throw new ApiError('conflict', 'an outcome for this person arrived meanwhile (closed, or a callback set); not called');
-      if (await isOnDncList(this.#d.services.store.db, tenantId, to!)) throw new ApiError('unprocessable', "to: the number is on the company's do-not-call list");
+      if (why === 'over_cap') throw new Conflict(`concurrency_cap: the company has ${limits.concurrent_calls} calls up, its plan's most; wait for one to end`);
+      if (why === 'number_busy' || why === 'duplicate') throw new Conflict('this number is being called already');
+      if (why === 'calls_per_number') throw new Conflict('calls_per_number: this number has been called as often as 24 hours allow (the company setting, lowered by the legal rule of its region)');
+      if (why === 'not_claimed') throw new Conflict('an outcome for this person arrived meanwhile (closed, or a callback set); not called');
+      if (await isOnDncList(this.#d.services.store.db, tenantId, to!)) throw new Invalid("to: the number is on the company's do-not-call list");
       this.#checkPause(tenantId);
-      throw new ApiError('unavailable', 'the call could not be handed to a media node; try again');
+      throw new Unavailable('the call could not be handed to a media node; try again', { retryable: true });
     }
     const row = await this.#d.services.store.db.selectFrom('calls').select(['id', 'journey_id', 'node_id', 'state', 'to_number', 'from_number', 'campaign_id', 'person_id']).where('id', '=', callId).executeTakeFirstOrThrow();
     return { call_id: row.id, campaign_id: row.campaign_id, person_id: row.person_id, journey_id: row.journey_id, node_id: row.node_id, to: row.to_number, from: row.from_number, state: row.state };
@@ -184,7 +184,7 @@ export class ManualDialing {
   async next(tenantId: string, campaignId: string) {
     this.#checkPause(tenantId);
     const c = await this.#campaignFor(tenantId, campaignId);
-    if (c.mode !== 'preview') throw new ApiError('conflict', 'this is a progressive campaign: the dialer calls its people itself');
+    if (c.mode !== 'preview') throw new Conflict('this is a progressive campaign: the dialer calls its people itself');
     const at = this.#d.clock.now();
     await this.#d.hours.refresh();
     await this.#d.hours.refreshZones();

@@ -6,7 +6,7 @@
  */
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ApiError, type ErrorCode } from '../shared/errors.ts';
+import { ApiError, type ErrorCode, ignore } from '../shared/errors.ts';
 
 function raw(status: number, reason: string, code: ErrorCode, message: string): string {
   const body = JSON.stringify(new ApiError(code, message).toBody());
@@ -43,7 +43,7 @@ export function answerClientErrors(server: Server): void {
     socket.end(clientErrorAnswer(err.code));
     // Read on and drop what the client still sends (the rest of its headers): closing with unread
     // bytes would send a reset, and the client could lose the answer. Cut off after 2 s at most.
-    socket.on('error', () => {});
+    socket.on('error', ignore('the answer is sent; what the client still sends is dropped, and a reset then is expected'));
     socket.resume();
     setTimeout(() => socket.destroy(), 2000).unref();
   });

@@ -6,6 +6,7 @@
  */
 import type { OutboundClient } from '../infra/outbound-http/guarded-client.ts';
 import type { AiProvider } from './providers.ts';
+import { ignore } from '../../shared/errors.ts';
 
 /** How long a probe (and every item of `/ops/services`) may take. */
 export const PROBE_LIMIT_MS = 1_500;
@@ -28,7 +29,7 @@ export async function probeUpstream(client: OutboundClient, provider: AiProvider
     const res = await client.open(`${provider.base_url}/models`, { method: 'GET', headers, signal, idleMs: limit + 1_000 });
     if (res.kind !== 'answered') return { kind: 'failed', answer_ms: null, why: signal.aborted ? `no answer within ${limit} ms` : res.kind };
     const answer_ms = Math.round((performance.now() - started) * 10) / 10;
-    res.body.on('error', () => {});
+    res.body.on('error', ignore('the probe reads only the status; the body is dropped unread and its abort is expected'));
     res.body.destroy();
     return { kind: 'answered', status: res.status, answer_ms };
   } catch (err) {

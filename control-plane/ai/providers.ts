@@ -10,7 +10,7 @@
  * (`health.ts`) gives the whole platform's figures.
  */
 import { sql, type Kysely } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { Invalid, NotFound } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { DB, Store, Tx } from '../infra/db/store.ts';
 import type { AiPurpose, AiSampleKind } from '../infra/db/schema/index.ts';
@@ -93,7 +93,7 @@ export type AiProviderChange = { purpose: AiPurpose; base_url: string; model: st
 /** Sets the upstream of one purpose; an event names who did it and whether the key changed. */
 export async function setAiProvider(store: Store, by: Who, change: AiProviderChange): Promise<AiProviderView> {
   const problem = baseUrlProblem(change.base_url);
-  if (problem) throw new ApiError('unprocessable', `base_url: ${problem}`);
+  if (problem) throw new Invalid(`base_url: ${problem}`);
   // A trailing slash would give `//models`: the address is kept without it.
   const baseUrl = change.base_url.replace(/\/+$/, '');
   return store.transaction(async (tx) => {
@@ -128,7 +128,7 @@ export async function setAiProvider(store: Store, by: Who, change: AiProviderCha
 export async function removeAiProvider(store: Store, by: Who, purpose: AiPurpose): Promise<void> {
   await store.transaction(async (tx) => {
     const gone = await tx.deleteFrom('ai_providers').where('purpose', '=', purpose).returning(['base_url', 'model', 'api_key']).executeTakeFirst();
-    if (!gone) throw new ApiError('not_found', `no AI provider is set for ${purpose}`);
+    if (!gone) throw new NotFound(`no AI provider is set for ${purpose}`);
     await emit(tx, [
       {
         subject: 'vd.platform.ai_settings_changed',

@@ -2,7 +2,7 @@
  * Accounts: sign-in for operators and company users, password changes, and the platform_owner
  * operator created at the first start.
  */
-import { ApiError } from '../../shared/errors.ts';
+import { Forbidden, Invalid, Unauthenticated } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Store, Tx } from '../infra/db/store.ts';
 import { hashPassword, passwordProblem, temporaryPassword, verifyNobody, verifyPassword } from './passwords.ts';
@@ -41,10 +41,10 @@ export async function checkCredentials(store: Store, email: string, password: st
         .executeTakeFirst();
   const row = op ?? cu;
   const ok = row ? await verifyPassword(row.password_hash, password) : await verifyNobody(password);
-  if (!row || !ok) throw new ApiError('unauthorized', 'wrong e-mail or password');
-  if (row.disabled_at) throw new ApiError('forbidden', 'this account is disabled; ask an administrator');
+  if (!row || !ok) throw new Unauthenticated('wrong e-mail or password');
+  if (row.disabled_at) throw new Forbidden('this account is disabled; ask an administrator');
   if (cu && cu.company_status !== 'on') {
-    throw new ApiError('forbidden', `the company is ${cu.company_status}; sign-in is stopped`);
+    throw new Forbidden(`the company is ${cu.company_status}; sign-in is stopped`);
   }
   return {
     id: row.id,
@@ -68,12 +68,12 @@ export async function changePassword(
   next: string,
 ): Promise<void> {
   const problem = passwordProblem(next);
-  if (problem) throw new ApiError('unprocessable', problem);
-  if (current === next) throw new ApiError('unprocessable', 'new_password must differ from current_password');
+  if (problem) throw new Invalid(problem);
+  if (current === next) throw new Invalid('new_password must differ from current_password');
   const table = user.kind === 'operator' ? 'operators' : 'company_users';
   const row = await store.db.selectFrom(table).select('password_hash').where('id', '=', user.userId).executeTakeFirst();
   if (!row || !(await verifyPassword(row.password_hash, current))) {
-    throw new ApiError('unprocessable', 'current_password is wrong');
+    throw new Invalid('current_password is wrong');
   }
   const phc = await hashPassword(next);
   await store.transaction(async (tx) => {

@@ -4,7 +4,7 @@
  * revocation (or a company's suspension) is published through the coordinator so every instance
  * drops the key from its cache at once.
  */
-import { ApiError } from '../../shared/errors.ts';
+import { ignore, Invalid, NotFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Coordinator, Unsubscribe } from '../infra/coordination/coordinator.ts';
 import type { Store } from '../infra/db/store.ts';
@@ -57,7 +57,7 @@ export class ApiKeys {
     this.#retry = null;
     try {
       const unsubscribe = await this.#coordinator.subscribe(KEYS_CHANNEL, (msg) => this.#forget(msg));
-      if (this.#stopped) return void (await unsubscribe().catch(() => {}));
+      if (this.#stopped) return void (await unsubscribe().catch(ignore('stopped while subscribing: the subscription is dropped and the coordinator may be gone')));
       this.#unsubscribe = unsubscribe;
     } catch {
       if (!this.#stopped) this.#retry = setTimeout(() => void this.#subscribe(), 1000);
@@ -110,8 +110,8 @@ export class ApiKeys {
   /** Creates a key; the value is in the answer and nowhere else, ever. */
   async create(tenantId: string, createdBy: string, name: string, scopes: string[]): Promise<ApiKeyView & { key: string }> {
     const bad = scopes.filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
-    if (bad.length) throw new ApiError('unprocessable', `unknown scope ${bad.join(', ')}; scopes are ${KEY_SCOPES.join(', ')}`);
-    if (scopes.length === 0) throw new ApiError('unprocessable', 'scopes must name at least one scope');
+    if (bad.length) throw new Invalid(`unknown scope ${bad.join(', ')}; scopes are ${KEY_SCOPES.join(', ')}`);
+    if (scopes.length === 0) throw new Invalid('scopes must name at least one scope');
     const key = newKeyValue();
     const row = await this.#store.db
       .insertInto('api_keys')
@@ -139,7 +139,7 @@ export class ApiKeys {
       .executeTakeFirst();
     if (!row) {
       const exists = await this.#store.db.selectFrom('api_keys').select('id').where('id', '=', keyId).where('tenant_id', '=', tenantId).executeTakeFirst();
-      if (!exists) throw new ApiError('not_found', `no API key ${keyId}`);
+      if (!exists) throw new NotFound(`no API key ${keyId}`);
       return;
     }
     this.#forget(row.secret_hash);

@@ -5,7 +5,7 @@
  * Every change is an event naming who acted, so it is in the platform audit trail.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { Conflict, NotFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Who } from '../../shared/who.ts';
 import type { Store, Tx } from '../infra/db/store.ts';
@@ -39,7 +39,7 @@ export async function addOperator(store: Store, by: Who, input: { name: string; 
   const phc = await hashPassword(password);
   const id = newId('opr');
   const row = await store.transaction(async (tx) => {
-    if (!(await registerEmail(tx, email, 'operator', id))) throw new ApiError('conflict', 'that e-mail is already registered');
+    if (!(await registerEmail(tx, email, 'operator', id))) throw new Conflict('that e-mail is already registered');
     const row = await tx
       .insertInto('operators')
       .values({ id, email, name: input.name, password_hash: phc, roles: [input.role], must_change_password: true })
@@ -60,7 +60,7 @@ export async function changeOperator(store: Store, by: Who, id: string, change: 
     // Owners are changed one at a time: the check of "another active owner" cannot race.
     await lockOwners(tx);
     const before = await tx.selectFrom('operators').select(['id', 'name', 'email', 'roles', 'disabled_at', 'created_at']).where('id', '=', id).executeTakeFirst();
-    if (!before) throw new ApiError('not_found', `no operator ${id}`);
+    if (!before) throw new NotFound(`no operator ${id}`);
     const roles = change.role ? [change.role] : before.roles;
     const disabledAt = change.disabled === undefined ? before.disabled_at : change.disabled ? (before.disabled_at ?? new Date()) : null;
     const wasActiveOwner = before.roles.includes('platform_owner') && before.disabled_at === null;
@@ -73,7 +73,7 @@ export async function changeOperator(store: Store, by: Who, id: string, change: 
         .where('disabled_at', 'is', null)
         .where(sql<boolean>`'platform_owner' = any(roles)`)
         .executeTakeFirstOrThrow();
-      if (Number(others.n) === 0) throw new ApiError('conflict', 'this is the last active platform_owner: make another operator platform_owner first');
+      if (Number(others.n) === 0) throw new Conflict('this is the last active platform_owner: make another operator platform_owner first');
     }
     const row = await tx
       .updateTable('operators')

@@ -10,7 +10,7 @@
  * password, and only a platform_owner a platform_owner's (else platform_support could take over an
  * owner's account with the temporary password it is shown). Nobody resets their own: they change it.
  */
-import { ApiError } from '../../shared/errors.ts';
+import { Forbidden, Invalid, NotFound } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { Store } from '../infra/db/store.ts';
 import { emit } from '../infra/runtime/outbox.ts';
@@ -24,7 +24,7 @@ export type Resetter = { who: Who; roles: readonly string[] };
 export type ResetAnswer = { temporary_password: string };
 
 function notSelf(by: Resetter, id: string): void {
-  if (by.who.id === id) throw new ApiError('unprocessable', 'you cannot reset your own password: change it (POST /api/auth/v1/password)');
+  if (by.who.id === id) throw new Invalid('you cannot reset your own password: change it (POST /api/auth/v1/password)');
 }
 
 /** Resets an operator's password (platform_owner or platform_support; a platform_owner's by a platform_owner only). */
@@ -34,8 +34,8 @@ export async function resetOperatorPassword(store: Store, by: Resetter, id: stri
   const phc = await hashPassword(password);
   await store.transaction(async (tx) => {
     const row = await tx.selectFrom('operators').select(['email', 'roles']).where('id', '=', id).forUpdate().executeTakeFirst();
-    if (!row) throw new ApiError('not_found', `no operator ${id}`);
-    if (row.roles.includes('platform_owner') && !by.roles.includes('platform_owner')) throw new ApiError('forbidden', "only a platform_owner resets a platform_owner's password");
+    if (!row) throw new NotFound(`no operator ${id}`);
+    if (row.roles.includes('platform_owner') && !by.roles.includes('platform_owner')) throw new Forbidden("only a platform_owner resets a platform_owner's password");
     await tx.updateTable('operators').set({ password_hash: phc, must_change_password: true }).where('id', '=', id).execute();
     await endUserSessions(tx, id);
     await emit(tx, [{ subject: 'vd.platform.operator_password_reset', tenant_id: null, about: id, data: { actor: by.who, operator_id: id, email: row.email } }]);
@@ -54,8 +54,8 @@ export async function resetUserPassword(store: Store, tenantId: string, by: Rese
   const phc = await hashPassword(password);
   await store.transaction(async (tx) => {
     const row = await tx.selectFrom('company_users').select(['email', 'roles']).where('id', '=', id).where('tenant_id', '=', tenantId).forUpdate().executeTakeFirst();
-    if (!row) throw new ApiError('not_found', `no user ${id}`);
-    if (by.who.kind === 'company' && row.roles.includes('owner') && !by.roles.includes('owner')) throw new ApiError('forbidden', "only an owner resets an owner's password");
+    if (!row) throw new NotFound(`no user ${id}`);
+    if (by.who.kind === 'company' && row.roles.includes('owner') && !by.roles.includes('owner')) throw new Forbidden("only an owner resets an owner's password");
     await tx.updateTable('company_users').set({ password_hash: phc, must_change_password: true }).where('id', '=', id).execute();
     await endUserSessions(tx, id);
     await emit(tx, [{ subject: 'vd.company.user_password_reset', tenant_id: tenantId, about: id, data: { actor: by.who, user_id: id, email: row.email } }]);

@@ -2,7 +2,7 @@
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { ApiError } from '../../shared/errors.ts';
+import { TooMany } from '../../shared/errors.ts';
 import { base62 } from '../../shared/ids.ts';
 
 // @node-rs/argon2 declares Algorithm as a const enum, which erasable TypeScript cannot read;
@@ -26,7 +26,7 @@ const queue: Array<() => void> = [];
 
 async function hashing<T>(f: () => Promise<T>): Promise<T> {
   if (hashingStats.running >= MAX_HASHING) {
-    if (queue.length >= MAX_WAITING) throw new ApiError('too_many_requests', 'too many passwords are being checked right now; retry in 1 s', { 'retry-after': '1' });
+    if (queue.length >= MAX_WAITING) throw new TooMany('too many passwords are being checked right now; retry in 1 s', { retryAfterSeconds: 1 });
     hashingStats.waiting++;
     await new Promise<void>((resolve) => queue.push(resolve));
     hashingStats.waiting--;

@@ -8,7 +8,7 @@
  * still bounds what a loop can cost.
  */
 import { createHash } from 'node:crypto';
-import { ApiError } from '../../shared/errors.ts';
+import { DomainError, isRefusal, TooMany } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { Coordinator } from '../infra/coordination/coordinator.ts';
 import { normalEmail } from './accounts.ts';
@@ -17,9 +17,9 @@ export type SignInLimits = { VD_SIGNIN_PER_EMAIL_PER_MINUTE: number; VD_SIGNIN_P
 
 const bucket = (perMinute: number) => ({ ratePerSecond: perMinute / 60, burst: Math.max(1, Math.floor(perMinute)) });
 
-function refused(what: string, retryAfterMs: number): ApiError {
+function refused(what: string, retryAfterMs: number): DomainError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new ApiError('too_many_requests', `too many sign-in attempts ${what}; retry in ${seconds} s`, { 'retry-after': String(seconds) });
+  return new TooMany(`too many sign-in attempts ${what}; retry in ${seconds} s`, { retryAfterSeconds: seconds });
 }
 
 /** Throws 429 (with Retry-After) when `address` or `email` has used up its sign-in attempts. */
@@ -32,7 +32,7 @@ export async function throttleSignIn(coordinator: Coordinator, log: Logger, limi
     const byEmail = await coordinator.takeToken(`signin:email:${who}`, bucket(limits.VD_SIGNIN_PER_EMAIL_PER_MINUTE));
     if (!byEmail.allowed) throw refused('for this e-mail address', byEmail.retryAfterMs);
   } catch (err) {
-    if (err instanceof ApiError) throw err;
+    if (isRefusal(err)) throw err;
     log.warn({ err }, 'sign-in throttle unavailable; attempt let through');
   }
 }

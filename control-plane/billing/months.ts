@@ -9,7 +9,7 @@
  */
 import { sql } from 'kysely';
 import type { Config } from '../../shared/config.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { Conflict, Invalid, NotFound } from '../../shared/errors.ts';
 import type { EventName } from '../../shared/events.ts';
 import type { Who } from '../../shared/who.ts';
 import type { BillingStatus, UsageKind } from '../infra/db/schema/index.ts';
@@ -53,7 +53,7 @@ export function monthOrNow(month: string | undefined, now = new Date()): string 
 
 async function companyExists(db: Store['db'] | Tx, tenantId: string): Promise<void> {
   const row = await db.selectFrom('companies').select('id').where('id', '=', tenantId).executeTakeFirst();
-  if (!row) throw new ApiError('not_found', `no company ${tenantId}`);
+  if (!row) throw new NotFound(`no company ${tenantId}`);
 }
 
 type Record_ = { status: BillingStatus; version: number | null; invoiced_at: string | null; paid_at: string | null };
@@ -177,14 +177,14 @@ async function change(
  */
 export async function markInvoiced(deps: Deps, tenantId: string, month: string, by: Who, now = new Date()): Promise<BillingMonth> {
   const { start, first } = monthRange(month);
-  if (start > now) throw new ApiError('unprocessable', `${month} has not begun; only a month that has begun can be invoiced`);
+  if (start > now) throw new Invalid(`${month} has not begun; only a month that has begun can be invoiced`);
   await companyExists(deps.store.db, tenantId);
   const before = await monthRecord(deps.store.db, tenantId, first);
-  if (before && before.status !== 'draft') throw new ApiError('conflict', `${month} is already ${before.status}; only a draft month can be marked invoiced`);
+  if (before && before.status !== 'draft') throw new Conflict(`${month} is already ${before.status}; only a draft month can be marked invoiced`);
   await assertMeterCurrent(deps.store, month);
   const costs = costBook(deps.config);
   return change(deps, tenantId, month, by, 'vd.platform.billing_month_invoiced', async (tx, rec) => {
-    if (rec.status !== 'draft') throw new ApiError('conflict', `${month} is already ${rec.status}; only a draft month can be marked invoiced`);
+    if (rec.status !== 'draft') throw new Conflict(`${month} is already ${rec.status}; only a draft month can be marked invoiced`);
     const version = (rec.version ?? 0) + 1;
     // One statement: the version row with its totals and its lines, from the same live lines.
     await sql`
@@ -204,7 +204,7 @@ export async function markInvoiced(deps: Deps, tenantId: string, month: string, 
 /** invoiced → paid, by hand. A draft (or a paid month) is 409: only an invoiced month can be marked paid. */
 export async function markPaid(deps: Deps, tenantId: string, month: string, by: Who): Promise<BillingMonth> {
   return change(deps, tenantId, month, by, 'vd.platform.billing_month_paid', async (tx, rec, first) => {
-    if (rec.status !== 'invoiced') throw new ApiError('conflict', `${month} is ${rec.status}; only an invoiced month can be marked paid`);
+    if (rec.status !== 'invoiced') throw new Conflict(`${month} is ${rec.status}; only an invoiced month can be marked paid`);
     await sql`update billing_months set status = 'paid', paid_at = now(), updated_at = now() where tenant_id = ${tenantId} and month = ${first}::date`.execute(tx);
     return { version: rec.version };
   });
@@ -213,7 +213,7 @@ export async function markPaid(deps: Deps, tenantId: string, month: string, by: 
 /** invoiced → draft, keeping the frozen version. A paid (or draft) month is 409: reopen applies to invoiced months only. */
 export async function reopen(deps: Deps, tenantId: string, month: string, by: Who): Promise<BillingMonth> {
   return change(deps, tenantId, month, by, 'vd.platform.billing_month_reopened', async (tx, rec, first) => {
-    if (rec.status !== 'invoiced') throw new ApiError('conflict', `${month} is ${rec.status}; reopen applies to invoiced months only`);
+    if (rec.status !== 'invoiced') throw new Conflict(`${month} is ${rec.status}; reopen applies to invoiced months only`);
     await sql`update billing_months set status = 'draft', invoiced_at = null, updated_at = now() where tenant_id = ${tenantId} and month = ${first}::date`.execute(tx);
     return { version: rec.version };
   });

@@ -9,7 +9,7 @@
  */
 import { sql, type RawBuilder } from 'kysely';
 import type { Config } from '../../shared/config.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { Invalid } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { UsageKind } from '../infra/db/schema/index.ts';
 import type { Store } from '../infra/db/store.ts';
@@ -108,17 +108,17 @@ const keyOf = (item: string, tenantId: string | null) => `${tenantId ?? ''}/${it
  * Answers how many rows changed and were removed.
  */
 export async function changePriceBook(store: Store, change: PriceChange, by: Who): Promise<{ changed: number; removed: number }> {
-  if (change.rows.length === 0 && change.remove.length === 0) throw new ApiError('unprocessable', 'nothing to change: give rows to set or remove');
+  if (change.rows.length === 0 && change.remove.length === 0) throw new Invalid('nothing to change: give rows to set or remove');
   const seen = new Set<string>();
   for (const [list, name] of [[change.rows, 'rows'], [change.remove, 'remove']] as const) {
     for (const [i, r] of list.entries()) {
       const k = keyOf(r.item, r.tenant_id ?? null);
-      if (seen.has(k)) throw new ApiError('unprocessable', `${name}[${i}]: ${r.item}${r.tenant_id ? ` for ${r.tenant_id}` : ' (global)'} is named twice`);
+      if (seen.has(k)) throw new Invalid(`${name}[${i}]: ${r.item}${r.tenant_id ? ` for ${r.tenant_id}` : ' (global)'} is named twice`);
       seen.add(k);
     }
   }
   for (const [i, r] of change.rows.entries()) {
-    if (!UNIT_PRICE.test(r.unit_price)) throw new ApiError('unprocessable', `rows[${i}].unit_price: must be a decimal string of up to 8 digits and 4 places, not negative (e.g. "0.0010")`);
+    if (!UNIT_PRICE.test(r.unit_price)) throw new Invalid(`rows[${i}].unit_price: must be a decimal string of up to 8 digits and 4 places, not negative (e.g. "0.0010")`);
   }
   const tenants = [...new Set([...change.rows, ...change.remove].map((r) => r.tenant_id).filter((t): t is string => !!t))];
   return store.transaction(async (tx) => {
@@ -126,7 +126,7 @@ export async function changePriceBook(store: Store, change: PriceChange, by: Who
     if (tenants.length) {
       const known = await tx.selectFrom('companies').select('id').where('id', 'in', tenants).execute();
       const missing = tenants.filter((t) => !known.some((k) => k.id === t));
-      if (missing.length) throw new ApiError('unprocessable', `no company ${missing[0]}`);
+      if (missing.length) throw new Invalid(`no company ${missing[0]}`);
     }
     const current = await tx.selectFrom('price_book').select(['item', 'tenant_id', sql<string>`unit_price::text`.as('unit_price')]).execute();
     const was = new Map(current.map((r) => [keyOf(r.item, r.tenant_id), r.unit_price]));

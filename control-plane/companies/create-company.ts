@@ -2,7 +2,7 @@
  * Creating a company: the company row, its first owner with a temporary password, and its plan,
  * all in one transaction, so a failure part-way leaves nothing behind.
  */
-import { ApiError } from '../../shared/errors.ts';
+import { Conflict, Invalid, isRefusal, Unavailable } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { normalEmail, registerEmail } from '../auth/accounts.ts';
 import { hashPassword, temporaryPassword } from '../auth/passwords.ts';
@@ -47,7 +47,7 @@ export type CreateOptions = { setup?: Array<(tx: Tx, tenantId: string) => Promis
  * sub-account limit; 409 for a parent that is closing (it is on its way out: nothing new goes
  * under it). The set-up steps (the company actor, core's set-up) run in the same transaction: if
  * any fails, nothing is created, and the answer is the spec's "core is down", 503 `unavailable`
- * (an ApiError a step raises on purpose is passed on as it is).
+ * (a domain error a step raises on purpose is passed on as it is).
  */
 export async function createCompany(
   store: Store,
@@ -62,33 +62,33 @@ export async function createCompany(
   return store.transaction(async (tx) => {
     if (input.parent_id) {
       const parent = await tx.selectFrom('companies').select(['id', 'parent_id', 'plan', 'status']).where('id', '=', input.parent_id).forUpdate().executeTakeFirst();
-      if (!parent) throw new ApiError('unprocessable', `parent_id ${input.parent_id} names no company`);
-      if (parent.parent_id) throw new ApiError('unprocessable', 'a sub-account cannot have sub-accounts of its own (one level only)');
-      if (parent.status === 'closing') throw new ApiError('conflict', `parent_id: the company ${parent.id} is closing; no sub-account can be created under it`);
+      if (!parent) throw new Invalid(`parent_id ${input.parent_id} names no company`);
+      if (parent.parent_id) throw new Invalid('a sub-account cannot have sub-accounts of its own (one level only)');
+      if (parent.status === 'closing') throw new Conflict(`parent_id: the company ${parent.id} is closing; no sub-account can be created under it`);
       const subs = await tx.selectFrom('companies').select((eb) => eb.fn.countAll<string>().as('n')).where('parent_id', '=', parent.id).executeTakeFirstOrThrow();
       const cap = planLimits(parent.plan).sub_accounts;
-      if (Number(subs.n) >= cap) throw new ApiError('unprocessable', `the parent's ${parent.plan} plan allows ${cap} sub-accounts`);
+      if (Number(subs.n) >= cap) throw new Invalid(`the parent's ${parent.plan} plan allows ${cap} sub-accounts`);
     }
     const taken = await tx.selectFrom('companies').select('id').where('slug', '=', input.slug).executeTakeFirst();
-    if (taken) throw new ApiError('conflict', `the slug ${input.slug} is taken`);
+    if (taken) throw new Conflict(`the slug ${input.slug} is taken`);
     const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', email).executeTakeFirst();
-    if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator and cannot own a company');
-    if (holder) throw new ApiError('conflict', 'that e-mail is already registered');
+    if (holder?.user_kind === 'operator') throw new Invalid('that e-mail belongs to an operator and cannot own a company');
+    if (holder) throw new Conflict('that e-mail is already registered');
     const row = await tx
       .insertInto('companies')
       .values({ id: tenantId, name: input.name, slug: input.slug, notes: input.notes ?? '', parent_id: input.parent_id ?? null, status: 'on', plan: input.plan })
       .onConflict((oc) => oc.column('slug').doNothing())
       .returningAll()
       .executeTakeFirst();
-    if (!row) throw new ApiError('conflict', `the slug ${input.slug} is taken`);
-    if (!(await registerEmail(tx, email, 'company', ownerId))) throw new ApiError('conflict', 'that e-mail is already registered');
+    if (!row) throw new Conflict(`the slug ${input.slug} is taken`);
+    if (!(await registerEmail(tx, email, 'company', ownerId))) throw new Conflict('that e-mail is already registered');
     await tx.insertInto('company_users').values({ id: ownerId, tenant_id: tenantId, email, name: input.owner.name, password_hash: phc, roles: ['owner'], must_change_password: true }).execute();
     for (const step of opts.setup ?? []) {
       try {
         await step(tx, tenantId);
       } catch (err) {
-        if (err instanceof ApiError) throw err;
-        throw new ApiError('unavailable', 'the company could not be set up (a part of the service did not answer); nothing was created; try again', {}, err);
+        if (isRefusal(err)) throw err;
+        throw new Unavailable('the company could not be set up (a part of the service did not answer); nothing was created; try again', { retryable: true, cause: err });
       }
     }
     await emit(tx, [

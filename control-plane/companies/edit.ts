@@ -5,7 +5,7 @@
  * downgrade below what the company already has is allowed and shows in the health check's caps
  * hit. The change is an event naming who acted (the platform audit trail).
  */
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { ApiKeys } from '../auth/api-keys.ts';
 import type { Logger } from '../../shared/logger.ts';
@@ -19,7 +19,7 @@ export type CompanyEdit = { name?: string; notes?: string; plan?: PlanName };
 export async function editCompany(deps: { store: Store; apiKeys: ApiKeys; logger: Logger }, by: Who, tenantId: string, edit: CompanyEdit): Promise<CompanyView> {
   const { row, planChanged } = await deps.store.transaction(async (tx) => {
     const before = await tx.selectFrom('companies').selectAll().where('id', '=', tenantId).forUpdate().executeTakeFirst();
-    if (!before) throw new ApiError('not_found', `no company ${tenantId}`);
+    if (!before) throw new NotFound(`no company ${tenantId}`);
     const set: CompanyEdit = {};
     if (edit.name !== undefined && edit.name !== before.name) set.name = edit.name;
     if (edit.notes !== undefined && edit.notes !== before.notes) set.notes = edit.notes;

@@ -3,7 +3,7 @@
  * actor wherever its owner runs. The operator's endpoints and a parent owner's sub-account
  * endpoints both call these, so both run the same chain.
  */
-import { ApiError } from '../../shared/errors.ts';
+import { actorRefusal, ignore, Invalid } from '../../shared/errors.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { ApiKeys } from '../auth/api-keys.ts';
 import type { Store } from '../infra/db/store.ts';
@@ -20,7 +20,7 @@ export type LifecycleAnswer = { complete: boolean; failures: StepFailure[]; tena
 
 async function send(services: LifecycleDeps, tenantId: string, event: CompanyEvent): Promise<LifecycleAnswer> {
   const reply = await services.runtime.send('company', tenantId, event);
-  if (!reply.ok) throw new ApiError(reply.code, reply.message);
+  if (!reply.ok) throw actorRefusal(reply);
   const r = reply.result as CompanyReply;
   const row = await services.store.db.selectFrom('companies').selectAll().where('id', '=', tenantId).executeTakeFirstOrThrow();
   return { complete: r.complete, failures: r.failures, tenant: companyView(row) };
@@ -35,7 +35,7 @@ export function suspendCompany(services: LifecycleDeps, tenantId: string, reason
 export async function resumeCompany(services: LifecycleDeps, tenantId: string, by: Who): Promise<LifecycleAnswer> {
   const answer = await send(services, tenantId, { type: 'RESUME', by });
   // Keys refused while the company was suspended may sit in caches as refused: forget them.
-  await services.apiKeys.forgetTenant(tenantId).catch(() => {});
+  await services.apiKeys.forgetTenant(tenantId).catch(ignore('forgetting cached key refusals is best effort; a cache entry lapses on its own'));
   return answer;
 }
 
@@ -57,7 +57,7 @@ export function closingDateProblem(date: string, now: number): string | null {
 /** Schedules closing: the company stops the same way as a suspension. 422 for a date that is not a calendar date or is past. */
 export function scheduleClosing(services: LifecycleDeps, tenantId: string, reason: string, date: string, by: Who): Promise<LifecycleAnswer> {
   const problem = closingDateProblem(date, services.clock.now());
-  if (problem) return Promise.reject(new ApiError('unprocessable', problem));
+  if (problem) return Promise.reject(new Invalid(problem));
   return send(services, tenantId, { type: 'SCHEDULE_CLOSING', reason, date, by });
 }
 

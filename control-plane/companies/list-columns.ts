@@ -8,6 +8,7 @@
 import { sql } from 'kysely';
 import type { Store } from '../infra/db/store.ts';
 import { agentsOnline } from './agents-online.ts';
+import { ignore } from '../../shared/errors.ts';
 
 /** How long the sources get before their columns are given up as null. */
 export const COLUMN_TIME_LIMIT_MS = 1500;
@@ -52,7 +53,7 @@ export async function withinTime<T>(name: string, limitMs: number, fn: () => Pro
   const ms = () => Math.round(performance.now() - started);
   let timer: NodeJS.Timeout | undefined;
   const work = Promise.resolve().then(fn);
-  work.catch(() => {});
+  work.catch(ignore('awaited in the race below; this only keeps a late failure from counting as unhandled'));
   const late = new Promise<'late'>((resolve) => {
     timer = setTimeout(() => resolve('late'), limitMs);
   });

@@ -6,7 +6,7 @@
  * dialer reads the setting in each launch's transaction, so it holds at once on every instance.
  */
 import { z } from 'zod';
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { Store } from '../infra/db/store.ts';
 import { emit } from '../infra/runtime/outbox.ts';
@@ -22,7 +22,7 @@ export type CompanySettingsChange = z.infer<typeof CompanySettingsChange>;
 /** The company's settings; 404 for an unknown company. */
 export async function companySettings(store: Store, tenantId: string): Promise<CompanySettings> {
   const row = await store.db.selectFrom('companies').select('max_calls_per_number_per_day').where('id', '=', tenantId).executeTakeFirst();
-  if (!row) throw new ApiError('not_found', `no company ${tenantId}`);
+  if (!row) throw new NotFound(`no company ${tenantId}`);
   return { max_calls_per_number_per_day: row.max_calls_per_number_per_day };
 }
 
@@ -30,7 +30,7 @@ export async function companySettings(store: Store, tenantId: string): Promise<C
 export async function changeCompanySettings(store: Store, tenantId: string, change: CompanySettingsChange, by: Who): Promise<CompanySettings> {
   return store.transaction(async (tx) => {
     const before = await tx.selectFrom('companies').select('max_calls_per_number_per_day').where('id', '=', tenantId).forNoKeyUpdate().executeTakeFirst();
-    if (!before) throw new ApiError('not_found', `no company ${tenantId}`);
+    if (!before) throw new NotFound(`no company ${tenantId}`);
     const after: CompanySettings = { max_calls_per_number_per_day: change.max_calls_per_number_per_day ?? before.max_calls_per_number_per_day };
     if (after.max_calls_per_number_per_day === before.max_calls_per_number_per_day) return after;
     await tx.updateTable('companies').set({ max_calls_per_number_per_day: after.max_calls_per_number_per_day, updated_at: new Date() }).where('id', '=', tenantId).execute();

@@ -6,7 +6,7 @@
  * refused. Every change is an event naming who acted, so it is in the company's audit trail.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { Conflict, Forbidden, Invalid, NotFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Who } from '../../shared/who.ts';
 import { normalEmail, registerEmail } from '../auth/accounts.ts';
@@ -53,7 +53,7 @@ const isOwner = (a: Asker) => a.roles.includes('owner');
  * make owners (403); an operator's e-mail is 422, one already registered 409; a full plan 409.
  */
 export async function createUser(store: Store, tenantId: string, by: Asker, input: { name: string; email: string; role: CompanyRole }): Promise<{ user: UserView; temporary_password: string }> {
-  if (input.role === 'owner' && !isOwner(by)) throw new ApiError('forbidden', 'only an owner makes owners');
+  if (input.role === 'owner' && !isOwner(by)) throw new Forbidden('only an owner makes owners');
   const email = normalEmail(input.email);
   const password = temporaryPassword();
   const phc = await hashPassword(password);
@@ -74,10 +74,10 @@ export async function changeUser(store: Store, tenantId: string, by: Asker, id: 
   return store.transaction(async (tx) => {
     await lockCompanyUsers(tx, tenantId);
     const before = await tx.selectFrom('company_users').select(COLUMNS).where('id', '=', id).where('tenant_id', '=', tenantId).executeTakeFirst();
-    if (!before) throw new ApiError('not_found', `no user ${id}`);
+    if (!before) throw new NotFound(`no user ${id}`);
     const roles = change.role ? [change.role] : before.roles;
     if ((before.roles.includes('owner') || roles.includes('owner')) && !isOwner(by)) {
-      throw new ApiError('forbidden', before.roles.includes('owner') ? 'only an owner changes an owner' : 'only an owner makes owners');
+      throw new Forbidden(before.roles.includes('owner') ? 'only an owner changes an owner' : 'only an owner makes owners');
     }
     const disabledAt = change.disabled === undefined ? before.disabled_at : change.disabled ? (before.disabled_at ?? new Date()) : null;
     const wasActiveOwner = before.roles.includes('owner') && before.disabled_at === null;
@@ -91,7 +91,7 @@ export async function changeUser(store: Store, tenantId: string, by: Asker, id: 
         .where('disabled_at', 'is', null)
         .where(sql<boolean>`'owner' = any(roles)`)
         .executeTakeFirstOrThrow();
-      if (Number(others.n) === 0) throw new ApiError('conflict', "this is the company's last active owner: make another user owner first");
+      if (Number(others.n) === 0) throw new Conflict("this is the company's last active owner: make another user owner first");
     }
     // Switched back on: the plan's cap counts active users.
     if (before.disabled_at && !disabledAt) await assertUserRoom(tx, tenantId);
@@ -113,8 +113,8 @@ export async function insertCompanyUser(tx: Tx, tenantId: string, u: { id: strin
   await lockCompanyUsers(tx, tenantId);
   await assertUserRoom(tx, tenantId);
   const holder = await tx.selectFrom('registered_emails').select('user_kind').where('email', '=', u.email).executeTakeFirst();
-  if (holder?.user_kind === 'operator') throw new ApiError('unprocessable', 'that e-mail belongs to an operator');
-  if (holder || !(await registerEmail(tx, u.email, 'company', u.id))) throw new ApiError('conflict', 'that e-mail is already registered');
+  if (holder?.user_kind === 'operator') throw new Invalid('that e-mail belongs to an operator');
+  if (holder || !(await registerEmail(tx, u.email, 'company', u.id))) throw new Conflict('that e-mail is already registered');
   return tx
     .insertInto('company_users')
     .values({ id: u.id, tenant_id: tenantId, email: u.email, name: u.name, password_hash: u.phc, roles: u.roles, must_change_password: true })
@@ -127,7 +127,7 @@ async function assertUserRoom(tx: Tx, tenantId: string): Promise<void> {
   const company = await tx.selectFrom('companies').select('plan').where('id', '=', tenantId).executeTakeFirstOrThrow();
   const active = await tx.selectFrom('company_users').select((eb) => eb.fn.countAll<string>().as('n')).where('tenant_id', '=', tenantId).where('disabled_at', 'is', null).executeTakeFirstOrThrow();
   const cap = planLimits(company.plan).users;
-  if (Number(active.n) >= cap) throw new ApiError('conflict', `the ${company.plan} plan's cap of ${cap} users is reached`);
+  if (Number(active.n) >= cap) throw new Conflict(`the ${company.plan} plan's cap of ${cap} users is reached`);
 }
 
 /** Serialises a company's user changes, so "another active owner" cannot race. */

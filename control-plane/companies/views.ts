@@ -4,7 +4,7 @@
  * with its health check. Read only; the company actor owns every change.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import type { CompanyStatus, PlanName, UsageKind } from '../infra/db/schema/index.ts';
 import { monthUsage as meteredUsage } from '../usage/ledger.ts';
 import type { Store } from '../infra/db/store.ts';
@@ -208,7 +208,7 @@ function capsHit(limits: PlanLimits, isSubAccount: boolean, users: number | null
 /** One company's detail, or 404 `not_found`. Parts whose source did not answer in time are null. */
 export async function tenantDetail(store: Store, sources: ColumnSources, tenantId: string, limitMs = COLUMN_TIME_LIMIT_MS): Promise<TenantDetail> {
   const row = await store.db.selectFrom('companies').selectAll().where('id', '=', tenantId).executeTakeFirst();
-  if (!row) throw new ApiError('not_found', `no company ${tenantId}`);
+  if (!row) throw new NotFound(`no company ${tenantId}`);
   const [parts, live, pause] = await Promise.all([
     withinTime('store', limitMs, () => detailParts(store, tenantId)),
     gatherListColumns(sources, [tenantId], limitMs),

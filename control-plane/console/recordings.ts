@@ -4,7 +4,7 @@
  * was made, its length and its latest QA review. The API keeps its own shapes
  * (`recordings/read.ts`, `qa/reviews.ts`); these add the names the screens show.
  */
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import { maskPhoneNumbers } from '../../shared/masking.ts';
 import { checkCursor, pageOf } from '../infra/db/page.ts';
 import type { Store } from '../infra/db/store.ts';
@@ -117,6 +117,6 @@ export async function recordingLinesById(store: Store, tenantId: string, ids: re
 /** One recording of the company; another company's, or none, is 404. */
 export async function recordingLine(store: Store, tenantId: string, id: string): Promise<RecordingLine> {
   const found = (await recordingLinesById(store, tenantId, [id])).get(id);
-  if (!found) throw new ApiError('not_found', `no recording ${id}`);
+  if (!found) throw new NotFound(`no recording ${id}`);
   return found;
 }

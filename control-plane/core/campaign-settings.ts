@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { isDeepStrictEqual } from 'node:util';
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import { ClockText } from '../compliance/legal-rules.ts';
 import { parseClock } from '../compliance/calling-window.ts';
@@ -96,7 +96,7 @@ async function currentSettings(tx: Tx, tenantId: string, id: string): Promise<Ca
     select calling_window, retry, abandon_cap_percent::text as abandon_cap_percent from campaigns
     where id = ${id} and tenant_id = ${tenantId} for no key update`.execute(tx);
   const row = r.rows[0];
-  if (!row) throw new ApiError('not_found', `no campaign ${id}`);
+  if (!row) throw new NotFound(`no campaign ${id}`);
   // A policy written before a field existed reads with that field's default.
   return { calling_window: row.calling_window, retry: mergedRetry(DEFAULT_RETRY, row.retry), abandon_cap_percent: Number(row.abandon_cap_percent) };
 }

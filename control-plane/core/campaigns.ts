@@ -6,7 +6,7 @@
  * cap) and their changes are `campaign-settings.ts`'s.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { actorRefusal, Invalid, NotFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { toE164 } from '../../shared/phone.ts';
 import { planLimits } from '../companies/plans.ts';
@@ -67,16 +67,16 @@ export async function createCampaign({ store, runtime }: CampaignDeps, tenantId:
   const company = await store.db.selectFrom('companies').select('plan').where('id', '=', tenantId).executeTakeFirstOrThrow();
   const limits = planLimits(company.plan);
   if (input.max_concurrent_calls > limits.concurrent_calls) {
-    throw new ApiError('unprocessable', `max_concurrent_calls: the ${company.plan} plan allows at most ${limits.concurrent_calls}`);
+    throw new Invalid(`max_concurrent_calls: the ${company.plan} plan allows at most ${limits.concurrent_calls}`);
   }
   if (input.calls_per_second > limits.calls_per_second) {
-    throw new ApiError('unprocessable', `calls_per_second: the ${company.plan} plan allows at most ${limits.calls_per_second}`);
+    throw new Invalid(`calls_per_second: the ${company.plan} plan allows at most ${limits.calls_per_second}`);
   }
   const callerId = toE164(input.caller_id);
-  if (!callerId) throw new ApiError('unprocessable', 'caller_id: not a valid phone number');
+  if (!callerId) throw new Invalid('caller_id: not a valid phone number');
   const listIds = [...new Set(input.list_ids)];
   const unknown = await foreignLists(store, tenantId, listIds);
-  if (unknown.length > 0) throw new ApiError('unprocessable', `list_ids: no list ${unknown.slice(0, 5).join(', ')}`);
+  if (unknown.length > 0) throw new Invalid(`list_ids: no list ${unknown.slice(0, 5).join(', ')}`);
   const id = newId('cmp');
   await store.transaction(async (tx) => {
     await tx
@@ -150,7 +150,7 @@ function view(r: CampaignRow): CampaignView {
 /** The company's campaign `id`; 404 when it is not one of the company's. */
 export async function findCampaign(store: Store, tenantId: string, id: string): Promise<CampaignView> {
   const row = await campaignQuery(store, tenantId).where('c.id', '=', id).executeTakeFirst();
-  if (!row) throw new ApiError('not_found', `no campaign ${id}`);
+  if (!row) throw new NotFound(`no campaign ${id}`);
   return view(row);
 }
 
@@ -176,9 +176,9 @@ export async function commandCampaign({ store, runtime }: CampaignDeps, tenantId
     .where('campaigns.id', '=', id)
     .where('campaigns.tenant_id', '=', tenantId)
     .executeTakeFirst();
-  if (!row) throw new ApiError('not_found', `no campaign ${id}`);
+  if (!row) throw new NotFound(`no campaign ${id}`);
   const held = row.core_hold || row.status !== 'on';
   const reply = await runtime.send('campaign', id, { type: CAMPAIGN_EVENT_OF[command], held, by });
-  if (!reply.ok) throw new ApiError(reply.code, reply.message);
+  if (!reply.ok) throw actorRefusal(reply);
   return findCampaign(store, tenantId, id);
 }

@@ -16,7 +16,7 @@
  */
 import { sql } from 'kysely';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { ApiError } from '../../shared/errors.ts';
+import { ignore, NotFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { checkNumber, type NumberCheck } from '../../shared/phone.ts';
@@ -151,7 +151,7 @@ export class ListChecks {
         await this.run(id);
       } catch (err) {
         this.#log.error({ err, check_id: id }, 'list check failed; it is taken up again when its lease ends');
-        await sql`update list_checks set error = ${String((err as Error)?.message ?? err).slice(0, 500)} where id = ${id}`.execute(this.#store.db).catch(() => {});
+        await sql`update list_checks set error = ${String((err as Error)?.message ?? err).slice(0, 500)} where id = ${id}`.execute(this.#store.db).catch(ignore('noting the failure on the check is best effort; the failure is logged above and the check is taken up again'));
         return;
       }
     }
@@ -311,7 +311,7 @@ export class ListChecks {
   /** The company's check `checkId` of list `listId`; 404 otherwise. */
   async find(tenantId: string, listId: string, checkId: string): Promise<CheckView> {
     const row = await this.#store.db.selectFrom('list_checks').selectAll().where('id', '=', checkId).where('tenant_id', '=', tenantId).where('list_id', '=', listId).executeTakeFirst();
-    if (!row) throw new ApiError('not_found', `no check ${checkId} of list ${listId}`);
+    if (!row) throw new NotFound(`no check ${checkId} of list ${listId}`);
     return {
       id: row.id,
       list_id: row.list_id,

@@ -1,6 +1,6 @@
 /** A company's lists of people: creating them and reading them. Every read is scoped to the company. */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Store } from '../infra/db/store.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
@@ -17,7 +17,7 @@ export async function createList(store: Store, tenantId: string, name: string): 
 /** The company's list `id`; 404 when it is not one of the company's. */
 export async function findList(store: Store, tenantId: string, id: string): Promise<ListView> {
   const rows = await listQuery(store, tenantId).where('l.id', '=', id).execute();
-  if (rows.length === 0) throw new ApiError('not_found', `no list ${id}`);
+  if (rows.length === 0) throw new NotFound(`no list ${id}`);
   return view(rows[0]);
 }
 

@@ -11,7 +11,7 @@
 import { sql } from 'kysely';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { z } from 'zod';
-import { ApiError } from '../../shared/errors.ts';
+import { ignore, Invalid, NotFound } from '../../shared/errors.ts';
 import { newIds } from '../../shared/ids.ts';
 import { LeadInput, leadText, normaliseLead, REJECTED_ROWS_LISTED, type Lead } from '../../shared/lead.ts';
 import { isKnownZone } from '../compliance/calling-window.ts';
@@ -46,7 +46,7 @@ function checkTimezones(items: readonly unknown[], path: string): void {
       if (knownZones.size < 2000) knownZones.add(name);
       continue;
     }
-    throw new ApiError('unprocessable', `${path}[${i}].timezone: expected an IANA time zone name such as America/Chicago, got ${JSON.stringify(tz)?.slice(0, 80)}`);
+    throw new Invalid(`${path}[${i}].timezone: expected an IANA time zone name such as America/Chicago, got ${JSON.stringify(tz)?.slice(0, 80)}`);
   }
 }
 
@@ -97,9 +97,9 @@ export async function importLeadBatch(
 ): Promise<LeadBatchResult> {
   const { store } = deps;
   if (items.length > MAX_PEOPLE_PER_REQUEST) {
-    throw new ApiError('unprocessable', `at most ${MAX_PEOPLE_PER_REQUEST} ${what === 'lead' ? 'leads' : 'people'} a request (got ${items.length}); split them`);
+    throw new Invalid(`at most ${MAX_PEOPLE_PER_REQUEST} ${what === 'lead' ? 'leads' : 'people'} a request (got ${items.length}); split them`);
   }
-  if (items.length === 0) throw new ApiError('unprocessable', `no ${what} sent`);
+  if (items.length === 0) throw new Invalid(`no ${what} sent`);
   checkTimezones(items, what === 'lead' ? 'leads' : 'body');
   await findList(store, tenantId, listId);
   const byNumber = new Set<string>();
@@ -134,13 +134,13 @@ export async function importLeadBatch(
         // order within a statement, which makes a deadlock between two batches unlikely.
         fresh.sort((x, y) => (x.phone_number < y.phone_number ? -1 : x.phone_number > y.phone_number ? 1 : 0));
         const written = insertLeads(tx, tenantId, listId, fresh);
-        written.catch(() => {}); // awaited below; a failure fails the transaction there
+        written.catch(ignore('awaited below, where a failure fails the transaction'));
         inserts.push(written);
       }
       await yieldToLoop();
     }
     if (byNumber.size === 0) {
-      throw new ApiError('unprocessable', `no ${what} has a valid phone number (index ${rejected_rows[0].index}: ${rejected_rows[0].reason})`);
+      throw new Invalid(`no ${what} has a valid phone number (index ${rejected_rows[0].index}: ${rejected_rows[0].reason})`);
     }
     const created = (await Promise.all(inserts)).reduce((a, b) => a + b, 0);
     afterCommit(() => deps.checks.wake());
@@ -267,7 +267,7 @@ export async function listPeople(store: Store, tenantId: string, listId: string,
 /** The company's person `id`; 404 when it is not one of the company's. */
 export async function findPerson(store: Store, tenantId: string, id: string, now = Date.now()): Promise<PersonView> {
   const [row, rules] = await Promise.all([personQuery(store, tenantId).where('p.id', '=', id).executeTakeFirst(), readLegalRules(store.db)]);
-  if (!row) throw new ApiError('not_found', `no person ${id}`);
+  if (!row) throw new NotFound(`no person ${id}`);
   return personView(row, new NextCalls(rules, now));
 }
 

@@ -9,7 +9,7 @@
  * Each also carries the person's zones (`timezone`, `timezone_used`) and `next_call_at`.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import type { Store } from '../infra/db/store.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
 import type { PersonCheck, PersonStatus } from '../infra/db/schema/index.ts';
@@ -63,7 +63,7 @@ export async function listResults(
   let lists: string[] | null = null;
   if (q.campaign_id !== undefined) {
     const c = await store.db.selectFrom('campaigns').select('list_ids').where('tenant_id', '=', tenantId).where('id', '=', q.campaign_id).executeTakeFirst();
-    if (!c) throw new ApiError('not_found', `no campaign ${q.campaign_id}`);
+    if (!c) throw new NotFound(`no campaign ${q.campaign_id}`);
     lists = c.list_ids;
   }
   const limit = PAGE_SIZE.results + 1;

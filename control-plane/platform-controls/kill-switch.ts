@@ -12,7 +12,7 @@
  * `dialer/kill-switch-reader.ts`.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { Invalid, NotFound } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { MIN_REASON, reasonLongEnough } from '../../shared/reason.ts';
 import type { Who } from '../../shared/who.ts';
@@ -157,11 +157,11 @@ export function afterChange(deps: SwitchDeps, afterCommit: (cb: () => unknown) =
 export async function setPause(deps: SwitchDeps, target: string, input: { paused: boolean; reason?: string | null; by: Who }): Promise<PauseAnswer> {
   const reason = input.reason?.trim() ?? '';
   if (input.paused && !reasonLongEnough(reason)) {
-    throw new ApiError('unprocessable', `a pause needs a reason of at least ${MIN_REASON} characters`);
+    throw new Invalid(`a pause needs a reason of at least ${MIN_REASON} characters`);
   }
   if (target !== 'global') {
     const company = await deps.store.db.selectFrom('companies').select('id').where('id', '=', target).executeTakeFirst();
-    if (!company) throw new ApiError('not_found', `no company ${target}`);
+    if (!company) throw new NotFound(`no company ${target}`);
   }
   return deps.store.transaction(async (tx, afterCommit) => {
     const version = await lockVersion(tx);

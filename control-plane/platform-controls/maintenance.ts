@@ -4,7 +4,7 @@
  * `platform_settings`; changed under the kill switch's version lock, so it and the switch change
  * one at a time.
  */
-import { ApiError } from '../../shared/errors.ts';
+import { Invalid } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { Store } from '../infra/db/store.ts';
 import { afterChange, answer, applyChange, currentRow, lockVersion, type PauseAnswer, type SwitchDeps } from './kill-switch.ts';
@@ -48,7 +48,7 @@ export async function readMaintenance(store: Store): Promise<Maintenance> {
  */
 export async function setMaintenance(deps: SwitchDeps, input: { on: boolean; message?: string | null; by: Who }): Promise<{ maintenance: Maintenance; global: PauseAnswer }> {
   const message = input.message?.trim() ?? '';
-  if (input.on && message.length === 0) throw new ApiError('unprocessable', 'maintenance mode needs a message');
+  if (input.on && message.length === 0) throw new Invalid('maintenance mode needs a message');
   return deps.store.transaction(async (tx, afterCommit) => {
     const version = await lockVersion(tx);
     const now = new Date().toISOString();

@@ -25,6 +25,7 @@ import type { OutboundClient } from '../infra/outbound-http/guarded-client.ts';
 import type { RecordingStore } from '../recordings/store.ts';
 import type { CallFacts } from './builtin-scorer.ts';
 import type { Answer, Criterion } from './scorecard.ts';
+import { ignore } from '../../shared/errors.ts';
 
 /** Time limits of the two upstream calls (whole call, from the first byte sent to the last read). */
 export type AiTimeouts = { transcriptionMs: number; chatMs: number };
@@ -201,7 +202,7 @@ async function call(
     return body;
   } finally {
     req.onEnd?.();
-    await recordAiSample(deps.store, { purpose, kind: 'reply', ok, reply_ms: Math.round(performance.now() - started), instance: deps.instanceId, call_id: input.review.call_id }).catch(() => {});
+    await recordAiSample(deps.store, { purpose, kind: 'reply', ok, reply_ms: Math.round(performance.now() - started), instance: deps.instanceId, call_id: input.review.call_id }).catch(ignore('an AI sample not recorded costs one point of the AI figures, not the score'));
   }
 }
 

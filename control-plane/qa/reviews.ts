@@ -5,7 +5,7 @@
  * read by the company. The scoring itself is `QaWorker`'s (worker.ts).
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { Conflict, NotFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { ReviewScorer, ReviewStatus } from '../infra/db/schema/index.ts';
 import type { Store, Tx } from '../infra/db/store.ts';
@@ -15,7 +15,6 @@ import { currentScorecard, type Answer } from './scorecard.ts';
 
 /** Reviews a page. */
 export const REVIEWS_PAGE = 50;
-
 
 /**
  * Queues a review of the recording in the caller's transaction, against the company's current
@@ -53,17 +52,17 @@ export async function queueReview(
 export async function rescore(store: Store, tenantId: string, recordingId: string): Promise<ReviewView> {
   const id = await store.transaction(async (tx) => {
     const rec = await tx.selectFrom('recordings').select(['id', 'status', 'call_id', 'campaign_id']).where('id', '=', recordingId).where('tenant_id', '=', tenantId).forUpdate().executeTakeFirst();
-    if (!rec) throw new ApiError('not_found', `no recording ${recordingId}`);
-    if (rec.status !== 'stored') throw new ApiError('conflict', `recording ${recordingId} is not stored (${rec.status}); only a stored recording is scored`);
+    if (!rec) throw new NotFound(`no recording ${recordingId}`);
+    if (rec.status !== 'stored') throw new Conflict(`recording ${recordingId} is not stored (${rec.status}); only a stored recording is scored`);
     const latest = await sql<{ id: string; status: ReviewStatus }>`
       select r.id, r.status from qa_reviews r
       where r.recording_id = ${recordingId} and not exists (select 1 from qa_reviews s where s.supersedes = r.id)`.execute(tx);
     const last = latest.rows[0];
     if (last && (last.status === 'queued' || last.status === 'scoring')) {
-      throw new ApiError('conflict', `review ${last.id} of recording ${recordingId} is still ${last.status}; re-score once it has ended`);
+      throw new Conflict(`review ${last.id} of recording ${recordingId} is still ${last.status}; re-score once it has ended`);
     }
     const made = await queueReview(tx, { tenantId, recordingId, callId: rec.call_id, campaignId: rec.campaign_id, ...(last ? { supersedes: last.id } : {}) });
-    if (!made) throw new ApiError('conflict', `recording ${recordingId} was re-scored at the same moment; read its reviews`);
+    if (!made) throw new Conflict(`recording ${recordingId} was re-scored at the same moment; read its reviews`);
     return made;
   });
   return findReview(store, tenantId, id);
@@ -119,7 +118,7 @@ function view(r: Row): ReviewView {
 /** The company's review `id`; 404 otherwise (another company's too). */
 export async function findReview(store: Store, tenantId: string, id: string): Promise<ReviewView> {
   const row = await store.db.selectFrom('qa_reviews').select(COLUMNS).where('id', '=', id).where('tenant_id', '=', tenantId).executeTakeFirst();
-  if (!row) throw new ApiError('not_found', `no review ${id}`);
+  if (!row) throw new NotFound(`no review ${id}`);
   return view(row);
 }
 
@@ -135,11 +134,11 @@ export async function listReviews(
   const after = checkCursor(q.cursor, 'rev');
   if (q.call_id !== undefined) {
     const c = await store.db.selectFrom('calls').select('id').where('id', '=', q.call_id).where('tenant_id', '=', tenantId).executeTakeFirst();
-    if (!c) throw new ApiError('not_found', `no call ${q.call_id}`);
+    if (!c) throw new NotFound(`no call ${q.call_id}`);
   }
   if (q.recording_id !== undefined) {
     const r = await store.db.selectFrom('recordings').select('id').where('id', '=', q.recording_id).where('tenant_id', '=', tenantId).executeTakeFirst();
-    if (!r) throw new ApiError('not_found', `no recording ${q.recording_id}`);
+    if (!r) throw new NotFound(`no recording ${q.recording_id}`);
   }
   let query = store.db.selectFrom('qa_reviews').select(COLUMNS).where('tenant_id', '=', tenantId);
   if (q.call_id !== undefined) query = query.where('call_id', '=', q.call_id);

@@ -14,6 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { AwsClient } from 'aws4fetch';
 import type { OutboundClient, OutboundFailure, StreamedAnswer } from '../infra/outbound-http/guarded-client.ts';
 import { checkKey, metered, RecordingIncomplete, RecordingStoreError, RecordingTooLarge, type ByteRange, type PutBody, type PutOptions, type RecordingStore, type StoreCheck, type StoredFile } from './store.ts';
+import { ignore, ignored } from '../../shared/errors.ts';
 
 export type BucketSettings = {
   /** `https://s3.us-east-1.amazonaws.com` or a compatible store's address. */
@@ -83,7 +84,7 @@ export class S3Bucket {
 
 /** Lets go of an answer's body unread (destroying it reports an abort: ours, expected). */
 function drop(body: Readable): void {
-  body.on('error', () => {});
+  body.on('error', ignore('the body is dropped unread; its abort is ours, expected'));
   body.destroy();
 }
 
@@ -96,8 +97,8 @@ async function describe(answer: StreamedAnswer | OutboundFailure): Promise<strin
       text += chunk.toString();
       if (text.length > 2048) break;
     }
-  } catch {
-    // The status is enough.
+  } catch (err) {
+    ignored(err, 'the error body is read for its <Code> only; the status is enough without it');
   }
   drop(answer.body);
   const code = /<Code>([^<]{1,100})<\/Code>/.exec(text)?.[1];
@@ -152,7 +153,7 @@ export class BucketStore implements RecordingStore {
       }
       return await this.put(key, createReadStream(temp), { ...opts, length: bytes(), onChunk: undefined });
     } finally {
-      await rm(temp, { force: true }).catch(() => {});
+      await rm(temp, { force: true }).catch(ignore("removing the temporary file is tidying; the put's own outcome is what counts"));
     }
   }
 

@@ -9,6 +9,7 @@ import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { checkKey, metered, RecordingStoreError, RecordingTooLarge, RecordingIncomplete, type ByteRange, type PutBody, type PutOptions, type RecordingStore, type StoreCheck, type StoredFile } from './store.ts';
+import { ignore } from '../../shared/errors.ts';
 
 export class FolderStore implements RecordingStore {
   readonly kind = 'folder' as const;
@@ -32,7 +33,7 @@ export class FolderStore implements RecordingStore {
       await pipeline(stream, createWriteStream(temp, { flags: 'wx' }));
       await rename(temp, path);
     } catch (err) {
-      await rm(temp, { force: true }).catch(() => {});
+      await rm(temp, { force: true }).catch(ignore("removing the temporary file is tidying; the write's own error is thrown"));
       if (err instanceof RecordingTooLarge || err instanceof RecordingIncomplete) throw err;
       throw new RecordingStoreError(`the recording could not be written: ${(err as Error).message}`, { cause: err });
     }

@@ -1,5 +1,5 @@
 /** The company's reads of its recordings: a page, one, and its audio (always within the company). */
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import { checkCursor, pageOf } from '../infra/db/page.ts';
 import type { Store } from '../infra/db/store.ts';
 import { recordingView, type RecordingRow } from './save.ts';
@@ -29,7 +29,7 @@ export async function listRecordings(store: Store, tenantId: string, q: Recordin
 /** One recording of the company; another company's, or none, is 404. */
 export async function findRecording(store: Store, tenantId: string, id: string): Promise<RecordingRow> {
   const row = await store.db.selectFrom('recordings').selectAll().where('id', '=', id).where('tenant_id', '=', tenantId).executeTakeFirst();
-  if (!row) throw new ApiError('not_found', `no recording ${id}`);
+  if (!row) throw new NotFound(`no recording ${id}`);
   return row;
 }
 
@@ -57,11 +57,11 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
 /** A stored recording's audio, or the range asked for; 404 when it is not stored (or its file is gone). */
 export async function recordingAudio(store: Store, files: RecordingStore, tenantId: string, id: string, rangeHeader: string | undefined): Promise<{ row: RecordingRow; file: StoredFile } | { row: RecordingRow; unsatisfiable: number }> {
   const row = await findRecording(store, tenantId, id);
-  if (row.status !== 'stored' || !row.storage_key || row.bytes === null) throw new ApiError('not_found', `recording ${id} has no audio yet (status ${row.status})`);
+  if (row.status !== 'stored' || !row.storage_key || row.bytes === null) throw new NotFound(`recording ${id} has no audio yet (status ${row.status})`);
   const size = Number(row.bytes);
   const range = parseRange(rangeHeader, size);
   if (range === 'unsatisfiable') return { row, unsatisfiable: size };
   const file = await files.get(row.storage_key, range ?? undefined);
-  if (!file) throw new ApiError('not_found', `the audio of recording ${id} is missing from the store`);
+  if (!file) throw new NotFound(`the audio of recording ${id} is missing from the store`);
   return { row, file };
 }

@@ -6,7 +6,7 @@
  * it. Another company's call or campaign is 404.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { NotFound } from '../../shared/errors.ts';
 import type { Store } from '../infra/db/store.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
 
@@ -55,7 +55,7 @@ function view(r: Row): CallView {
 /** The company's call `id` (any company's for `tenantId` null: an operator's read); 404 when it is not one of the company's. */
 export async function findCall(store: Store, tenantId: string | null, id: string): Promise<CallView> {
   const r = await sql<Row>`select ${COLUMNS} from calls where id = ${id} ${tenantId === null ? sql`` : sql`and tenant_id = ${tenantId}`}`.execute(store.db);
-  if (!r.rows[0]) throw new ApiError('not_found', `no call ${id}`);
+  if (!r.rows[0]) throw new NotFound(`no call ${id}`);
   return view(r.rows[0]);
 }
 
@@ -64,7 +64,7 @@ export async function listCalls(store: Store, tenantId: string, q: { campaign_id
   const after = checkCursor(q.cursor, 'call');
   if (q.campaign_id !== undefined) {
     const c = await store.db.selectFrom('campaigns').select('id').where('tenant_id', '=', tenantId).where('id', '=', q.campaign_id).executeTakeFirst();
-    if (!c) throw new ApiError('not_found', `no campaign ${q.campaign_id}`);
+    if (!c) throw new NotFound(`no campaign ${q.campaign_id}`);
   }
   const rows = await sql<Row>`
     select ${COLUMNS} from calls

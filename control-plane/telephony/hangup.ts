@@ -12,7 +12,7 @@
  * call ends (`hangupsOwed`); a node that never comes back has its calls ended by the sweeps.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { Conflict, NotFound } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { Who } from '../../shared/who.ts';
 import type { Store } from '../infra/db/store.ts';
@@ -35,8 +35,8 @@ export async function hangUpCall(deps: { store: Store; nodes: MediaNodes; log: L
       where id = ${id} ${tenantId === null ? sql`` : sql`and tenant_id = ${tenantId}`}
       for update`.execute(tx);
     const row = r.rows[0];
-    if (!row) throw new ApiError('not_found', `no call ${id}`);
-    if (row.state === 'ended') throw new ApiError('conflict', `call ${id} has ended already (${row.end_reason ?? 'ended'})`);
+    if (!row) throw new NotFound(`no call ${id}`);
+    if (row.state === 'ended') throw new Conflict(`call ${id} has ended already (${row.end_reason ?? 'ended'})`);
     await sql`update calls set hangup_requested_at = coalesce(hangup_requested_at, now()) where id = ${id}`.execute(tx);
     await emit(tx, [
       {

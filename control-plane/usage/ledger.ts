@@ -9,7 +9,7 @@
  * a month" means: an event of an item of that month is still queued for it.
  */
 import { sql, type Kysely } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { ignore, Invalid, Unavailable } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { UsageKind } from '../infra/db/schema/index.ts';
 import type { DB, Store } from '../infra/db/store.ts';
@@ -22,7 +22,7 @@ export const METER_CONSUMER = 'meter';
 /** `YYYY-MM` → its first instant and the next month's, UTC. Throws 422 on anything else. */
 export function monthRange(month: string): { start: Date; end: Date; first: string } {
   const m = /^(\d{4})-(0[1-9]|1[0-2])$/.exec(month);
-  if (!m) throw new ApiError('unprocessable', `month must be YYYY-MM (got ${JSON.stringify(month).slice(0, 40)})`);
+  if (!m) throw new Invalid(`month must be YYYY-MM (got ${JSON.stringify(month).slice(0, 40)})`);
   const y = Number(m[1]);
   const mo = Number(m[2]) - 1;
   return { start: new Date(Date.UTC(y, mo, 1)), end: new Date(Date.UTC(y, mo + 1, 1)), first: `${m[1]}-${m[2]}-01` };
@@ -63,14 +63,14 @@ export async function assertMeterCurrent(store: Store, month: string, timeoutMs 
     where p.consumer = ${METER_CONSUMER} and (o.data->>'at')::timestamptz >= ${start} and (o.data->>'at')::timestamptz < ${end}`
     .execute(store.db)
     .then((r) => r.rows[0].n);
-  asked.catch(() => {}); // answered below, or too late to matter
+  asked.catch(ignore('answered below, or too late to matter'));
   try {
     const answer = await Promise.race([asked, late]).catch((err: unknown) => {
       // With its cause: the store failing is a server error (`/ops/services`), the meter behind is not.
-      throw new ApiError('unavailable', `insights: the usage of ${month} could not be read (${err instanceof Error ? err.message : 'no answer'}); try again`, {}, err);
+      throw new Unavailable(`insights: the usage of ${month} could not be read (${err instanceof Error ? err.message : 'no answer'}); try again`, { retryable: true, cause: err });
     });
-    if (answer === 'late') throw new ApiError('unavailable', `insights: the usage of ${month} did not answer within ${timeoutMs} ms; try again`);
-    if (answer > 0) throw new ApiError('unavailable', `insights: the usage meter is behind for ${month} (${answer} usage item${answer === 1 ? '' : 's'} not counted yet); try again shortly`);
+    if (answer === 'late') throw new Unavailable(`insights: the usage of ${month} did not answer within ${timeoutMs} ms; try again`, { retryable: true });
+    if (answer > 0) throw new Unavailable(`insights: the usage meter is behind for ${month} (${answer} usage item${answer === 1 ? '' : 's'} not counted yet); try again shortly`, { retryable: true });
   } finally {
     clearTimeout(timer);
   }

@@ -9,7 +9,7 @@
  * recording import's secrets.
  */
 import { z } from 'zod';
-import { ApiError } from '../../shared/errors.ts';
+import { Invalid, NotFound } from '../../shared/errors.ts';
 import { checkPatterns, patternWarnings } from './event-patterns.ts';
 import { EVENT_NAMES } from '../../shared/events.ts';
 import { newId } from '../../shared/ids.ts';
@@ -103,13 +103,13 @@ export function connectorView(r: Row, now: number) {
 
 async function checkedUrl(deps: ConnectorDeps, url: string): Promise<string> {
   const r = await checkTargetAddress(url, { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
-  if (!r.ok) throw new ApiError('unprocessable', `url: ${r.reason}`);
+  if (!r.ok) throw new Invalid(`url: ${r.reason}`);
   return r.url.toString();
 }
 
 function checkedEvents(events: unknown): string[] {
   const r = checkPatterns(events);
-  if (!r.ok) throw new ApiError('unprocessable', r.reason);
+  if (!r.ok) throw new Invalid(r.reason);
   return r.patterns;
 }
 
@@ -119,13 +119,13 @@ async function checkedCampaigns(deps: ConnectorDeps, tenantId: string, ids: stri
   const found = await deps.store.db.selectFrom('campaigns').select('id').where('tenant_id', '=', tenantId).where('id', 'in', unique).execute();
   const known = new Set(found.map((f) => f.id));
   const missing = unique.filter((id) => !known.has(id));
-  if (missing.length) throw new ApiError('unprocessable', `campaign_ids: no such campaign in this company: ${missing.slice(0, 5).join(', ')}`);
+  if (missing.length) throw new Invalid(`campaign_ids: no such campaign in this company: ${missing.slice(0, 5).join(', ')}`);
   return unique;
 }
 
 async function row(deps: ConnectorDeps, tenantId: string, id: string): Promise<Row> {
   const r = await deps.store.db.selectFrom('connectors').select(VIEW_COLUMNS).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
-  if (!r) throw new ApiError('not_found', `no connection ${id}`);
+  if (!r) throw new NotFound(`no connection ${id}`);
   return r as Row;
 }
 
@@ -133,11 +133,11 @@ export async function createConnector(deps: ConnectorDeps, tenantId: string, use
   if (input.kind === 'legacy') return createLegacyConnector(deps, tenantId, userId, input);
   if (input.kind === 'recording_import') return createRecordingImport(deps, tenantId, userId, input);
   if (input.kind !== 'webhook') {
-    throw new ApiError('unprocessable', `kind: expected "webhook", "recording_import" or "legacy" (got ${JSON.stringify(input.kind)})`);
+    throw new Invalid(`kind: expected "webhook", "recording_import" or "legacy" (got ${JSON.stringify(input.kind)})`);
   }
   const strayImport = RECORDING_IMPORT_KEYS.find((k) => input[k] !== undefined);
-  if (strayImport) throw new ApiError('unprocessable', `${strayImport}: only for a recording_import connection`);
-  if (input.url === undefined) throw new ApiError('unprocessable', 'url: required for a webhook connection');
+  if (strayImport) throw new Invalid(`${strayImport}: only for a recording_import connection`);
+  if (input.url === undefined) throw new Invalid('url: required for a webhook connection');
   const events = checkedEvents(input.events);
   const url = await checkedUrl(deps, input.url);
   const campaigns = await checkedCampaigns(deps, tenantId, input.campaign_ids);
@@ -159,7 +159,7 @@ function importFieldsOf(input: Record<string, unknown>): RecordingImportInput {
 /** A recording import connection: its settings checked (`checkedSettings`), secrets kept and never shown. */
 async function createRecordingImport(deps: ConnectorDeps, tenantId: string, userId: string | null, input: z.infer<typeof NewConnector>) {
   const extra = WEBHOOK_KEYS.find((k) => input[k] !== undefined);
-  if (extra) throw new ApiError('unprocessable', `${extra}: not a setting of a recording_import connection`);
+  if (extra) throw new Invalid(`${extra}: not a setting of a recording_import connection`);
   const settings = await checkedSettings(null, importFieldsOf(input), { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
   const id = newId('con');
   const now = new Date();
@@ -176,7 +176,7 @@ async function createRecordingImport(deps: ConnectorDeps, tenantId: string, user
 /** A legacy connection: `{kind:"legacy", name}` and nothing else (it has no address, events or secret). */
 async function createLegacyConnector(deps: ConnectorDeps, tenantId: string, userId: string | null, input: z.infer<typeof NewConnector>) {
   const extra = [...WEBHOOK_KEYS, ...RECORDING_IMPORT_KEYS].filter((k) => input[k] !== undefined);
-  if (extra.length) throw new ApiError('unprocessable', `${extra[0]}: a legacy connection takes only kind and name`);
+  if (extra.length) throw new Invalid(`${extra[0]}: a legacy connection takes only kind and name`);
   const id = newId('con');
   const now = new Date();
   await deps.store.db
@@ -235,12 +235,12 @@ export async function getConnector(deps: ConnectorDeps, tenantId: string, id: st
 export async function updateConnector(deps: ConnectorDeps, tenantId: string, id: string, changes: z.infer<typeof ConnectorChanges>) {
   const current = await row(deps, tenantId, id);
   const notName = Object.keys(changes).filter((k) => k !== 'name');
-  if (current.kind === 'legacy' && notName.length) throw new ApiError('unprocessable', `${notName[0]}: a legacy connection has only a name`);
+  if (current.kind === 'legacy' && notName.length) throw new Invalid(`${notName[0]}: a legacy connection has only a name`);
   const set: Record<string, unknown> = { updated_at: new Date(deps.clock.now()) };
   if (changes.name !== undefined) set.name = changes.name;
   if (current.kind === 'recording_import') {
     const extra = WEBHOOK_KEYS.find((k) => changes[k] !== undefined);
-    if (extra) throw new ApiError('unprocessable', `${extra}: not a setting of a recording_import connection`);
+    if (extra) throw new Invalid(`${extra}: not a setting of a recording_import connection`);
     const fields = importFieldsOf(changes);
     if (Object.keys(fields).length) {
       set.settings = JSON.stringify(await checkedSettings(current.settings as ImportSettings, fields, { allowPrivate: deps.allowPrivate, lookup: deps.lookup }));
@@ -249,7 +249,7 @@ export async function updateConnector(deps: ConnectorDeps, tenantId: string, id:
     return getConnector(deps, tenantId, id);
   }
   const strayImport = RECORDING_IMPORT_KEYS.find((k) => changes[k] !== undefined);
-  if (strayImport) throw new ApiError('unprocessable', `${strayImport}: only for a recording_import connection`);
+  if (strayImport) throw new Invalid(`${strayImport}: only for a recording_import connection`);
   if (changes.url !== undefined) set.url = await checkedUrl(deps, changes.url);
   if (changes.events !== undefined) set.events = JSON.stringify(checkedEvents(changes.events));
   if (changes.campaign_ids !== undefined) {
@@ -264,7 +264,7 @@ export async function updateConnector(deps: ConnectorDeps, tenantId: string, id:
 /** Removes a connection with its deliveries and their log. */
 export async function deleteConnector(deps: ConnectorDeps, tenantId: string, id: string): Promise<void> {
   const r = await deps.store.db.deleteFrom('connectors').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
-  if (Number(r.numDeletedRows) === 0) throw new ApiError('not_found', `no connection ${id}`);
+  if (Number(r.numDeletedRows) === 0) throw new NotFound(`no connection ${id}`);
 }
 
 /** Re-arms a connection in Needs attention (a no-op for an active one). */
@@ -282,8 +282,8 @@ export async function switchOn(deps: ConnectorDeps, tenantId: string, id: string
 /** A new secret, shown once; the old one keeps signing beside it for `graceHours`. */
 export async function rotateSecret(deps: ConnectorDeps, tenantId: string, id: string, graceHours = DEFAULT_GRACE_HOURS) {
   const current = await deps.store.db.selectFrom('connectors').select(['secret', 'kind']).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
-  if (!current) throw new ApiError('not_found', `no connection ${id}`);
-  if (current.kind !== 'webhook') throw new ApiError('unprocessable', 'only a webhook connection has a signing secret');
+  if (!current) throw new NotFound(`no connection ${id}`);
+  if (current.kind !== 'webhook') throw new Invalid('only a webhook connection has a signing secret');
   const secret = newSigningSecret();
   const now = deps.clock.now();
   const until = graceHours > 0 ? new Date(now + graceHours * 3_600_000) : null;
@@ -325,9 +325,9 @@ export async function testConnector(deps: ConnectorDeps, tenantId: string, id: s
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .executeTakeFirst();
-  if (!c) throw new ApiError('not_found', `no connection ${id}`);
+  if (!c) throw new NotFound(`no connection ${id}`);
   if (c.kind === 'recording_import') return testImportSource(deps.client, c.settings as ImportSettings);
-  if (c.kind !== 'webhook' || !c.url || !c.secret) throw new ApiError('unprocessable', 'a legacy connection has nothing to test');
+  if (c.kind !== 'webhook' || !c.url || !c.secret) throw new Invalid('a legacy connection has nothing to test');
   const now = deps.clock.now();
   const eventId = newId('evt');
   const body = JSON.stringify({

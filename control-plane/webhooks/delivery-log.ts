@@ -3,7 +3,7 @@
  * time, first bytes of the answer), its Retry action, and the operators' queue figures.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../shared/errors.ts';
+import { Conflict, NotFound } from '../../shared/errors.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Store } from '../infra/db/store.ts';
 import { checkCursor, PAGE_SIZE, pageOf } from '../infra/db/page.ts';
@@ -18,7 +18,7 @@ const iso = (d: Date | null) => d?.toISOString() ?? null;
 /** The connection must be the company's (else 404), whatever is asked of its log. */
 async function ownConnector(store: Store, tenantId: string, connectorId: string): Promise<void> {
   const c = await store.db.selectFrom('connectors').select('id').where('tenant_id', '=', tenantId).where('id', '=', connectorId).executeTakeFirst();
-  if (!c) throw new ApiError('not_found', `no connection ${connectorId}`);
+  if (!c) throw new NotFound(`no connection ${connectorId}`);
 }
 
 /** Newest first, 50 a page; `cursor` is the last id of the previous page. */
@@ -89,9 +89,9 @@ export async function retryDelivery(store: Store, clock: Clock, tenantId: string
   const updated = rows[0];
   if (updated) return { id: updated.id, status: updated.status, next_attempt_at: iso(updated.next_at), give_up_at: iso(updated.give_up_at) };
   const d = await store.db.selectFrom('webhook_deliveries').select(['status']).where('id', '=', deliveryId).where('connector_id', '=', connectorId).executeTakeFirst();
-  if (!d) throw new ApiError('not_found', `no delivery ${deliveryId} on connection ${connectorId}`);
-  if (d.status === 'delivered') throw new ApiError('conflict', 'this message was delivered; there is nothing to retry');
-  throw new ApiError('conflict', 'an attempt of this message is under way or about to start; nothing to retry');
+  if (!d) throw new NotFound(`no delivery ${deliveryId} on connection ${connectorId}`);
+  if (d.status === 'delivered') throw new Conflict('this message was delivered; there is nothing to retry');
+  throw new Conflict('an attempt of this message is under way or about to start; nothing to retry');
 }
 
 /** `GET /ops/queues`: webhook deliveries by state, the outbox backlog, and each consumer's lag. */

@@ -42,6 +42,7 @@ import { finishAttempts, delivered, type Outcome } from './attempt-outcomes.ts';
 import type { OutboundClient, OutboundResult } from '../infra/outbound-http/guarded-client.ts';
 import { messageHeaders } from './signature.ts';
 import { WakeLoop } from '../infra/runtime/wake-loop.ts';
+import { ignore } from '../../shared/errors.ts';
 
 export type WebhookWorkerOptions = {
   clock?: Clock;
@@ -351,7 +352,7 @@ export class WebhookWorker {
       (item) => performance.now() > item.startBy,
       (item) => void this.#send(item),
     );
-    if (stale.length) void releaseLeases(this.#store, stale).catch(() => {});
+    if (stale.length) void releaseLeases(this.#store, stale).catch(ignore('a lease not handed back lapses and the delivery is claimed again'));
   }
 
   async #send(item: Held): Promise<void> {
@@ -390,7 +391,7 @@ export class WebhookWorker {
     this.#lanes.notSent(item);
     this.#log.warn({ delivery_id: item.id, late_ms: Math.round(performance.now() - item.startBy) }, 'webhook send reached its start deadline before it left; handed back');
     void releaseLeases(this.#store, [item])
-      .catch(() => {})
+      .catch(ignore('a lease not handed back lapses and the delivery is claimed again'))
       .finally(() => this.#loop.wakeIn(WAKE_SOON_MS));
     this.#pump();
   }
@@ -453,7 +454,7 @@ export class WebhookWorker {
       dropped.push(...this.#lanes.dropQueued(id));
       this.#log.warn({ connector_id: id }, 'webhook connection needs attention after 50 failures in a row; sending stopped');
     }
-    if (dropped.length) await releaseLeases(this.#store, dropped).catch(() => {});
+    if (dropped.length) await releaseLeases(this.#store, dropped).catch(ignore('a lease not handed back lapses and the delivery is claimed again'));
     this.#pump();
     this.#roomFreed();
     if ((probeNext && this.#waiting > this.#waitingSeen) || (this.#behind && this.#room() >= Math.min(this.#maxInFlight, 500) / 2)) this.#loop.wakeIn(WAKE_SOON_MS);

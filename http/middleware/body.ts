@@ -7,7 +7,7 @@
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { z } from 'zod';
-import { ApiError, describeIssues } from '../../shared/errors.ts';
+import { ApiError, describeIssues, ignore } from '../../shared/errors.ts';
 import { checkJsonDepth, checkJsonText, isJsonType } from './input.ts';
 import type { AppEnv } from '../env.ts';
 
@@ -38,7 +38,7 @@ export function bodyLimit(limit: number, streamed: (path: string) => boolean = (
       if (done) break;
       size += value.byteLength;
       if (size > limit) {
-        await reader.cancel().catch(() => {});
+        await reader.cancel().catch(ignore('the body is over the limit and refused; cancelling its stream is tidying'));
         // No `connection: close` here: Node would destroy the socket as soon as the answer is
         // written, with the client's further bytes unread, and the reset loses the 413 on the
         // client's side. Left open, the Node adapter closes it after at most 500 ms (or 64 MB).

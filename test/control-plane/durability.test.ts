@@ -12,7 +12,7 @@ import { createCompany } from '../../control-plane/companies/create-company.ts';
 import { resumeCompany, scheduleClosing, suspendCompany } from '../../control-plane/companies/lifecycle.ts';
 import { openPostgres, type Store } from '../../control-plane/infra/db/store.ts';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { DomainError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/db.ts';
 import { call, signIn, type Session } from '../support/http.ts';
@@ -223,8 +223,8 @@ t('fencing in-process: a former owner whose lease lapsed has its write refused a
     () => null,
     (e: unknown) => e,
   );
-  assert.instance(err, ApiError);
-  assert.is((err as ApiError).code, 'conflict');
+  assert.instance(err, DomainError);
+  assert.is((err as DomainError).code, 'conflict');
   assert.is(a.services.runtime.ownedCount('company'), heldByA - 1, 'A dropped the fenced actor');
 
   const now = await actorRow(id);

@@ -9,7 +9,7 @@ import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { emit } from '../../control-plane/infra/runtime/outbox.ts';
 import { assertMeterCurrent, monthUsage } from '../../control-plane/usage/ledger.ts';
 import { callMinutes, listVerify, meterUsage, type UsageItem } from '../../control-plane/usage/meter.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { DomainError } from '../../shared/errors.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { startTestServer } from '../support/server.ts';
@@ -22,12 +22,12 @@ async function meter(cp: RunningControlPlane, items: UsageItem[]): Promise<void>
 
 const call = (tenantId: string, n: number) => ({ id: `call_meter${String(n).padStart(20, '0')}`, tenant_id: tenantId, campaign_id: null });
 
-async function refusal(p: Promise<unknown>): Promise<ApiError | null> {
+async function refusal(p: Promise<unknown>): Promise<DomainError | null> {
   try {
     await p;
     return null;
   } catch (err) {
-    if (err instanceof ApiError) return err;
+    if (err instanceof DomainError) return err;
     throw err;
   }
 }

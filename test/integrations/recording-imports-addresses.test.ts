@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { OutboundClient } from '../../control-plane/infra/outbound-http/guarded-client.ts';
 import { checkedSettings } from '../../control-plane/imports/recordings/settings.ts';
 import { testImportSource } from '../../control-plane/imports/recordings/sources.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { DomainError } from '../../shared/errors.ts';
 import { refusedForms } from '../support/refused-addresses.ts';
 import { startWebSource, type WebSource } from '../support/recording-sources.ts';
 
@@ -28,11 +28,11 @@ t.after(async () => {
   await web?.close();
 });
 
-async function refusal(input: Parameters<typeof checkedSettings>[1]): Promise<ApiError> {
+async function refusal(input: Parameters<typeof checkedSettings>[1]): Promise<DomainError> {
   try {
     await checkedSettings(null, input, { allowPrivate: false, lookup: async () => [{ address: '93.184.216.34', family: 4 }] });
   } catch (err) {
-    if (err instanceof ApiError) return err;
+    if (err instanceof DomainError) return err;
     throw err;
   }
   throw new Error(`accepted: ${JSON.stringify(input)}`);
@@ -55,8 +55,8 @@ t('every refused form is refused when saved, as an index address and as a bucket
     await checkedSettings(null, { source: 'web_index', index_url: 'https://index.example.com/i.json' }, { allowPrivate: false, lookup: async () => [{ address: '10.1.2.3', family: 4 }] });
     assert.unreachable('a name resolving to a private address is accepted');
   } catch (err) {
-    assert.instance(err, ApiError);
-    assert.match((err as ApiError).message, 'private or internal');
+    assert.instance(err, DomainError);
+    assert.match((err as DomainError).message, 'private or internal');
   }
 });
 

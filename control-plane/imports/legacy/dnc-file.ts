@@ -10,7 +10,7 @@
  * Memory stays flat: a line is looked at only as far as `LOOKED_AT` bytes (a number is at most 40
  * characters), the rest of a long line is dropped as it arrives.
  */
-import { ApiError } from '../../../shared/errors.ts';
+import { ignore, Invalid } from '../../../shared/errors.ts';
 
 /** Bytes of a line kept for reading its number. */
 const LOOKED_AT = 1024;
@@ -39,7 +39,7 @@ export async function* readDncFile(source: AsyncIterable<Uint8Array>, maxLines: 
   // Whether the line being gathered (over chunks) holds a NUL, anywhere, also past `LOOKED_AT`.
   let carryNul = false;
   const take = (bytes: Buffer, nul: boolean): DncCandidate | null => {
-    if (++line > maxLines) throw new ApiError('unprocessable', `the file has more than ${maxLines.toLocaleString('en-US')} lines; split it into files of at most that many`);
+    if (++line > maxLines) throw new Invalid(`the file has more than ${maxLines.toLocaleString('en-US')} lines; split it into files of at most that many`);
     tally.lines = line;
     let s = bytes.toString('utf8');
     if (first) {
@@ -114,7 +114,7 @@ export async function* checkedDncLines(
   const send = () => {
     // A line with a NUL is refused whatever its number: sent as an empty text, which is.
     const out = check(filling.map((c) => (c.refused ? '' : c.text)));
-    out.catch(() => {}); // thrown when its turn comes
+    out.catch(ignore('thrown when its turn comes; this only keeps it from counting as unhandled meanwhile'));
     queue.push({ lines: filling, out });
     filling = [];
   };

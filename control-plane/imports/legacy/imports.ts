@@ -19,7 +19,7 @@
  * 422 and leaves no import record: nothing was imported and nothing failed.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../../shared/errors.ts';
+import { DomainError, Invalid, isRefusal, NotFound, TooLarge, TooMany } from '../../../shared/errors.ts';
 import { newId, newIds } from '../../../shared/ids.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import type { Store, Tx } from '../../infra/db/store.ts';
@@ -98,9 +98,9 @@ export type DncImportResult = {
 };
 
 /** A file with nothing in it to import: 422, and no import record (`recorded` keeps none). */
-class EmptyFile extends ApiError {
+class EmptyFile extends Invalid {
   constructor(message: string) {
-    super('unprocessable', message);
+    super(message);
   }
 }
 
@@ -115,10 +115,10 @@ const runningFor = new Map<string, number>();
 async function inSlot<T>(tenantId: string, fn: () => Promise<T>): Promise<T> {
   const mine = runningFor.get(tenantId) ?? 0;
   if (mine >= MAX_RUNNING_PER_COMPANY) {
-    throw new ApiError('too_many_requests', `your company has ${MAX_RUNNING_PER_COMPANY} imports running here already; try again when one ends`, { 'retry-after': '5' });
+    throw new TooMany(`your company has ${MAX_RUNNING_PER_COMPANY} imports running here already; try again when one ends`, { retryAfterSeconds: 5 });
   }
   if (running >= MAX_RUNNING) {
-    throw new ApiError('too_many_requests', `${MAX_RUNNING} imports are already running here; try again shortly`, { 'retry-after': '5' });
+    throw new TooMany(`${MAX_RUNNING} imports are already running here; try again shortly`, { retryAfterSeconds: 5 });
   }
   running++;
   runningFor.set(tenantId, mine + 1);
@@ -135,12 +135,12 @@ async function inSlot<T>(tenantId: string, fn: () => Promise<T>): Promise<T> {
 /** The company's legacy connection `id` (404 when it has none by that id, 422 for another kind). */
 export async function findLegacyConnector(store: Store, tenantId: string, id: string): Promise<void> {
   const c = await store.db.selectFrom('connectors').select('kind').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
-  if (!c) throw new ApiError('not_found', `no connection ${id}`);
-  if (c.kind !== 'legacy') throw new ApiError('unprocessable', `connection ${id} is a ${c.kind} connection; legacy imports go to a legacy connection`);
+  if (!c) throw new NotFound(`no connection ${id}`);
+  if (c.kind !== 'legacy') throw new Invalid(`connection ${id} is a ${c.kind} connection; legacy imports go to a legacy connection`);
 }
 
 /** The body's bytes, counted as they arrive; past `max`, `tooLarge()` is thrown and reading stops. */
-async function* counted(body: AsyncIterable<Uint8Array> | null, max: number, tooLarge: () => ApiError, tally: { bytes: number }): AsyncGenerator<Uint8Array> {
+async function* counted(body: AsyncIterable<Uint8Array> | null, max: number, tooLarge: () => DomainError, tally: { bytes: number }): AsyncGenerator<Uint8Array> {
   if (!body) return;
   for await (const chunk of body) {
     tally.bytes += chunk.byteLength;
@@ -167,7 +167,7 @@ const LEAD_STAGE: readonly StageColumn[] = [
 export async function importLeads(deps: ImportDeps, req: ImportRequest & { listId: string }): Promise<LeadImportResult> {
   await findLegacyConnector(deps.store, req.tenantId, req.connectorId);
   await deps.lists.find(deps.store, req.tenantId, req.listId);
-  const tooLarge = () => new ApiError('payload_too_large', `the file is over the limit of ${LEAD_FILE_MAX_BYTES} bytes (50 MB)`, {});
+  const tooLarge = () => new TooLarge(`the file is over the limit of ${LEAD_FILE_MAX_BYTES} bytes (50 MB)`);
   if (req.declaredBytes !== null && req.declaredBytes > LEAD_FILE_MAX_BYTES) throw tooLarge();
   const id = newId('imp');
   const started = new Date();
@@ -207,7 +207,7 @@ export async function importLeads(deps: ImportDeps, req: ImportRequest & { listI
         }
         if (forwarded === 0) {
           if (rows === 0) throw new EmptyFile('the file holds no data row');
-          throw new ApiError('unprocessable', `no row has a valid phone number (row ${rejected_rows[0].row}: ${rejected_rows[0].reason})`);
+          throw new Invalid(`no row has a valid phone number (row ${rejected_rows[0].row}: ${rejected_rows[0].reason})`);
         }
         const { distinct, created } = await movePeople(tx, req.tenantId, req.listId);
         const check_id = await deps.lists.queueCheck(tx, req.tenantId, req.listId);
@@ -305,7 +305,7 @@ async function moveDncNumbers(tx: Tx, tenantId: string): Promise<{ accepted: num
 export async function importDnc(deps: ImportDeps, req: ImportRequest): Promise<DncImportResult> {
   await findLegacyConnector(deps.store, req.tenantId, req.connectorId);
   // Over its size the do-not-call file is a 422 (spec, Errors 5), not a 413.
-  const tooLarge = () => new ApiError('unprocessable', `the file is over the limit of ${DNC_FILE_MAX_BYTES} bytes (50 MB); split it`, {});
+  const tooLarge = () => new Invalid(`the file is over the limit of ${DNC_FILE_MAX_BYTES} bytes (50 MB); split it`);
   if (req.declaredBytes !== null && req.declaredBytes > DNC_FILE_MAX_BYTES) throw tooLarge();
   const id = newId('imp');
   const started = new Date();
@@ -409,8 +409,8 @@ async function recorded<T>(
   try {
     return await run();
   } catch (err) {
-    const error = err instanceof ApiError ? { code: err.code, message: err.message } : { code: 'internal', message: 'the import failed; nothing was stored' };
-    if (!(err instanceof EmptyFile) && !(err instanceof ApiError && err.code === 'too_many_requests')) {
+    const error = isRefusal(err) ? { code: err.code, message: err.message } : { code: 'internal', message: 'the import failed; nothing was stored' };
+    if (!(err instanceof EmptyFile) && !(isRefusal(err) && err.code === 'too_many_requests')) {
       await saveRecord(deps.store.db, req, { ...r, bytes: r.tally.bytes, result: null, error }).catch((e) =>
         deps.log.warn({ err: e, import_id: r.id, tenant_id: req.tenantId }, 'could not record a failed import'),
       );

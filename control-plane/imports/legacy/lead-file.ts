@@ -18,7 +18,7 @@
  */
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
-import { ApiError } from '../../../shared/errors.ts';
+import { Invalid } from '../../../shared/errors.ts';
 import { LEAD_FIELD_MAX, normaliseLead, type Lead, type LeadInput } from '../../../shared/lead.ts';
 
 /** The columns the import uses (Lead import rule 2, and e-mail as the inbound leads take it). */
@@ -95,7 +95,7 @@ export async function* readLeadFile(source: AsyncIterable<Uint8Array>, maxRows: 
       yield { row, ok: false, reason: 'a quote opened in this row is never closed (the rest of the file was read as part of it)' };
     }
   } catch (err) {
-    if (err instanceof CsvError) throw new ApiError('unprocessable', `the file cannot be read as CSV: ${csvProblem(err)}`);
+    if (err instanceof CsvError) throw new Invalid(`the file cannot be read as CSV: ${csvProblem(err)}`);
     throw err;
   } finally {
     input.destroy();
@@ -103,7 +103,7 @@ export async function* readLeadFile(source: AsyncIterable<Uint8Array>, maxRows: 
   }
 }
 
-const tooManyRows = (maxRows: number) => new ApiError('unprocessable', `the file has more than ${maxRows.toLocaleString('en-US')} data rows; split it into files of at most that many`);
+const tooManyRows = (maxRows: number) => new Invalid(`the file has more than ${maxRows.toLocaleString('en-US')} data rows; split it into files of at most that many`);
 
 /** The header's column of each used field, or null when the record is not a header. */
 function headerColumns(record: string[]): Record<Used, number> | null {

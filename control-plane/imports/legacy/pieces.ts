@@ -1,3 +1,4 @@
+import { ignore } from '../../../shared/errors.ts';
 /**
  * An import's rows sent to the store in pieces while the file is still being read, inside the
  * import's one transaction (they go to its staging table): a piece is sent as soon as it is full
@@ -43,7 +44,7 @@ export class Pieces<T> {
   /** Gives up: drops what is not sent and waits for the pieces under way (the transaction is then rolled back). */
   async abort(): Promise<void> {
     this.#rows = [];
-    await this.#last.catch(() => {});
+    await this.#last.catch(ignore('giving up: the transaction is rolled back; a piece that failed is why'));
     this.#queue = [];
   }
 
@@ -56,7 +57,7 @@ export class Pieces<T> {
     // After the one before it, and not at all once one has failed.
     const sending = this.#last.then(() => this.#send(rows));
     // Its failure is thrown by a later add or finish; until then it must not count as unhandled.
-    sending.catch(() => {});
+    sending.catch(ignore('thrown by a later add or finish; until then it must not count as unhandled'));
     this.#last = sending;
     this.#queue.push(sending);
   }

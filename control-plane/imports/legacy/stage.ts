@@ -16,6 +16,7 @@ import { once } from 'node:events';
 import { sql } from 'kysely';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { PgClient, Tx } from '../../infra/db/store.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 /** A staging column: its name and SQL type. */
 export type StageColumn = readonly [name: string, type: 'text' | 'integer' | 'date'];
@@ -72,7 +73,7 @@ async function copyLines(client: PgClient, table: string, columns: readonly Stag
     if (!stream.destroyed && !stream.writableFinished) {
       // destroy() sends CopyFail; the server's answer to it returns the client to normal, and
       // the transaction can then be rolled back on it.
-      const closed = once(stream, 'close').catch(() => {});
+      const closed = once(stream, 'close').catch(ignore("only the close is waited for; the stream's error is the COPY's, reported by it"));
       stream.destroy(err as Error);
       await closed;
     }

@@ -6,7 +6,7 @@
  * processing shows its progress: its counts move as each file ends.
  */
 import { sql } from 'kysely';
-import { ApiError } from '../../../shared/errors.ts';
+import { Conflict, Invalid, NotFound } from '../../../shared/errors.ts';
 import { newId } from '../../../shared/ids.ts';
 import type { ImportRunStatus } from '../../infra/db/schema/index.ts';
 import type { Store } from '../../infra/db/store.ts';
@@ -19,8 +19,8 @@ export const RUNS_LISTED = 100;
 
 async function importConnection(store: Store, tenantId: string, connectorId: string): Promise<void> {
   const c = await store.db.selectFrom('connectors').select('kind').where('tenant_id', '=', tenantId).where('id', '=', connectorId).executeTakeFirst();
-  if (!c) throw new ApiError('not_found', `no connection ${connectorId}`);
-  if (c.kind !== 'recording_import') throw new ApiError('unprocessable', `connection ${connectorId} is not a recording import connection`);
+  if (!c) throw new NotFound(`no connection ${connectorId}`);
+  if (c.kind !== 'recording_import') throw new Invalid(`connection ${connectorId} is not a recording import connection`);
 }
 
 function isUniqueViolation(err: unknown): boolean {
@@ -34,7 +34,7 @@ export async function queueManualRun(store: Store, tenantId: string, connectorId
   try {
     await store.db.insertInto('recording_import_runs').values({ id, tenant_id: tenantId, connector_id: connectorId, trigger: 'manual' }).execute();
   } catch (err) {
-    if (isUniqueViolation(err)) throw new ApiError('conflict', 'a run of this connection is queued or processing; start another when it has ended');
+    if (isUniqueViolation(err)) throw new Conflict('a run of this connection is queued or processing; start another when it has ended');
     throw err;
   }
   return (await listRuns(store, tenantId, connectorId, { id }))[0];

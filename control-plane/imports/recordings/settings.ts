@@ -7,7 +7,7 @@
  * connection's settings and never shown again: a view says only whether each is set.
  */
 import { z } from 'zod';
-import { ApiError } from '../../../shared/errors.ts';
+import { Invalid } from '../../../shared/errors.ts';
 import { checkTargetAddress, type LookupFn } from '../../infra/outbound-http/guarded-client.ts';
 
 export const SOURCES = ['web_index', 'bucket'] as const;
@@ -80,7 +80,7 @@ export function endpointOf(s: Pick<ImportSettings, 'endpoint' | 'region'>): stri
 }
 
 function refuse(message: string): never {
-  throw new ApiError('unprocessable', message);
+  throw new Invalid(message);
 }
 
 function checkLimits(s: ImportSettings): void {

@@ -3,6 +3,7 @@
  * whether they end a run), reading a small answer with a byte limit, and a file's type.
  */
 import type { OutboundFailure, StreamedAnswer } from '../../infra/outbound-http/guarded-client.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 /** One file of a source's listing. */
 export type ListedItem = {
@@ -41,7 +42,7 @@ export function answerProblem(a: StreamedAnswer | OutboundFailure, what: string,
     return new SourceError(a.kind === 'refused_address' ? 'refused' : 'unreachable', `${what} could not be reached: ${why}`);
   }
   if (a.status >= 200 && a.status < 300) return null;
-  a.body.on('error', () => {});
+  a.body.on('error', ignore('the body is dropped unread; its abort is ours, expected'));
   a.body.destroy();
   if (a.status >= 300 && a.status < 400) return new SourceError('answered', `${what} answered ${a.status}: redirects are not followed`);
   return new SourceError('answered', `${what} answered ${a.status}${detail?.(a.status) ?? ''}`);
@@ -51,7 +52,7 @@ export function answerProblem(a: StreamedAnswer | OutboundFailure, what: string,
 export async function readCapped(a: StreamedAnswer, limit: number, tooLarge: string): Promise<Buffer> {
   const declared = Number(a.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
-    a.body.on('error', () => {});
+    a.body.on('error', ignore('the body is dropped unread; its abort is ours, expected'));
     a.body.destroy();
     throw new SourceError('invalid', tooLarge);
   }
@@ -61,7 +62,7 @@ export async function readCapped(a: StreamedAnswer, limit: number, tooLarge: str
     for await (const chunk of a.body as AsyncIterable<Buffer>) {
       total += chunk.length;
       if (total > limit) {
-        a.body.on('error', () => {});
+        a.body.on('error', ignore('the body is dropped unread; its abort is ours, expected'));
         a.body.destroy();
         throw new SourceError('invalid', tooLarge);
       }

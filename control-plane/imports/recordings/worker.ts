@@ -40,6 +40,7 @@ import { SourceError } from './source-common.ts';
 import { fileEnded, recordListingPage, resumeRun, takeFile, type FileOutcome, type Run, type RunWork, type TakenFile, type TakenRun } from './run-files.ts';
 import { queueScheduledRuns } from './runs.ts';
 import { ImportSource } from './sources.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 export type RecordingImportsOptions = {
   /** How often an instance looks for queued runs, runs left by a dead instance, and scheduled runs due. */
@@ -210,12 +211,12 @@ export class RecordingImports {
     } catch (err) {
       if (err instanceof LeaseLost || abort.signal.aborted) {
         // Stopping: hand the run back at once. Lost: its new holder goes on with it.
-        if (!(err instanceof LeaseLost)) await this.#handBack(run).catch(() => {});
+        if (!(err instanceof LeaseLost)) await this.#handBack(run).catch(ignore('stopping: a run not handed back is taken up when its lease ends'));
         rlog.info('recording import run handed back');
         return;
       }
       rlog.error({ err }, 'recording import run failed');
-      await this.#finish(run, 'failed', `the run stopped: ${(err as Error)?.message ?? String(err)}`.slice(0, 500)).catch(() => {});
+      await this.#finish(run, 'failed', `the run stopped: ${(err as Error)?.message ?? String(err)}`.slice(0, 500)).catch(ignore('marking the run failed is best effort; its failure is logged above and the run is taken up when its lease ends'));
     } finally {
       clearInterval(renewal);
     }
@@ -286,7 +287,7 @@ export class RecordingImports {
       return fileEnded(this.#work, run, file, 'failed', err.message, null, err.kind === 'refused');
     }
     if (opened.declared !== null && opened.declared > maxBytes) {
-      opened.body.on('error', () => {});
+      opened.body.on('error', ignore('the body is dropped unread (or read to its end); its abort is ours, expected'));
       opened.body.destroy();
       return fileEnded(this.#work, run, file, 'failed', tooLarge, null, true);
     }
@@ -315,7 +316,7 @@ export class RecordingImports {
       this.#deps.log.warn({ err, run_id: run.id, connector_id: run.connector_id, file: file.name }, 'recording import: a file could not be saved');
       return fileEnded(this.#work, run, file, 'failed', `could not import: ${saveFailureReason(err)}`, null, false);
     } finally {
-      opened.body.on('error', () => {});
+      opened.body.on('error', ignore('the body is dropped unread (or read to its end); its abort is ours, expected'));
       opened.body.destroy();
     }
   }

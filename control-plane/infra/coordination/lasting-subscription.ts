@@ -4,6 +4,7 @@
  * instead of hanging or dying while Redis is away.
  */
 import type { Coordinator } from './coordinator.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 export type LastingSubscription = { readonly active: boolean; stop(): Promise<void> };
 
@@ -16,7 +17,7 @@ export function lastingSubscribe(coordinator: Coordinator, channel: string, hand
     timer = null;
     try {
       const u = await coordinator.subscribe(channel, handler);
-      if (stopped) await u().catch(() => {});
+      if (stopped) await u().catch(ignore('stopped while subscribing: the subscription is dropped and the coordinator may be gone'));
       else unsubscribe = u;
     } catch {
       if (!stopped) timer = setTimeout(() => void attempt(), 1000);
@@ -31,7 +32,7 @@ export function lastingSubscribe(coordinator: Coordinator, channel: string, hand
       stopped = true;
       await first;
       if (timer) clearTimeout(timer);
-      await unsubscribe?.().catch(() => {});
+      await unsubscribe?.().catch(ignore('stopping: the coordinator may be gone already'));
     },
   };
 }

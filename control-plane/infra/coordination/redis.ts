@@ -5,7 +5,7 @@
  * still share one notion of "now".
  */
 import { Redis } from 'ioredis';
-import { awayCause, SOCKET_AWAY_CODES, Unreachable } from '../../../shared/errors.ts';
+import { awayCause, ignore, SOCKET_AWAY_CODES, Unreachable } from '../../../shared/errors.ts';
 import type { BucketResult, BucketSpec, Coordinator, Lease, Unsubscribe } from './coordinator.ts';
 // Validation lives beside the in-process coordinator so both refuse exactly the same input.
 import { bucketTtlMs, checkBucketSpec, checkToken, checkTtl } from './memory.ts';
@@ -109,7 +109,7 @@ export class RedisCoordinator implements Coordinator {
     }) as Redis & Scripts;
     // Failures surface on the commands themselves and on ping(); without a listener ioredis
     // would print every reconnect failure.
-    this.redis.on('error', () => {});
+    this.redis.on('error', ignore('Redis failures surface on the commands and on ping(); this listener keeps ioredis from printing each reconnect failure'));
     this.redis.defineCommand('vdAcquire', { lua: ACQUIRE, numberOfKeys: 2 });
     this.redis.defineCommand('vdRenew', { lua: RENEW, numberOfKeys: 1 });
     this.redis.defineCommand('vdRelease', { lua: RELEASE, numberOfKeys: 1 });
@@ -187,7 +187,7 @@ export class RedisCoordinator implements Coordinator {
     try {
       await entry.ready;
     } catch (err) {
-      await unsubscribe().catch(() => {});
+      await unsubscribe().catch(ignore('the SUBSCRIBE failed; its error is thrown, the unsubscribe is tidying'));
       throw coordinatorError(err);
     }
     return unsubscribe;
@@ -234,7 +234,7 @@ export class RedisCoordinator implements Coordinator {
   private subscriber(): Redis {
     if (this.sub) return this.sub;
     const sub = this.redis.duplicate();
-    sub.on('error', () => {});
+    sub.on('error', ignore('subscriber failures surface on subscribe(); this listener keeps ioredis from printing each reconnect failure'));
     sub.on('message', (full: string, message: string) => {
       const entry = this.channels.get(full);
       if (!entry) return;

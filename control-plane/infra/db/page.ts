@@ -8,12 +8,12 @@
  * creation order); an E.164 number for the do-not-call list; creation time and id for the
  * company list (`positionCursor`).
  */
-import { ApiError } from '../../../shared/errors.ts';
+import { Invalid } from '../../../shared/errors.ts';
 
 /** Page sizes of the API's lists. */
 export const PAGE_SIZE = { lists: 50, campaigns: 50, people: 100, companies: 50 /* the spec's "50 per load" */, deliveries: 50, dnc: 100, results: 100, calls: 100 } as const;
 
-const NOT_OURS = () => new ApiError('unprocessable', 'cursor is not one this list gave out');
+const NOT_OURS = () => new Invalid('cursor is not one this list gave out');
 
 /** The first `limit` of `rows` (fetched with `limit + 1`) and the cursor after them. */
 export function pageOf<T extends { id: string }>(rows: T[], limit: number): { items: T[]; next_cursor: string | null };

@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Kysely, Migrator, PostgresDialect, sql, type CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type Transaction } from 'kysely';
 import pg from 'pg';
-import { awayCause, SOCKET_AWAY_CODES, Unreachable } from '../../../shared/errors.ts';
+import { awayCause, ignore, SOCKET_AWAY_CODES, Unreachable } from '../../../shared/errors.ts';
 import { migrations } from './migrations/index.ts';
 import type { DB } from './schema/index.ts';
 
@@ -199,13 +199,13 @@ export function openPostgres(url: string, poolSize = 10): Store {
   // them. Measured on the outbox insert of 2,000 events: 68 ms with JIT, 17 ms without.
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 2000, options: '-c jit=off' });
   // An idle client's error (the server restarted) must not crash the process; the pool drops it.
-  pool.on('error', () => {});
+  pool.on('error', ignore('an idle client failed (the server restarted): the pool drops it, the process must not crash'));
   // A client checked out of the pool has lost the pool's error listener: a connection that dies
   // while no query of it runs (the server restarted between two statements of a transaction)
   // would emit an unhandled 'error' and end the process. The error stays on the client, which
   // is no longer queryable: its next query fails, and the pool drops it when it is released.
   pool.on('connect', (client) => {
-    client.on('error', () => {});
+    client.on('error', ignore("a checked-out client's connection died: its next query fails and the pool drops it on release"));
     prepareMarked(client);
   });
   const db = new Kysely<DB>({ dialect: reporting(new PostgresDialect({ pool })) });
@@ -258,7 +258,7 @@ function prepareMarked(client: pg.PoolClient): void {
           since = performance.now();
           // Queued ahead of the statement on this connection; allowed inside a transaction. It
           // fails only where the statement after it would (an aborted transaction, a lost connection).
-          (query('discard plans') as Promise<unknown>).catch(() => {});
+          (query('discard plans') as Promise<unknown>).catch(ignore('discard plans fails only where the statement after it fails too, and that failure is reported'));
         }
         return query({ name, text: config, values }, callback);
       }

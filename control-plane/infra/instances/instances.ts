@@ -19,6 +19,7 @@ import type { Store } from '../db/store.ts';
 import type { AgentHub } from '../../telephony/agent-hub.ts';
 import { pruneAiSamples } from '../../ai/samples.ts';
 import { ServerErrorWindow } from './server-errors.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 /** The control plane's version (package.json), reported on `/ops/services`. */
 export const CONTROL_PLANE_VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -212,7 +213,7 @@ export class Instances {
     const gone = (async () => {
       await this.#beating;
       if (this.#url) await this.#store.db.deleteFrom('cp_instances').where('instance_id', '=', this.instanceId).execute();
-    })().catch(() => {});
+    })().catch(ignore('leaving the registry is best effort; a row left behind is dropped when its heartbeat lapses'));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([gone, new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]);
     clearTimeout(timer);

@@ -24,6 +24,7 @@ import { PROBE_LIMIT_MS } from '../../ai/probe.ts';
 import { probeEach } from '../../ai/health.ts';
 import { AI_PURPOSES, aiProviders, type AiProvider, type AiPurpose } from '../../ai/providers.ts';
 import { SELF_PATH, type Instances, type InstanceRow, type SelfReport } from './instances.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 export type ServiceStatus = 'pass' | 'warn' | 'fail';
 export type ServiceKind = 'control_plane' | 'media_agent' | 'store' | 'coordinator' | 'recording_store' | 'ai_upstream';
@@ -63,7 +64,7 @@ export async function opsServices(deps: OpsDeps, limitMs = PROBE_LIMIT_MS): Prom
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new TimedOut()), Math.max(0, deadline - performance.now()));
     });
-    work.catch(() => {});
+    work.catch(ignore('awaited in the race below; a late failure after the deadline is not the answer'));
     return Promise.race([work, late]).finally(() => clearTimeout(timer));
   };
   const [instances, store, coordinator, recordings, ai] = await Promise.all([

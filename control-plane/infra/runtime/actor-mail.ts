@@ -8,6 +8,7 @@ import type { Coordinator } from '../coordination/coordinator.ts';
 import { CHANNELS } from '../coordination/channels.ts';
 import { lastingSubscribe, type LastingSubscription } from '../coordination/lasting-subscription.ts';
 import type { ActorEvent, ActorReply } from './definition.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 /** One actor's event (`id`), or the same event for several actors of a kind (`ids`). */
 export type ActorRequest = { req: string; kind: string; id: string; event: ActorEvent } | { req: string; kind: string; ids: string[]; event: ActorEvent };
@@ -39,7 +40,7 @@ export class ActorMail {
         // A request that fails to be answered is asked again by its sender after the wait.
         void onRequest(msg)
           .then((answer) => this.#coordinator.publish(CHANNELS.actorReply(msg.from), JSON.stringify(answer)))
-          .catch(() => {});
+          .catch(ignore('an unanswered request is asked again by its sender after its wait'));
       }),
     );
     this.#subs.push(
@@ -67,7 +68,7 @@ export class ActorMail {
         resolve(r);
       });
     });
-    await this.#coordinator.publish(CHANNELS.actorInbox(holder), JSON.stringify({ ...msg, from: this.#me } satisfies InboxMessage)).catch(() => {});
+    await this.#coordinator.publish(CHANNELS.actorInbox(holder), JSON.stringify({ ...msg, from: this.#me } satisfies InboxMessage)).catch(ignore('a request not delivered goes unanswered; the wait below ends it'));
     return got;
   }
 }

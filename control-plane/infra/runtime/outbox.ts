@@ -17,6 +17,7 @@ import { CHANNELS } from '../coordination/channels.ts';
 import { webhookTexts } from '../../../shared/webhook-data.ts';
 import { joinNamed, queuedIn, type Named } from './work-notices.ts';
 import { WakeLoop } from './wake-loop.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 /** The wire envelope of an event (the spec's webhook message envelope). */
 export type EventEnvelope = {
@@ -115,7 +116,7 @@ export class OutboxWake {
   }
 
   #wake(consumers: ReadonlySet<string>): void {
-    this.#coordinator.publish(OUTBOX_CHANNEL, noticeOf(consumers)).catch(() => {});
+    this.#coordinator.publish(OUTBOX_CHANNEL, noticeOf(consumers)).catch(ignore('a lost wake-up notice: the consumers poll as well'));
   }
 }
 

@@ -23,6 +23,7 @@ import { claimRow, insertActor, writeSnapshot, writeSnapshots } from './actor-ro
 import { emit, OutboxWake, type NewEvent } from './outbox.ts';
 import { onQueued } from './work-notices.ts';
 import { armDeadline, leaseName, LOST, prepares, restoreMachine, type Owned } from './owned.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 export type RuntimeOptions = {
   leaseTtlMs?: number;
@@ -151,7 +152,7 @@ export class ActorRuntime {
         if (r !== LOST) return r;
         continue;
       }
-      const holder = await this.#coordinator.leaseHolder(leaseName(kind, id)).catch(() => undefined);
+      const holder = await this.#coordinator.leaseHolder(leaseName(kind, id)).catch(ignore('the holder unread counts as no holder: the actor is claimed here or asked again'));
       if (holder === undefined) {
         await sleep(200);
         continue;
@@ -197,7 +198,7 @@ export class ActorRuntime {
       const later: string[] = [];
       const byHolder = new Map<string, string[]>();
       const unowned: string[] = [];
-      const holders = await Promise.all(elsewhere.map((id) => this.#coordinator.leaseHolder(leaseName(kind, id)).catch(() => undefined)));
+      const holders = await Promise.all(elsewhere.map((id) => this.#coordinator.leaseHolder(leaseName(kind, id)).catch(ignore('the holder unread counts as no holder: the actor is claimed here or asked again'))));
       elsewhere.forEach((id, i) => {
         const h = holders[i];
         if (h === null) unowned.push(id);
@@ -283,15 +284,15 @@ export class ActorRuntime {
     const lease = await this.#coordinator.acquireLease(leaseName(kind, id), this.#me, this.#ttl);
     if (!lease) return false;
     const row = await claimRow(this.#store.db, kind, id, this.#me).catch(async (err) => {
-      await this.#coordinator.releaseLease(lease).catch(() => {});
+      await this.#coordinator.releaseLease(lease).catch(ignore('a lease not released lapses at its ttl'));
       throw err;
     });
     if (!row) {
-      await this.#coordinator.releaseLease(lease).catch(() => {});
+      await this.#coordinator.releaseLease(lease).catch(ignore('a lease not released lapses at its ttl'));
       return 'missing';
     }
     if (row.machine_version !== def.version) {
-      await this.#coordinator.releaseLease(lease).catch(() => {});
+      await this.#coordinator.releaseLease(lease).catch(ignore('a lease not released lapses at its ttl'));
       throw new Error(`${kind} ${id}: snapshot of machine version ${row.machine_version}, this build runs ${def.version}`);
     }
     const snapshot = typeof row.snapshot === 'string' ? JSON.parse(row.snapshot) : row.snapshot;
@@ -309,7 +310,7 @@ export class ActorRuntime {
     const seen = this.#handled.get(req);
     if (seen) return seen;
     const reply = o.queue.then(() => this.#apply(o, event));
-    o.queue = reply.catch(() => {});
+    o.queue = reply.catch(ignore('the reply is returned to its caller with its failure; the queue only orders the next event'));
     this.#handled.remember(req, reply);
     return reply;
   }
@@ -481,7 +482,7 @@ export class ActorRuntime {
       if (events.length === 0) break;
       for (const e of events) if ((await this.#transition(o, e)) === LOST) return LOST;
     }
-    armDeadline(o, (at) => void this.send(o.def.kind, o.id, { type: 'TICK', at }).catch(() => {}));
+    armDeadline(o, (at) => void this.send(o.def.kind, o.id, { type: 'TICK', at }).catch(ignore('a tick not delivered: the deadline is armed again when the actor is next loaded')));
   }
 
   /**
@@ -543,7 +544,7 @@ export class ActorRuntime {
     if (o.timer) clearTimeout(o.timer);
     o.actor.stop();
     this.#log.debug({ kind: o.def.kind, id: o.id, why }, 'actor given up');
-    await this.#coordinator.releaseLease(o.lease).catch(() => {});
+    await this.#coordinator.releaseLease(o.lease).catch(ignore('a lease not released lapses at its ttl'));
   }
 
   async #renewAll(): Promise<void> {

@@ -26,6 +26,7 @@ import type { Coordinator } from '../coordination/coordinator.ts';
 import { lastingSubscribe } from '../coordination/lasting-subscription.ts';
 import type { Store } from '../db/store.ts';
 import { onQueued, type WorkKind } from './work-notices.ts';
+import { ignore } from '../../../shared/errors.ts';
 
 export type WakeLoopOptions = {
   /** Where the idle poll counts from: the end of the last round (default) or its start. */
@@ -46,7 +47,7 @@ function waiters(): Waiters {
     reject = rej;
   });
   // A waiter may be gone (a caller that did not await): its rejection is not unhandled.
-  promise.catch(() => {});
+  promise.catch(ignore('a waiter may be gone (a caller that did not await): its rejection is not unhandled'));
   return { promise, resolve, reject };
 }
 
@@ -212,7 +213,7 @@ export function announceQueued(
   const { store, coordinator, instanceId } = deps;
   const unlisten = onQueued(store, kind, () => {
     loop.wake();
-    coordinator.publish(channel, instanceId).catch(() => {});
+    coordinator.publish(channel, instanceId).catch(ignore('a lost wake-up notice: the other instances poll as well'));
   });
   const sub = lastingSubscribe(coordinator, channel, (from) => {
     if (from !== instanceId) loop.wake();

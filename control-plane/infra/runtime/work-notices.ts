@@ -9,6 +9,7 @@
  * finds its work.
  */
 import { afterCommitOf, type Store, type Tx } from '../db/store.ts';
+import { ignored } from '../../../shared/errors.ts';
 
 export type WorkKind = 'outbox' | 'list_checks' | 'qa_reviews';
 
@@ -54,8 +55,8 @@ export function queuedIn(tx: Tx, kind: WorkKind, detail: Iterable<string> = []):
     for (const fn of listeners.get(store)?.get(kind) ?? []) {
       try {
         fn(all.named ?? NONE);
-      } catch {
-        // A listener's failure must not fail the caller, whose transaction has committed.
+      } catch (err) {
+        ignored(err, "a listener's failure must not fail the caller, whose transaction has committed");
       }
     }
   });
