@@ -14,6 +14,7 @@ import * as assert from 'uvu/assert';
 import { saveRecording } from '../../control-plane/recordings/save.ts';
 import { wavFile } from '../support/recording-sources.ts';
 import { axeChecked } from './support.ts';
+import { loadScale } from '../support/eventually.ts';
 import {
   companyOwner, cp, createCompany, documents, keyboardCheck, logTiming, owner, ownerContext, phoneWidth, problems, setHidden, shot,
   startConsole, startTiming, stopConsole, web,
@@ -38,7 +39,7 @@ t('a company sees the maintenance notice appear while its page is open', async (
   await owner.getByRole('button', { name: 'Turn maintenance off' }).waitFor();
   // No reload: the notice is polled while the page is visible.
   await page.clock.runFor(11_000);
-  await page.locator('.notice').getByText('Planned upgrade until 22:00 UTC').waitFor({ timeout: 10_000 });
+  await page.locator('.notice').getByText('Planned upgrade until 22:00 UTC').waitFor({ timeout: 10_000 * loadScale() });
   await page.goto(`${cp.url}/console/keys`);
   await page.locator('.notice').getByText('Planned upgrade until 22:00 UTC').waitFor();
   await shot(page, 'company-maintenance');
@@ -109,7 +110,7 @@ t('an owner uploads a legacy lead file and reads the refused rows', async () => 
   assert.is(await refused.nth(1).locator('td').first().textContent(), '4');
   assert.match((await refused.nth(0).textContent())!, /phone/i, 'with why');
   // The list check of the new people runs after the import; its progress shows until it is done.
-  await page.locator('#check-progress').getByText('done').waitFor({ timeout: 30_000 });
+  await page.locator('#check-progress').getByText('done').waitFor({ timeout: 30_000 * loadScale() });
   assert.match((await page.locator('#check-progress').textContent())!, /2 checked/);
   await shot(page, 'legacy-import-result');
   await page.reload();

@@ -8,6 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { axeChecked } from './support.ts';
 import { changePassword, companyOwner, cp, createCompany, newPerson, NEW_PASSWORD, owner, problems, shot, signIn, startConsole, startTiming, logTiming, stopConsole } from './support.ts';
+import { loadScale } from '../support/eventually.ts';
 
 const t = suite('web console in a browser: safety');
 
@@ -195,7 +196,7 @@ t('signed out by a password change elsewhere, a disabled account, an expired ses
 t('after a create, the list on the same page shows the new row at once: company, user, key, connection, operator, import', async () => {
   const temporary = await createCompany(owner, 'Listed Co', 'listed-co', 'owner@listed.test');
   // Well before the list's 10 s refresh: the rows came with the answer.
-  await owner.locator('#company-rows').getByRole('link', { name: 'Listed Co' }).waitFor({ timeout: 3000 });
+  await owner.locator('#company-rows').getByRole('link', { name: 'Listed Co' }).waitFor({ timeout: 3000 * loadScale() });
   const boss = await companyOwner('owner@listed.test', temporary);
   const page = boss.page;
   await addUser(page, 'Lee Listed', 'lee@listed.test', 'viewer');

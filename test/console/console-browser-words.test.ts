@@ -15,7 +15,7 @@ import type { Page } from 'playwright-core';
 import { createCampaign } from '../../control-plane/core/campaigns.ts';
 import { createList } from '../../control-plane/core/lists.ts';
 import { addPeople } from '../../control-plane/core/people.ts';
-import { eventually } from '../support/eventually.ts';
+import { eventually, loadScale } from '../support/eventually.ts';
 import { untilListChecked } from '../support/fixtures.ts';
 import { call, signIn as signInHttp } from '../support/http.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
@@ -100,7 +100,7 @@ t('a campaign outside its calling window says why at the top of its page, in wor
   const opens = new Date(row.next_window_at!);
   assert.is(newYorkTime(opens), start, 'the window opens at its start in New York');
   const banner = company.locator('#why p.why');
-  await banner.waitFor({ timeout: 25_000 });
+  await banner.waitFor({ timeout: 25_000 * loadScale() });
   assert.match(await text(company, '#why'), /^Not dialing: outside calling hours outside_calling_hours\. Everyone due is outside their calling hours \(in their own time zone\)\. Calling starts again at .+\.$/);
   assert.is(await text(company, '#why code.hint'), 'outside_calling_hours');
   const time = company.locator('#why time');
@@ -129,7 +129,7 @@ t('the window opened with no media node: the banner says no node has room; an ag
   await form.getByRole('button', { name: 'Save dialing settings' }).click();
   await company.locator('#calling-window').getByText('Every day, the legal hours').waitFor();
   await eventually('the dialer says no_capacity', async () => (await campaignRow()).idle_reason === 'no_capacity', 30_000);
-  await company.locator('#why').getByText('No media node has room for another call').waitFor({ timeout: 25_000 });
+  await company.locator('#why').getByText('No media node has room for another call').waitFor({ timeout: 25_000 * loadScale() });
   assert.is(await text(company, '#why code.hint'), 'no_capacity');
   assert.match(await text(company, '#why'), /^Not dialing: no media node has room for another call no_capacity\./);
   await shot(company, 'campaign-why-no-capacity');
@@ -137,7 +137,7 @@ t('the window opened with no media node: the banner says no node has room; an ag
   agent = await scriptedAgent(cp, 'node_words', 5);
   // Two calls up (the campaign's limit) on the scripted trunk, which leaves them ringing.
   await eventually('two calls placed', async () => Number((await db().selectFrom('calls').select((eb) => eb.fn.countAll().as('n')).where('campaign_id', '=', campaignId).executeTakeFirstOrThrow()).n) === 2, 30_000);
-  await company.locator('#why p.why').waitFor({ state: 'detached', timeout: 25_000 });
+  await company.locator('#why p.why').waitFor({ state: 'detached', timeout: 25_000 * loadScale() });
   assert.is(await text(company, '#why'), '', 'no banner while it dials');
   const r = await campaignRow();
   assert.ok(r.idle_reason === null || r.idle_reason === 'concurrency_cap', `at its own limit, not held: ${r.idle_reason}`);
@@ -152,7 +152,7 @@ t("an operator pauses the company's dialing: the banner says so, and goes once r
   await pause.getByRole('button', { name: "Pause this company's dialing" }).click();
   await owner.getByText("This company's dialing is paused.").waitFor();
   await eventually('the dialer says platform_paused', async () => (await campaignRow()).idle_reason === 'platform_paused', 30_000);
-  await company.locator('#why').getByText("The platform's operators paused this company's dialing.").waitFor({ timeout: 25_000 });
+  await company.locator('#why').getByText("The platform's operators paused this company's dialing.").waitFor({ timeout: 25_000 * loadScale() });
   assert.match(await text(company, '#why'), /^Not dialing: dialing is paused by the platform platform_paused\. The platform's operators paused this company's dialing\. No call is placed until it is resumed\.$/);
   await company.reload();
   await company.locator('#why p.why').waitFor();
@@ -160,7 +160,7 @@ t("an operator pauses the company's dialing: the banner says so, and goes once r
 
   await owner.locator('#company-pause').getByRole('button', { name: 'Resume its dialing' }).click();
   await eventually('the pause no longer holds it', async () => (await campaignRow()).idle_reason !== 'platform_paused', 30_000);
-  await company.locator('#why p.why').waitFor({ state: 'detached', timeout: 25_000 });
+  await company.locator('#why p.why').waitFor({ state: 'detached', timeout: 25_000 * loadScale() });
 });
 
 t('usage items and event names in words with their codes: the billing month, the price book, a webhook and its delivery log', async () => {

@@ -13,6 +13,7 @@
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium.ts';
+import { loadScale } from '../support/eventually.ts';
 import * as assert from 'uvu/assert';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
@@ -107,7 +108,9 @@ export async function newPerson(timezoneId?: string): Promise<{ context: Browser
     problems.push(`fetched from outside: ${url}`);
     return route.abort();
   });
-  context.setDefaultTimeout(15_000);
+  // Each wait of the page is a hang guard: 15 s, stretched on a busy machine as `eventually`'s
+  // (a sign-in's navigation took longer than 15 s at load 23 on 2 cores).
+  context.setDefaultTimeout(15_000 * loadScale());
   // Every CSP violation reported with where it came from (the console line alone does not say).
   await context.addInitScript(`document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' at ' + e.sourceFile + ':' + e.lineNumber + ':' + e.columnNumber + ' ' + (e.target && e.target.outerHTML ? e.target.outerHTML.slice(0, 200) : '')))`);
   return { context, page: watch(await context.newPage()) };
