@@ -18,27 +18,28 @@
  * Agents' call events are written by `CallEvents` on the instance holding the node's socket; a
  * call launched by another instance is reported to it over the coordinator so it frees the slot.
  */
-import { sql } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { Services } from '../control-plane/context.ts';
 import { TENANT_PAUSED_CHANNEL } from '../control-plane/companies/suspend-chain.ts';
 import { lastingSubscribe, type LastingSubscription } from '../control-plane/infra/coordination/lasting-subscription.ts';
 import type { CallEvent } from '../control-plane/telephony/agent-hub.ts';
-import { hangupsOwed } from '../control-plane/telephony/hangup.ts';
 import { CallEvents, type CallEventsOptions, type EndedCall } from './call-events.ts';
-import { claimPeople, dueOutsideHours, findCallsOffNodes, findLostCalls, releaseClaims, releaseExpiredClaims, type Launch } from './launch-rows.ts';
+import type { Launch } from './launch-rows.ts';
 import { CallingHours } from './calling-hours.ts';
 import { judgeAbandonCap } from './abandonment.ts';
-import { IdleReasons, type IdleState } from './idle-reasons.ts';
+import { IdleReasons } from './idle-reasons.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { nobodyLeft } from './completion.ts';
 import { Launcher } from './launcher.ts';
-import { readRunSettings, type Company, type Settings } from './run-settings.ts';
+import { readRunSettings, type Company } from './run-settings.ts';
 import { ManualDialing } from './manual.ts';
 import { DialStats } from './dial-stats.ts';
 import { PaceBucket, pace } from './pacing.ts';
 import { mirrorSource, KillSwitchReader } from './kill-switch-reader.ts';
+import { BUFFER_MAX_AGE_MS, CampaignRun, exhaustedWait, RELEASE_IDLE_BUFFER_MS } from './campaign-run.ts';
+import { RunClaims } from './run-claims.ts';
+import { reconcile } from './reconcile.ts';
 import { CHANNELS } from '../control-plane/infra/coordination/channels.ts';
 import { ignore, ignored } from '../shared/errors.ts';
 
@@ -65,44 +66,9 @@ export type DialerOptions = CallEventsOptions & {
   clock?: Clock;
 };
 
-type Person = { id: string; phone: string; claimedAt: number; zoneId: number | null };
-type Run = IdleState & {
-  tenantId: string;
-  epoch: number;
-  settings: Settings | null;
-  bucket: PaceBucket;
-  buffer: Person[];
-  refilling: boolean;
-  exhausted: boolean;
-  /** Claims in a row that found nobody due (the next one waits longer: `exhaustedWait`). */
-  emptyClaims: number;
-  /** The last empty claim found people due but outside their calling hours (when: `nextWindowAt`). */
-  outside: boolean;
-  /** Claimed people being given back: a claim waits for it, else it could not find them. */
-  releasing: Promise<void>;
-  lastRefill: number;
-  completing: boolean;
-  retired: boolean;
-};
 type LiveCall = { campaignId: string | null; tenantId: string };
 
 const ENDED_CHANNEL = CHANNELS.dialerEnded;
-/** People a claim holds before the reconcile gives them back (the claim's `next_attempt_at`). */
-const CLAIM_HOLD = '1 minute';
-/** Claimed people of a campaign idle this long (paused, no node) are given back. */
-const RELEASE_IDLE_BUFFER_MS = 5_000;
-/** A claimed person not called within this long goes back (well inside the claim's hold). */
-const BUFFER_MAX_AGE_MS = 30_000;
-
-/**
- * How long a campaign that found nobody due waits before it asks the store again: 1 s, doubling
- * with each empty claim in a row, up to 5 s. A campaign between retry windows (or whose people
- * are all called) costs the store one claim every 5 s instead of one a second, and people added
- * to its lists are called within 5 s.
- */
-export function exhaustedWait(emptyClaims: number): number {
-  return Math.min(1000 * 2 ** Math.max(0, emptyClaims - 1), 5000);
-}
 
 export class Dialer {
   readonly pause: KillSwitchReader;
@@ -115,7 +81,7 @@ export class Dialer {
   readonly #settingsEveryMs: number;
   readonly #reconcileEveryMs: number;
   readonly #ownReader: boolean;
-  readonly #runs = new Map<string, Run>();
+  readonly #runs = new Map<string, CampaignRun>();
   readonly #live = new Map<string, LiveCall>();
   readonly #liveByCampaign = new Map<string, number>();
   readonly #liveByTenant = new Map<string, number>();
@@ -128,6 +94,7 @@ export class Dialer {
   readonly #tenantBuckets = new Map<string, PaceBucket>();
   readonly #manual: ManualDialing;
   readonly #launcher: Launcher;
+  readonly #claims: RunClaims;
   #timers: NodeJS.Timeout[] = [];
   #subs: LastingSubscription[] = [];
   #onCall = (e: CallEvent) => this.events.push(e);
@@ -144,6 +111,7 @@ export class Dialer {
     this.#clock = opts.clock ?? systemClock;
     this.hours = new CallingHours(services.store);
     this.#idle = new IdleReasons(services.store.db, this.#log);
+    this.#claims = new RunClaims({ services, hours: this.hours, clock: this.#clock, log: this.#log });
     this.#ownReader = !opts.pauseReader;
     this.pause =
       opts.pauseReader ??
@@ -200,7 +168,15 @@ export class Dialer {
     this.stats.start();
     this.#timers.push(setInterval(() => this.#tick(), this.#tickMs));
     this.#timers.push(setInterval(() => void this.#refresh(), this.#settingsEveryMs));
-    this.#timers.push(setInterval(() => void this.#reconcile().catch((err) => this.#log.warn({ err }, 'dialer reconcile failed')), this.#reconcileEveryMs));
+    const reconciling = {
+      services: this.#s,
+      log: this.#log,
+      live: () => [...this.#live.keys()],
+      buffered: () => [...this.#runs.values()].flatMap((r) => r.buffer.map((p) => p.id)),
+      endLocal: (callId: string) => this.#endLocal(callId),
+      push: (e: CallEvent) => this.events.push(e),
+    };
+    this.#timers.push(setInterval(() => void reconcile(reconciling).catch((err) => this.#log.warn({ err }, 'dialer reconcile failed')), this.#reconcileEveryMs));
   }
 
   /** Stops launching and waits for launches under way (call events are still written). */
@@ -258,36 +234,27 @@ export class Dialer {
 
   #pace(): void {
     const now = Date.now();
-    const owned = this.#s.runtime.owned('campaign');
+    this.#followOwned(now);
+    const batch: Launch[] = [];
+    for (const run of this.#runs.values()) this.#paceRun(run, now, batch);
+    if (batch.length) this.#launcher.queue(batch);
+    void this.#idle.write();
+  }
+
+  /**
+   * Paces the campaigns this instance owns and that run: a run for each new one (or new epoch of
+   * one), and the runs of those no longer owned or running retired.
+   */
+  #followOwned(now: number): void {
     const running = new Set<string>();
-    for (const o of owned) {
+    for (const o of this.#s.runtime.owned('campaign')) {
       if (o.snapshot.value !== 'running') continue;
       running.add(o.id);
       const known = this.#runs.get(o.id);
       if (known && known.epoch === o.epoch) continue;
       if (known) void this.#retire(known);
       const ctx = o.snapshot.context as { tenantId: string };
-      const run: Run = {
-        id: o.id,
-        tenantId: ctx.tenantId,
-        epoch: o.epoch,
-        settings: null,
-        bucket: new PaceBucket(now),
-        buffer: [],
-        refilling: false,
-        exhausted: false,
-        emptyClaims: 0,
-        outside: false,
-        nextWindowAt: null,
-        releasing: Promise.resolve(),
-        lastRefill: 0,
-        idle: null,
-        idleSince: now,
-        written: undefined,
-        writtenWindowAt: undefined,
-        completing: false,
-        retired: false,
-      };
+      const run = new CampaignRun(o.id, ctx.tenantId, o.epoch, now);
       this.#runs.set(o.id, run);
       // The campaign's lease lost (another instance owns it now, or the runtime stops): its work
       // here stops at once, not at the next tick; its buffered people go back.
@@ -297,165 +264,106 @@ export class Dialer {
       void this.#refresh();
     }
     for (const run of this.#runs.values()) if (!running.has(run.id)) void this.#retire(run);
+  }
 
-    const batch: Launch[] = [];
-    const closed: string[] = [];
-    for (const run of this.#runs.values()) {
-      const st = run.settings;
-      const company = this.#companies.get(run.tenantId);
-      if (!st || !company) continue;
-      if (st.mode !== 'progressive') {
-        this.#idle.set(run, null, now);
-        continue;
-      }
-      let tenantBucket = this.#tenantBuckets.get(run.tenantId);
-      if (!tenantBucket) this.#tenantBuckets.set(run.tenantId, (tenantBucket = new PaceBucket(now)));
-      // The plan's calls a second is the company's, shared by its campaigns.
-      const tokens = Math.min(run.bucket.refill(st.cps, now), tenantBucket.refill(company.cps, now));
-      const decision = pace({
-        pause: this.pause.check(run.tenantId),
-        companyOn: company.on,
-        tokens,
-        live: this.#campaignLive(run),
-        maxConcurrent: st.maxConcurrent,
-        tenantLive: (this.#liveByTenant.get(run.tenantId) ?? 0) + company.remoteLive,
-        tenantCap: company.cap,
-        freeNodes: this.#s.nodes.freeCapacity(),
-        buffered: run.buffer.length,
-        exhausted: run.exhausted,
-        outsideHours: run.outside,
-        agentsOnline: st.handler === 'agents' && st.abandonHeld ? (this.#agentsOnline.get(run.tenantId) ?? 0) : null,
-      });
-      let idle = decision.idle;
-      // The zone sets open now for the campaign's window, looked up once a tick (kept a minute).
-      const open = decision.launch > 0 ? this.hours.open(st.window, this.#clock.now()).set : null;
-      for (let i = 0; i < decision.launch; i++) {
-        // A person claimed while their window was open whose window has closed since goes back.
-        let person = run.buffer.shift();
-        while (person && (person.zoneId === null || !open!.has(person.zoneId))) {
-          closed.push(person.id);
-          person = run.buffer.shift();
-        }
-        if (!person) break;
-        const callId = newId('call');
-        const nodeId = this.#s.nodes.pick(callId);
-        if (!nodeId) {
-          run.buffer.unshift(person);
-          idle = 'no_capacity';
-          break;
-        }
-        run.bucket.take(1);
-        tenantBucket.take(1);
-        this.#addLive(callId, run.id, run.tenantId);
-        batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false, legalPerDay: this.hours.legalCallsPerDay(person.zoneId) });
-      }
-      if (closed.length) this.#giveBack(run, closed.splice(0));
-      this.#idle.set(run, idle, now);
-      const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
-      if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
-        const given = idleLong ? run.buffer.splice(0) : this.#takeOld(run, now);
-        this.#giveBack(run, given.map((p) => p.id));
-        // Those given back are due: the campaign has people, whatever its last claim found.
-        run.exhausted = false;
-        run.emptyClaims = 0;
-      }
-      const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
-      // No claim while the campaign has long had no node to call on: it would only take back the
-      // people just given back, to give them back again 5 s later.
-      const noRoomLong = run.idle === 'no_capacity' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
-      const mayRefill = !run.idle || run.idle === 'no_people' || (run.idle === 'no_capacity' && !noRoomLong) || run.idle === 'outside_calling_hours' || run.idle === 'abandon_cap';
-      if (mayRefill && !run.refilling && run.buffer.length < target / 2 && (!run.exhausted || now - run.lastRefill > exhaustedWait(run.emptyClaims))) {
-        void this.#refill(run, target - run.buffer.length);
-      }
-      // Completion only while dialing could go on: a pause never changes a campaign's state.
-      const mayComplete = this.pause.check(run.tenantId).launch && company.on;
-      if (mayComplete && run.exhausted && !run.refilling && run.buffer.length === 0 && this.#campaignLive(run) === 0 && !run.completing) void this.#maybeComplete(run);
+  /** One campaign's tick: its launches (into `batch`), its idle reason, its buffer, its next claim and its completion. */
+  #paceRun(run: CampaignRun, now: number, batch: Launch[]): void {
+    const st = run.settings;
+    const company = this.#companies.get(run.tenantId);
+    if (!st || !company) return;
+    if (st.mode !== 'progressive') {
+      this.#idle.set(run, null, now);
+      return;
     }
-    if (batch.length) this.#launcher.queue(batch);
-    void this.#idle.write();
+    let tenantBucket = this.#tenantBuckets.get(run.tenantId);
+    if (!tenantBucket) this.#tenantBuckets.set(run.tenantId, (tenantBucket = new PaceBucket(now)));
+    // The plan's calls a second is the company's, shared by its campaigns.
+    const tokens = Math.min(run.bucket.refill(st.cps, now), tenantBucket.refill(company.cps, now));
+    const decision = pace({
+      pause: this.pause.check(run.tenantId),
+      companyOn: company.on,
+      tokens,
+      live: this.#campaignLive(run),
+      maxConcurrent: st.maxConcurrent,
+      tenantLive: (this.#liveByTenant.get(run.tenantId) ?? 0) + company.remoteLive,
+      tenantCap: company.cap,
+      freeNodes: this.#s.nodes.freeCapacity(),
+      buffered: run.buffer.length,
+      exhausted: run.exhausted,
+      outsideHours: run.supply.is === 'outside_hours',
+      agentsOnline: st.handler === 'agents' && st.abandonHeld ? (this.#agentsOnline.get(run.tenantId) ?? 0) : null,
+    });
+    const launched = this.#launchPeople(run, decision.launch, tenantBucket, batch);
+    this.#idle.set(run, launched.noRoom ? 'no_capacity' : decision.idle, now);
+    this.#keepBuffer(run, now);
+    const target = Math.min(200, Math.max(2, Math.ceil(st.cps * 2)));
+    // No claim while the campaign has long had no node to call on: it would only take back the
+    // people just given back, to give them back again 5 s later.
+    const noRoomLong = run.idle === 'no_capacity' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
+    const mayRefill = !run.idle || run.idle === 'no_people' || (run.idle === 'no_capacity' && !noRoomLong) || run.idle === 'outside_calling_hours' || run.idle === 'abandon_cap';
+    if (mayRefill && run.buffer.length < target / 2 && run.mayClaim(now)) this.#claims.refill(run, target - run.buffer.length);
+    // Completion only while dialing could go on: a pause never changes a campaign's state.
+    const mayComplete = this.pause.check(run.tenantId).launch && company.on;
+    if (mayComplete && run.exhausted && !run.claiming && run.buffer.length === 0 && this.#campaignLive(run) === 0 && run.mayCheckCompletion(now)) void this.#maybeComplete(run);
   }
 
   /**
-   * Gives claimed people back. A claim of the campaign waits for it (`#refill`): run at once, the
-   * claim did not see them given back, found nobody, and the campaign read `no_people` until its
-   * next claim took them again (the idle reason flapped while no node had room).
+   * Takes up to `n` people of the run's buffer to launch, each with a node slot, into `batch`. A
+   * person claimed while their window was open whose window has closed since goes back. `noRoom`:
+   * a node slot was wanted and none was free.
    */
-  #giveBack(run: Run, people: string[]): void {
-    const release = releaseClaims(this.#s.store.db, run.id, run.epoch, people).catch((err) => this.#log.warn({ err }, 'claimed people could not be given back; the reconcile will'));
-    run.releasing = run.releasing.then(() => release);
-  }
-
-  #takeOld(run: Run, now: number): Person[] {
-    const keep = run.buffer.filter((p) => now - p.claimedAt <= BUFFER_MAX_AGE_MS);
-    const old = run.buffer.filter((p) => now - p.claimedAt > BUFFER_MAX_AGE_MS);
-    run.buffer = keep;
-    return old;
-  }
-
-  #campaignLive(run: Run): number {
-    return (this.#liveByCampaign.get(run.id) ?? 0) + (run.settings?.foreignLive ?? 0);
-  }
-
-  async #retire(run: Run): Promise<void> {
-    if (run.retired) return;
-    run.retired = true;
-    if (this.#runs.get(run.id) === run) this.#runs.delete(run.id);
-    const given = run.buffer.splice(0);
-    if (given.length) await releaseClaims(this.#s.store.db, run.id, run.epoch, given.map((p) => p.id)).catch(ignore('claims not given back are found by the reconcile that looks for stale claims'));
-  }
-
-  /** Claims up to `n` due people of the campaign's lists (never one on the do-not-call list). */
-  async #refill(run: Run, n: number): Promise<void> {
-    const st = run.settings;
-    if (!st || n <= 0) return;
-    run.refilling = true;
-    try {
-      await run.releasing;
-      const now = this.#clock.now();
-      await this.hours.refresh();
-      let open = this.hours.open(st.window, now);
-      let rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD, { zones: open.ids, at: new Date(now) });
-      if (rows.length === 0) {
-        // Zone sets a list check made since the last read (their people could not be claimed):
-        // when some are open, the claim is made again at once, so a campaign whose list was just
-        // checked does not read no_people or outside_calling_hours until its next claim.
-        await this.hours.refreshZones();
-        const fresh = this.hours.open(st.window, now);
-        if (fresh.ids.length !== open.ids.length) {
-          open = fresh;
-          rows = await claimPeople(this.#s, run.tenantId, run.id, run.epoch, st.lists, n, CLAIM_HOLD, { zones: open.ids, at: new Date(now) });
-        }
+  #launchPeople(run: CampaignRun, n: number, tenantBucket: PaceBucket, batch: Launch[]): { noRoom: boolean } {
+    const st = run.settings!;
+    const closed: string[] = [];
+    let noRoom = false;
+    // The zone sets open now for the campaign's window, looked up once a tick (kept a minute).
+    const open = n > 0 ? this.hours.open(st.window, this.#clock.now()).set : null;
+    for (let i = 0; i < n; i++) {
+      let person = run.buffer.shift();
+      while (person && (person.zoneId === null || !open!.has(person.zoneId))) {
+        closed.push(person.id);
+        person = run.buffer.shift();
       }
-      run.lastRefill = Date.now();
-      if (run.retired) {
-        await releaseClaims(this.#s.store.db, run.id, run.epoch, rows.map((r) => r.id));
-        return;
+      if (!person) break;
+      const callId = newId('call');
+      const nodeId = this.#s.nodes.pick(callId);
+      if (!nodeId) {
+        run.buffer.unshift(person);
+        noRoom = true;
+        break;
       }
-      const at = Date.now();
-      run.buffer.push(...rows.map((r) => ({ id: r.id, phone: r.phone_number, claimedAt: at, zoneId: r.zone_id })));
-      run.exhausted = rows.length === 0;
-      run.emptyClaims = rows.length === 0 ? run.emptyClaims + 1 : 0;
-      if (rows.length === 0) {
-        // Nobody due inside their hours: are some due outside them, and when does the first open?
-        const closedZones = this.hours.closedIds(open.set);
-        const waiting = await dueOutsideHours(this.#s.store.db, run.tenantId, st.lists, closedZones, new Date(now));
-        run.outside = waiting.length > 0;
-        run.nextWindowAt = run.outside ? this.hours.nextOpening(st.window, waiting, now) : null;
-      } else {
-        run.outside = false;
-        run.nextWindowAt = null;
-      }
-    } catch (err) {
-      this.#log.warn({ err, campaign_id: run.id }, 'people could not be claimed');
-    } finally {
-      run.refilling = false;
+      run.bucket.take(1);
+      tenantBucket.take(1);
+      this.#addLive(callId, run.id, run.tenantId);
+      batch.push({ callId, run, tenantId: run.tenantId, campaignId: run.id, personId: person.id, to: person.phone, from: st.callerId, handler: st.handler, nodeId, manual: false, legalPerDay: this.hours.legalCallsPerDay(person.zoneId) });
+    }
+    if (closed.length) this.#claims.giveBack(run, closed);
+    return { noRoom };
+  }
+
+  /** Gives back buffered people of a campaign idle for long (not for want of people), and people claimed too long ago. */
+  #keepBuffer(run: CampaignRun, now: number): void {
+    const idleLong = run.idle && run.idle !== 'no_people' && now - run.idleSince > RELEASE_IDLE_BUFFER_MS;
+    if (run.buffer.length && (idleLong || now - run.buffer[0].claimedAt > BUFFER_MAX_AGE_MS)) {
+      const given = idleLong ? run.buffer.splice(0) : run.takeOld(now);
+      this.#claims.giveBack(run, given.map((p) => p.id));
+      run.peopleGivenBack();
     }
   }
 
-  async #maybeComplete(run: Run): Promise<void> {
+  #campaignLive(run: CampaignRun): number {
+    return (this.#liveByCampaign.get(run.id) ?? 0) + (run.settings?.foreignLive ?? 0);
+  }
+
+  #retire(run: CampaignRun): Promise<void> {
+    if (this.#runs.get(run.id) === run) this.#runs.delete(run.id);
+    return this.#claims.retire(run);
+  }
+
+  async #maybeComplete(run: CampaignRun): Promise<void> {
     const st = run.settings;
-    if (!st) return;
-    run.completing = true;
+    if (!st || run.phase.is !== 'paced') return;
+    run.phase = { is: 'paced', completion: { is: 'checking' } };
     try {
       if ((await nobodyLeft(this.#s.store, { id: run.id, tenantId: run.tenantId, lists: st.lists })) && !run.retired) {
         const r = await this.#s.runtime.send('campaign', run.id, { type: 'COMPLETE', at: Date.now() });
@@ -465,7 +373,7 @@ export class Dialer {
       this.#log.warn({ err, campaign_id: run.id }, 'completion check failed');
     } finally {
       // Look again no sooner than the next claim of an empty campaign.
-      setTimeout(() => (run.completing = false), exhaustedWait(run.emptyClaims)).unref();
+      if (run.phase.is === 'paced') run.phase = { is: 'paced', completion: { is: 'waiting', notBefore: Date.now() + exhaustedWait(run.emptyClaims) } };
     }
   }
 
@@ -487,42 +395,6 @@ export class Dialer {
       this.#log.warn({ err }, 'dialer could not re-read its campaigns');
     } finally {
       this.#refreshing = false;
-    }
-  }
-
-  /**
-   * Finds lost end notices, gives back people held past their claim with no call, and ends the
-   * calls their node no longer has (hanging up those it has that are ended here).
-   */
-  async #reconcile(): Promise<void> {
-    const ids = [...this.#live.keys()];
-    if (ids.length) {
-      const gone = await sql<{ id: string }>`select id from calls where id = any(${ids}::text[]) and state = 'ended'`.execute(this.#s.store.db);
-      for (const r of gone.rows) this.#endLocal(r.id);
-    }
-    const lost = await findLostCalls(this.#s.store);
-    if (lost.length) {
-      this.#log.warn({ calls: lost.length }, 'calls with no end reported are ended as lost');
-      for (const e of lost) this.events.push(e);
-    }
-    // Claims past their hold with no call up, whichever campaign (running or not) holds them.
-    await releaseExpiredClaims(this.#s.store, [...this.#runs.values()].flatMap((r) => r.buffer.map((p) => p.id)));
-    // The nodes whose socket this instance holds: calls they no longer have end (node_lost), and
-    // calls they still have that the store has ended are hung up.
-    const off = await findCallsOffNodes(this.#s.store, this.#s.agentHub.callReports());
-    if (off.lost.length) {
-      this.#log.warn({ calls: off.lost.length, nodes: [...new Set(off.lost.map((e) => e.node_id))] }, 'calls their node no longer has are ended as lost');
-      for (const e of off.lost) this.events.push(e);
-    }
-    for (const h of off.hangups) {
-      this.#log.warn({ call_id: h.call_id, node: h.node_id }, 'a call its node still has was ended here: hung up');
-      this.#s.nodes.hangup(h.node_id, h.call_id);
-    }
-    // Calls hung up through the API that are still up: their node is told again.
-    const online = this.#s.agentHub.nodes().filter((n) => n.online).map((n) => n.node_id);
-    for (const h of await hangupsOwed(this.#s.store, online)) {
-      this.#log.info({ call_id: h.call_id, node: h.node_id }, 'a call hung up through the API is still up: hang-up sent again');
-      this.#s.nodes.hangup(h.node_id, h.call_id);
     }
   }
 
