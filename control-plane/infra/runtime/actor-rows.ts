@@ -22,19 +22,6 @@ export function claimRow(db: Store['db'], kind: string, id: string, owner: strin
     .executeTakeFirst();
 }
 
-/** Writes one snapshot while `epoch` is still the stored one; false when fenced. */
-export async function writeSnapshot(db: Store['db'] | Tx, row: { kind: string; id: string; epoch: number; version: number; snapshot: unknown }): Promise<boolean> {
-  const r = await db
-    .updateTable('actors')
-    .set({ snapshot: JSON.stringify(row.snapshot), machine_version: row.version, updated_at: new Date() })
-    .where('kind', '=', row.kind)
-    .where('id', '=', row.id)
-    .where('epoch', '=', row.epoch)
-    .returning('epoch')
-    .executeTakeFirst();
-  return !!r;
-}
-
 /**
  * Writes many snapshots of one kind in one round trip, each while its epoch is still the stored
  * one: the subquery locks the rows in id order (the order of every writer of several actors) and
@@ -42,7 +29,7 @@ export async function writeSnapshot(db: Store['db'] | Tx, row: { kind: string; i
  * JSON document of `{id, epoch, snapshot}` (one string to send, nothing escaped element by
  * element). Answers the ids written.
  */
-export async function writeSnapshots(tx: Tx, kind: string, version: number, ids: string[], rows: string): Promise<Set<string>> {
+export async function writeSnapshots(tx: Store['db'] | Tx, kind: string, version: number, ids: string[], rows: string): Promise<Set<string>> {
   const written = await sql<{ id: string }>`
     update actors a set snapshot = x.snapshot, machine_version = ${version}, updated_at = now()
     from jsonb_to_recordset(${rows}::jsonb) as x(id text, epoch bigint, snapshot jsonb),

@@ -13,16 +13,17 @@
  * outbox consumers are woken, `OutboxWake` in `outbox.ts`.
  */
 import { randomUUID } from 'node:crypto';
-import { createActor, type AnyActorRef, type AnyStateMachine } from 'xstate';
+import { createActor, type AnyActorRef } from 'xstate';
 import type { Logger } from '../../../shared/logger.ts';
 import type { Coordinator } from '../coordination/coordinator.ts';
 import type { Store, Tx } from '../db/store.ts';
-import type { ActorDefinition, ActorEvent, ActorReply, BatchItem } from './definition.ts';
+import type { ActorDefinition, ActorEvent, ActorReply } from './definition.ts';
 import { ActorMail, AnswerMemo, type InboxMessage, type ReplyMessage } from './actor-mail.ts';
-import { claimRow, insertActor, writeSnapshot, writeSnapshots } from './actor-rows.ts';
-import { emit, OutboxWake, type NewEvent } from './outbox.ts';
+import { claimRow, insertActor } from './actor-rows.ts';
+import { OutboxWake } from './outbox.ts';
+import { commitTransitions, type TransitionDeps } from './transitions.ts';
 import { onQueued } from './work-notices.ts';
-import { armDeadline, leaseName, LOST, prepares, restoreMachine, type Owned } from './owned.ts';
+import { armDeadline, leaseName, LOST, type Owned } from './owned.ts';
 import { ignore } from '../../../shared/errors.ts';
 
 export type RuntimeOptions = {
@@ -33,10 +34,6 @@ export type RuntimeOptions = {
   forwardWaitMs?: number;
 };
 
-type Refusal = { refused: { code: 'unprocessable' | 'conflict'; message: string } };
-
-/** A batch write found an actor fenced: the transaction is rolled back and the batch re-run without it. */
-const FENCED = Symbol('fenced');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class ActorRuntime {
@@ -50,6 +47,7 @@ export class ActorRuntime {
   readonly #mail: ActorMail;
   readonly #handled = new AnswerMemo<ActorReply | typeof LOST>((r) => r === LOST);
   readonly #wake: OutboxWake;
+  readonly #transitions: TransitionDeps;
   readonly #ttl: number;
   readonly #renewEvery: number;
   readonly #adoptEvery: number;
@@ -70,6 +68,7 @@ export class ActorRuntime {
     // noticed (and its actor claimed) within a second of its lease running out.
     this.#wake = new OutboxWake(deps.coordinator);
     this.#mail = new ActorMail(deps.coordinator, deps.instanceId, opts.forwardWaitMs ?? 1_000);
+    this.#transitions = { store: deps.store, log: this.#log, drop: (o, why) => this.#drop(o, why) };
   }
 
   /** Listens for forwarded events and replies, and starts the renewal and adoption loops. */
@@ -137,40 +136,12 @@ export class ActorRuntime {
   }
 
   /**
-   * Delivers `event` to the actor wherever its owner runs and waits for the answer. Claims the
-   * actor when nobody owns it; retries while an owner dies and its lease runs out.
+   * Delivers `event` to the actor wherever its owner runs and waits for the answer: `sendMany`
+   * for one actor. Claims the actor when nobody owns it; retries while an owner dies and its
+   * lease runs out.
    */
   async send(kind: string, id: string, event: ActorEvent, timeoutMs = 20_000): Promise<ActorReply> {
-    this.#def(kind);
-    const key = `${kind}:${id}`;
-    const req = randomUUID();
-    const until = Date.now() + timeoutMs;
-    while (Date.now() < until && !this.#stopped) {
-      const local = this.#owned.get(key);
-      if (local) {
-        const r = await this.#enqueue(local, req, event);
-        if (r !== LOST) return r;
-        continue;
-      }
-      const holder = await this.#coordinator.leaseHolder(leaseName(kind, id)).catch(ignore('the holder unread counts as no holder: the actor is claimed here or asked again'));
-      if (holder === undefined) {
-        await sleep(200);
-        continue;
-      }
-      if (!holder) {
-        const claimed = await this.#claim(kind, id);
-        if (claimed === 'missing') return { ok: false, code: 'not_found', message: `no ${kind} ${id}` };
-        if (!claimed) await sleep(50);
-        continue;
-      }
-      if (holder.holder === this.#me) {
-        await sleep(20);
-        continue;
-      }
-      const r = (await this.#mail.request(holder.holder, { req, kind, id, event }))?.reply;
-      if (r) return r;
-    }
-    return { ok: false, code: 'unavailable', message: `the owner of ${kind} ${id} did not answer in time; try again` };
+    return (await this.sendMany(kind, [id], event, timeoutMs)).get(id)!;
   }
 
   /**
@@ -178,7 +149,7 @@ export class ActorRuntime {
    * instance owns take it together: each actor's queue is waited for, then all their transitions
    * are written in one transaction (snapshots fenced by their epochs, rows locked in id order).
    * Actors owned elsewhere get it the same way on their owner, one request per owner; unowned
-   * ones are claimed first. Retries like `send` while owners die; answers per id.
+   * ones are claimed first. Retries while owners die (and while a claim fails); answers per id.
    */
   async sendMany(kind: string, ids: string[], event: ActorEvent, timeoutMs = 20_000): Promise<Map<string, ActorReply>> {
     this.#def(kind);
@@ -199,11 +170,15 @@ export class ActorRuntime {
       const byHolder = new Map<string, string[]>();
       const unowned: string[] = [];
       const holders = await Promise.all(elsewhere.map((id) => this.#coordinator.leaseHolder(leaseName(kind, id)).catch(ignore('the holder unread counts as no holder: the actor is claimed here or asked again'))));
+      // Nothing moves: the coordinator did not answer (wait 200 ms), a claim here is under way (20 ms), else 50 ms.
+      let wait = 50;
       elsewhere.forEach((id, i) => {
         const h = holders[i];
         if (h === null) unowned.push(id);
-        else if (h === undefined || h.holder === this.#me) later.push(id);
-        else byHolder.set(h.holder, [...(byHolder.get(h.holder) ?? []), id]);
+        else if (h === undefined || h.holder === this.#me) {
+          later.push(id);
+          wait = h === undefined ? 200 : Math.min(wait, 20);
+        } else byHolder.set(h.holder, [...(byHolder.get(h.holder) ?? []), id]);
       });
       let claimed = 0;
       const claims = Promise.all(
@@ -236,7 +211,7 @@ export class ActorRuntime {
       await Promise.all([claims, applied, ...forwarded]);
       todo = later;
       // Nothing moved this round (the coordinator away, an owner dying, a claim lost): wait a little.
-      if (todo.length && answers.size === answered && claimed === 0) await sleep(50);
+      if (todo.length && answers.size === answered && claimed === 0) await sleep(wait);
     }
     for (const id of todo) answers.set(id, { ok: false, code: 'unavailable', message: `the owner of ${kind} ${id} did not answer in time; try again` });
     return answers;
@@ -306,15 +281,6 @@ export class ActorRuntime {
     return true;
   }
 
-  #enqueue(o: Owned, req: string, event: ActorEvent): Promise<ActorReply | typeof LOST> {
-    const seen = this.#handled.get(req);
-    if (seen) return seen;
-    const reply = o.queue.then(() => this.#apply(o, event));
-    o.queue = reply.catch(ignore('the reply is returned to its caller with its failure; the queue only orders the next event'));
-    this.#handled.remember(req, reply);
-    return reply;
-  }
-
   /**
    * Applies `event` to these owned actors together: reserves each one's queue, waits until all
    * are idle, then runs `#applyBatch`. A re-sent request (same `req`) is answered from before.
@@ -355,89 +321,17 @@ export class ActorRuntime {
   }
 
   /**
-   * One transaction for many actors' transitions (their queues are held by the caller). The
-   * machines take the event and the statements' parameters are built before the transaction
-   * begins, so none is open while Node computes; only an event the kind completes with `prepare`
-   * (which reads the store) is taken inside it, actor by actor. Then one statement locks the
-   * snapshot rows in id order, checks each against its owner's epoch and writes the new snapshots,
-   * then come the kind's rows (`onTransitions`) and outbox events. A fenced actor (a newer owner
-   * raised its epoch) rolls it all back: the other machines are put back to the snapshots they
-   * had, the fenced ones given up, and the rest written without them. Effects and deadlines follow
-   * the commit.
+   * Applies `event` to these owned actors (their queues held by the caller: one actor, or many of
+   * a kind) through the one transition path (`commitTransitions`), then runs each one's effects;
+   * all of it one outbox wake-up batch (`OutboxWake`).
    */
-  async #applyBatch(list: Owned[], event: ActorEvent): Promise<Map<string, ActorReply | typeof LOST>> {
-    const out = new Map<string, ActorReply | typeof LOST>();
-    let todo = [...list].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    for (;;) {
-      const cands: Array<{ o: Owned; prev: ReturnType<AnyActorRef['getSnapshot']> }> = [];
-      for (const o of todo) {
-        if (o.abort.signal.aborted) {
-          out.set(o.id, LOST);
-          continue;
-        }
-        const snap = o.actor.getSnapshot();
-        if (!snap.can(event)) out.set(o.id, { ok: false, ...o.def.refusal(snap, event) });
-        else cands.push({ o, prev: snap });
-      }
-      if (cands.length === 0) return out;
-      const def = cands[0].o.def;
-      const inTx = prepares(def, event);
-      const events: NewEvent[] = [];
-      const items: Array<BatchItem<AnyStateMachine> & { o: Owned }> = [];
-      const take = (o: Owned, prev: ReturnType<AnyActorRef['getSnapshot']>, e: ActorEvent) => {
-        o.actor.send(e);
-        items.push({ o, id: o.id, prev, next: o.actor.getSnapshot(), event: e });
-      };
-      // The fenced write's rows, as one JSON document.
-      let rows = '';
-      const build = () => void (rows = JSON.stringify(items.map((i) => ({ id: i.id, epoch: i.o.epoch, snapshot: i.o.actor.getPersistedSnapshot() }))));
-      // The event needs nothing read in the transaction: the machines take it now.
-      if (!inTx) {
-        for (const { o, prev } of cands) take(o, prev, event);
-        build();
-      }
-      let fenced: Owned[] = [];
-      try {
-        await this.#store.transaction(async (tx) => {
-          if (inTx) {
-            for (const { o, prev } of cands) {
-              const e = await def.prepare!({ tx, id: o.id, snapshot: prev, event });
-              if (prev.can(e)) take(o, prev, e);
-              else out.set(o.id, { ok: false, ...def.refusal(prev, e) });
-            }
-          }
-          if (items.length === 0) return;
-          // The fence and the write in one round trip (actor-rows.ts).
-          if (inTx) build();
-          const landed = await writeSnapshots(tx, def.kind, def.version, items.map((i) => i.id), rows);
-          if (landed.size < items.length) {
-            fenced = items.filter((i) => !landed.has(i.id)).map((i) => i.o);
-            throw FENCED;
-          }
-          const push = (e: NewEvent[]) => events.push(...e);
-          if (def.onTransitions) await def.onTransitions({ tx, items, emit: push });
-          else for (const i of items) await def.onTransition({ tx, id: i.id, prev: i.prev, next: i.next, event: i.event, emit: push });
-          await emit(tx, events);
-        });
-      } catch (err) {
-        if (err === FENCED) {
-          // Rolled back: the machines that took the event go back to where they were, the fenced
-          // ones are given up, and the rest are written again without them.
-          for (const i of items) if (!fenced.includes(i.o)) restoreMachine(i.o, i.prev);
-          for (const o of fenced) {
-            this.#log.warn({ kind: o.def.kind, id: o.id, epoch: o.epoch }, 'write fenced: a newer owner holds this actor');
-            await this.#drop(o, 'fenced');
-            out.set(o.id, LOST);
-          }
-          todo = cands.map((c) => c.o).filter((o) => !fenced.includes(o));
-          continue;
-        }
-        // The in-memory states ran ahead of the stored ones: forget them; the next event restores them.
-        for (const i of items) await this.#drop(i.o, 'store write failed');
-        throw err;
-      }
+  #applyBatch(list: Owned[], event: ActorEvent): Promise<Map<string, ActorReply | typeof LOST>> {
+    return this.#wake.batch(async () => {
+      const steps = await commitTransitions(this.#transitions, list, event);
+      const out = new Map<string, ActorReply | typeof LOST>();
       await Promise.all(
-        items.map(async ({ o }) => {
+        [...steps].map(async ([o, step]) => {
+          if (step !== 'taken') return void out.set(o.id, step === LOST ? LOST : { ok: false, ...step.refused });
           try {
             if ((await this.#settle(o)) === LOST) return void out.set(o.id, LOST);
           } catch (err) {
@@ -449,29 +343,7 @@ export class ActorRuntime {
         }),
       );
       return out;
-    }
-  }
-
-  /** Handles one event and its effects as one outbox wake-up batch (`OutboxWake`). */
-  #apply(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
-    return this.#wake.batch(() => this.#handle(o, event));
-  }
-
-  async #handle(o: Owned, event: ActorEvent): Promise<ActorReply | typeof LOST> {
-    if (o.abort.signal.aborted) return LOST;
-    const snap = o.actor.getSnapshot();
-    if (!snap.can(event)) return { ok: false, ...o.def.refusal(snap, event) };
-    try {
-      const t = await this.#transition(o, event);
-      if (t === LOST) return LOST;
-      if (t) return { ok: false, ...t.refused };
-      if ((await this.#settle(o)) === LOST) return LOST;
-    } catch (err) {
-      this.#log.error({ err, kind: o.def.kind, id: o.id }, 'actor transition failed');
-      return { ok: false, code: 'unavailable', message: `the ${o.def.kind} could not be saved; try again` };
-    }
-    const now = o.actor.getSnapshot();
-    return { ok: true, state: String(now.value), context: now.context, result: o.def.reply(now) };
+    });
   }
 
   /** Runs effects until they have nothing more to say, then arms the next deadline. */
@@ -480,60 +352,9 @@ export class ActorRuntime {
       if (o.abort.signal.aborted) return LOST;
       const events = await o.def.effects(o.id, o.actor.getSnapshot(), o.abort.signal);
       if (events.length === 0) break;
-      for (const e of events) if ((await this.#transition(o, e)) === LOST) return LOST;
+      for (const e of events) if ((await commitTransitions(this.#transitions, [o], e)).get(o) === LOST) return LOST;
     }
     armDeadline(o, (at) => void this.send(o.def.kind, o.id, { type: 'TICK', at }).catch(ignore('a tick not delivered: the deadline is armed again when the actor is next loaded')));
-  }
-
-  /**
-   * Applies `event` and writes the new snapshot, the kind's rows and outbox events in one
-   * transaction (or only the snapshot, in one statement, for an event of the kind's `snapshotOnly`).
-   * With `prepare`, the event is first completed inside that transaction and refused (nothing
-   * written, the actor untouched) when the machine cannot take it.
-   */
-  async #transition(o: Owned, event: ActorEvent): Promise<void | typeof LOST | Refusal> {
-    const prev = o.actor.getSnapshot();
-    const events: NewEvent[] = [];
-    let sent = false;
-    let written: boolean | Refusal;
-    try {
-      if (!prepares(o.def, event) && o.def.snapshotOnly?.(event)) {
-        // Nothing but the snapshot to write: one statement, which commits on its own.
-        sent = true;
-        o.actor.send(event);
-        written = await this.#writeSnapshot(this.#store.db, o);
-      } else {
-        written = await this.#store.transaction(async (tx) => {
-          let e = event;
-          if (prepares(o.def, event)) {
-            e = await o.def.prepare!({ tx, id: o.id, snapshot: prev, event });
-            if (!prev.can(e)) return { refused: o.def.refusal(prev, e) };
-          }
-          sent = true;
-          o.actor.send(e);
-          const next = o.actor.getSnapshot();
-          if (!(await this.#writeSnapshot(tx, o))) return false;
-          await o.def.onTransition({ tx, id: o.id, prev, next, event: e, emit: (x) => events.push(...x) });
-          await emit(tx, events);
-          return true;
-        });
-      }
-    } catch (err) {
-      // The in-memory state ran ahead of the stored one: forget it; the next event restores it.
-      if (sent) await this.#drop(o, 'store write failed');
-      throw err;
-    }
-    if (typeof written === 'object') return written;
-    if (!written) {
-      this.#log.warn({ kind: o.def.kind, id: o.id, epoch: o.epoch }, 'write fenced: a newer owner holds this actor');
-      await this.#drop(o, 'fenced');
-      return LOST;
-    }
-  }
-
-  /** Writes the actor's current snapshot while its owner's epoch is still the stored one; false when fenced. */
-  #writeSnapshot(db: Store['db'] | Tx, o: Owned): Promise<boolean> {
-    return writeSnapshot(db, { kind: o.def.kind, id: o.id, epoch: o.epoch, version: o.def.version, snapshot: o.actor.getPersistedSnapshot() });
   }
 
   async #drop(o: Owned, why: string): Promise<void> {
@@ -564,28 +385,24 @@ export class ActorRuntime {
     }
   }
 
-  /** A request from another instance for actors this one owns; null for those it does not hold (any more). */
+  /**
+   * A request from another instance for actors this one owns; null for those it does not hold
+   * (any more). A request for one actor (`id`, from a build before `send` was `sendMany`) is
+   * answered the same way.
+   */
   async #onRequest(msg: InboxMessage): Promise<ReplyMessage> {
-    if ('ids' in msg) {
-      const mine: Owned[] = [];
-      for (const id of msg.ids) {
-        const o = this.#owned.get(`${msg.kind}:${id}`);
-        if (o) mine.push(o);
-      }
-      const replies: Record<string, ActorReply | null> = {};
-      const m = await this.#applyMany(mine, msg.req, msg.event);
-      for (const id of msg.ids) {
-        const r = await (m.get(id) ?? LOST);
-        replies[id] = r === LOST ? null : r;
-      }
-      return { req: msg.req, replies };
+    const ids = 'ids' in msg ? msg.ids : [msg.id];
+    const mine: Owned[] = [];
+    for (const id of ids) {
+      const o = this.#owned.get(`${msg.kind}:${id}`);
+      if (o) mine.push(o);
     }
-    const o = this.#owned.get(`${msg.kind}:${msg.id}`);
-    let reply: ActorReply | null = null;
-    if (o) {
-      const r: ActorReply | typeof LOST = await this.#enqueue(o, msg.req, msg.event).catch((): typeof LOST => LOST);
-      reply = r === LOST ? null : r;
+    const replies: Record<string, ActorReply | null> = {};
+    const m = await this.#applyMany(mine, msg.req, msg.event);
+    for (const id of ids) {
+      const r = await (m.get(id) ?? LOST);
+      replies[id] = r === LOST ? null : r;
     }
-    return { req: msg.req, reply };
+    return 'ids' in msg ? { req: msg.req, replies } : { req: msg.req, reply: replies[msg.id] };
   }
 }
