@@ -5,9 +5,14 @@
  * its test count, or its process exits non-zero or hangs. It ends with `N passed, N failed`.
  *
  * Usage: node test/run.ts [filter…]   (a filter keeps files whose path contains it)
+ *
+ * Files start longest first, by the times in `test/durations.json` (a file not in it first of
+ * all: it may be long), so that two long files do not end the run one after the other while the
+ * other worker is idle. `VD_TEST_RECORD=1` writes the times of the files it ran back to that file;
+ * the run ends with its slowest files and the whole run's time.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -72,11 +77,18 @@ function runFile(file: string): Promise<FileResult> {
   });
 }
 
+const DURATIONS = join(ROOT, 'test', 'durations.json');
+/** Seconds each file took in a recorded run, by path from the repository's root. */
+const durations: Record<string, number> = existsSync(DURATIONS) ? JSON.parse(readFileSync(DURATIONS, 'utf8')) : {};
+const known = (f: string) => durations[relative(ROOT, f)] ?? Infinity;
+
 const filters = process.argv.slice(2);
-const files = findTests(join(ROOT, 'test')).filter(
-  (f) => filters.length === 0 || filters.some((x) => f.includes(x)),
-);
+const files = findTests(join(ROOT, 'test'))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort((a, b) => known(b) - known(a) || a.localeCompare(b));
 const results: FileResult[] = [];
+const took = new Map<string, number>();
+const runStarted = Date.now();
 let next = 0;
 async function worker(): Promise<void> {
   while (next < files.length) {
@@ -84,6 +96,7 @@ async function worker(): Promise<void> {
     const started = Date.now();
     const r = await runFile(file);
     results.push(r);
+    took.set(r.file, (Date.now() - started) / 1000);
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     const status = r.failed ? 'FAIL' : 'ok  ';
     console.log(`${status} ${r.file}  ${r.passed} passed, ${r.failed} failed  (${secs}s)${r.note ? `  [${r.note}]` : ''}`);
@@ -91,6 +104,16 @@ async function worker(): Promise<void> {
   }
 }
 await Promise.all(Array.from({ length: Math.max(1, PARALLEL) }, worker));
+if (took.size > 1) {
+  const slowest = [...took].sort((a, b) => b[1] - a[1]).slice(0, 15);
+  console.log(`slowest: ${slowest.map(([f, s]) => `${f.replace(/^test\//, '')} ${s.toFixed(0)}s`).join(', ')}`);
+  console.log(`${took.size} files in ${((Date.now() - runStarted) / 1000).toFixed(0)}s, ${PARALLEL} at a time`);
+}
+if (process.env.VD_TEST_RECORD) {
+  for (const [f, secs] of took) durations[f] = Math.round(secs * 10) / 10;
+  const sorted = Object.fromEntries(Object.entries(durations).filter(([f]) => existsSync(join(ROOT, f))).sort(([a], [b]) => a.localeCompare(b)));
+  writeFileSync(DURATIONS, `${JSON.stringify(sorted, null, 1)}\n`);
+}
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0) + (files.length === 0 ? 1 : 0);
 console.log(`${passed} passed, ${failed} failed`);
