@@ -12,6 +12,7 @@ import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { call, type Session } from '../support/http.ts';
 import { makeCompany, makeOperator } from '../support/fixtures.ts';
 import { startTestServer } from '../support/server.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('suspension and campaigns');
 const V1 = '/api/core/v1';
@@ -21,7 +22,6 @@ let c: RunningControlPlane;
 let op: Session;
 let drop: () => Promise<void> = async () => {};
 /** Random jitter (0-12 ms) that spreads the racing requests, not a wait for a result. */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SYSTEM = { kind: 'system' as const, id: null, email: null };
 
 t.before(async () => {

@@ -4,7 +4,7 @@
  * its edge: the last allowed value passes and the next one is refused.
  */
 import http from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../support/sleep.ts';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { suite } from 'uvu';

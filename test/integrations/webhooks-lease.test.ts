@@ -28,9 +28,9 @@ import { createLogger } from '../../shared/logger.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('webhook leases: a stalled sender never sends beside the next one');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = createLogger('silent');
 /** A's timings: the shortest lease the worker accepts for a 300 ms start window and a 300 ms answer limit. */
 const A = { leaseMs: 5600, staleMs: 300, answerLimitMs: 300, pollMs: 60_000 };
@@ -118,7 +118,6 @@ function worker(instance: string, client: OutboundClient, opts: ConstructorParam
 }
 
 const row = (id: string) => store.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-
 
 /** B's send is held at the receiver for a while: a second send of the same message would overlap it. */
 function slowAnswers(path: string, delayMs: number): void {
@@ -233,7 +232,7 @@ t('an attempt cut at the answer limit is not followed by the next one while the 
   const after = await row(id);
   // Polls meanwhile (every 50 ms) find nothing due: the receiver is still on the first request.
   // A watch window of fixed length, deliberately: it proves something does NOT happen.
-  while (Date.now() - firstAt < RECEIVER_BUSY + 200) await sleep(50);
+  await sleep(firstAt + RECEIVER_BUSY + 200 - Date.now());
   assert.equal(rx.overlaps.filter((x) => x === id), [], 'the message was never under way twice at once');
   assert.is(rx.on(path).length, 1, 'no second request while the first was being answered');
   assert.is(after.status, 'retrying');

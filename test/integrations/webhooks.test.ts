@@ -20,6 +20,7 @@ import { startReceiver, type Answer, type Received, type Receiver } from '../sup
 import { refusedForms } from '../support/refused-addresses.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('webhooks');
 const C = '/api/integrations/v1/connectors';
@@ -32,8 +33,6 @@ let co: Awaited<ReturnType<typeof makeCompany>>;
 let other: Awaited<ReturnType<typeof makeCompany>>;
 let owner: Session;
 const stripe = new Stripe('sk_test_unused');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 
 async function hook(body: Record<string, unknown>, session = owner) {
   const r = await call(cp.url, 'POST', C, { session, body: { kind: 'webhook', name: 'hook', ...body } });

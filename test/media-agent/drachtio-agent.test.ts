@@ -26,6 +26,7 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { makeCampaign } from '../dialer/support.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'agent-token-for-drachtio-agent-0123456789';
 const SECRET = 'drachtio-admin-secret';
@@ -53,7 +54,6 @@ const agents: AgentProcess[] = [];
 const events: CallEvent[] = [];
 let main: AgentProcess;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
 function spawnAgent(node: string, env: Record<string, string> = {}): AgentProcess {
@@ -197,6 +197,7 @@ t('a campaign on the drachtio node: answered, 486 busy, 503 failed, ring timeout
   assert.not.ok('x-vd-call-id' in invite.headers, JSON.stringify(invite.headers));
   // The busy number is tried again soon: stop the campaign's dialing here.
   assert.is((await call(cp.url, 'POST', `/api/core/v1/campaigns/${campaignId}/pause`, { session: company.owner })).status, 200);
+  // Time that must pass: over a second of talk (counted below).
   await sleep(1200);
   standin.farEndBye(standin.callIdFor('+13125550101')!);
   const done = await eventually('the answered call ended', async () => (await callRows(campaignId)).find((r) => r.id === answered.id && r.state === 'ended'));

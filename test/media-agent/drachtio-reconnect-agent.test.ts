@@ -21,6 +21,7 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { makeCampaign } from '../dialer/support.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'agent-token-for-drachtio-reconnect-0123456789';
 const SECRET = 'drachtio-admin-secret';
@@ -42,7 +43,6 @@ let prefix = '';
 let company: Awaited<ReturnType<typeof makeCompany>>;
 let agent: AgentProcess;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Row = { id: string; state: string; end_reason: string | null; sip_status: number | null; dropped: boolean; talk_seconds: number; answered_at: Date | null };
 async function callRow(campaignId: string): Promise<Row | undefined> {
@@ -91,7 +91,7 @@ t.after(async () => {
 t('an answered call survives the dropped admin connection: still answered after the reconnect (no trunk_lost, no node_lost); the far end hangs up later: completed, not dropped', async () => {
   const { campaignId, sipCallId } = await oneCall('+13125550201', 'Survives');
   await eventually('answered', async () => (await callRow(campaignId))?.state === 'answered');
-  await sleep(500);
+  await standin.waitFor('ack', (e) => e.callId === sipCallId);
   standin.dropConnections();
   await standin.waitFor('options', (e) => e.callId === sipCallId && e.status === 200, 10_000);
   // A deliberate pause that proves something does NOT happen: no end after the reconnect.

@@ -9,7 +9,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeHarnesses, harness, place, sleep } from '../support/drachtio-harness.ts';
+import { closeHarnesses, harness, place } from '../support/drachtio-harness.ts';
+import { sleep } from '../support/sleep.ts';
 import { eventually } from '../support/eventually.ts';
 
 const t = suite('drachtio trunk: the admin connection drops, drachtio-server stays');
@@ -24,7 +25,7 @@ t('an answered call survives the drop: nothing reported, taken back on reconnect
   const c = place(trunk, '+15550001');
   await c.next('answered');
   const callId = standin.callIdFor('+15550001')!;
-  await sleep(200);
+  await standin.waitFor('ack', (e) => e.callId === callId);
   standin.dropConnections();
   await eventually('reconnected', () => standin.count('authenticated') === 2 && trunk.available);
   await standin.waitFor('options', (e) => e.callId === callId && e.status === 200);
@@ -56,7 +57,7 @@ t('the ACK of a 200 lost with the connection (written as it died): sent again on
   // The stand-in reads nothing more from the old connection: an ACK not read yet is lost with it.
   standin.hold();
   standin.dropConnections();
-  await sleep(300);
+  await eventually('the trunk to connect again (held)', () => standin.count('connection') === 2);
   standin.release();
   await standin.waitFor('options', (e) => e.callId === callId && e.status === 200);
   assert.is(standin.callState(callId), 'confirmed');
@@ -79,6 +80,7 @@ t('a call taken back whose far end can no longer be reached (our own stack answe
   const callId = standin.callIdFor('+15550001')!;
   standin.dropConnections();
   await standin.waitFor('options', (e) => e.callId === callId && e.status === 200);
+  // A deliberate idle period: the call is watched again for a while before its far end goes.
   await sleep(300);
   standin.farEndUnreachable(callId);
   const lostAt = Date.now();
@@ -187,6 +189,7 @@ t('answered while the connection was down after we gave up (ring timeout): ACK t
   standin.hold();
   standin.dropConnections();
   await standin.waitFor('response_sent', (e) => e.callId === callId && e.status === 200);
+  // Time that must pass: the ring timeout (0.3 s) runs out while the connection is down.
   await sleep(300);
   standin.release();
   assert.equal(await c.next('ended'), { type: 'ended', sip_status: 200, talk_seconds: 0, reason: 'no_answer' });
@@ -235,12 +238,16 @@ t('an answered call the far end hung up while the connection was down (481 from 
   const c = place(trunk, '+15550001');
   await c.next('answered');
   const callId = standin.callIdFor('+15550001')!;
+  // Time that must pass: 0.3 s of talk before the drop (the talk counted below).
   await sleep(300);
   standin.hold();
   standin.dropConnections();
+  // Time that must pass: the far end hangs up a moment after the drop, not with it.
   await sleep(100);
   standin.farEndBye(callId);
   await standin.waitFor('bye_answered', (e) => e.callId === callId && e.by === 'server' && e.status === 481);
+  // A deliberate idle period: the connection stays down a while, so talk counted up to the
+  // reconnect would show (talk must stop at the drop).
   await sleep(500);
   standin.release();
   const ended = await c.next('ended');
@@ -274,6 +281,7 @@ t('the connection not back within the limit: calls reported trunk_lost then (tal
   const a = standin.callIdFor('+15550001')!;
   const r = standin.callIdFor('+15550002')!;
   await standin.waitFor('response_sent', (e) => e.callId === r && e.status === 180);
+  // Time that must pass: 0.2 s of talk on the answered call before the drop (counted below).
   await sleep(200);
   standin.hold();
   standin.dropConnections();
@@ -305,6 +313,7 @@ t('drachtio-server gone (its port refuses): the calls went with it, reported tru
   await answered.next('answered');
   const ringing = place(trunk, '+15550002');
   await ringing.next('placed');
+  // Time that must pass: some talk on the answered call before the server goes (counted below).
   await sleep(200);
   const port = standin.port;
   await standin.down();

@@ -13,6 +13,7 @@ import type { CallEventMessage } from '../../shared/agent-protocol.ts';
 import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
 import { DrachtioStandin } from '../support/drachtio-standin.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 import { startTestServer } from '../support/server.ts';
 
 const TOKEN = 'agent-token-for-second-signal-0123456789';
@@ -54,7 +55,7 @@ t('BYE for the answered call, CANCEL for the ringing one, both reported, exit 0 
   agent.proc.kill('SIGTERM');
   await eventually('draining for shutdown', () => cp.agentHub.node('node_dr2')?.drain_reason === 'shutdown');
   // A deliberate pause that proves something does NOT happen: the first signal does not exit.
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300);
   assert.is(agent.proc.exitCode, null, 'the first signal waits for the calls');
   const second = Date.now();
   agent.proc.kill('SIGTERM');

@@ -9,7 +9,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AgentClient } from '../../media-agent/client.ts';
-import { closeHarnesses, harness, place, sleep } from '../support/drachtio-harness.ts';
+import { closeHarnesses, harness, place } from '../support/drachtio-harness.ts';
+import { sleep } from '../support/sleep.ts';
 import { eventually } from '../support/eventually.ts';
 
 const t = suite('drachtio trunk against the drachtio-server stand-in');
@@ -100,6 +101,7 @@ t('answered; the far end hangs up: ACK sent, ended(completed) with the talk time
   assert.equal(await c.next('answered'), { type: 'answered', sip_status: 200 });
   const invite = await standin.waitFor('invite');
   await standin.waitFor('ack', (e) => e.callId === invite.callId);
+  // Time that must pass: 0.3 s of talk (counted below).
   await sleep(300);
   standin.farEndBye(invite.callId);
   const ended = await c.next('ended');

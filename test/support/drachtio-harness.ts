@@ -88,4 +88,3 @@ export function place(trunk: DrachtioTrunk, to: string, ring_timeout_s = 30, cal
   return { call_id, events, ringing, all, next };
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

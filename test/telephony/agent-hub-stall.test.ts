@@ -16,6 +16,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { WebSocket } from 'ws';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'agent-token-for-stall-tests-0123456789';
@@ -27,8 +28,6 @@ let url = '';
 const seen: Seen[] = [];
 const sockets: WebSocket[] = [];
 const beats = new Map<WebSocket, NodeJS.Timeout>();
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A raw agent connection: says hello as `node`, heartbeats every 200 ms while open. */
 function connect(node: string): WebSocket {
@@ -82,6 +81,7 @@ t('a call that ends while the hub is stopped for 6 s is reported once it runs ag
   const ws = connect('node_stop');
   await eventually(() => `${'node_stop online'}; saw ${JSON.stringify(seen)}`, () => seen.some((s) => s.kind === 'online' && s.node === 'node_stop'), 5000);
   hub.kill('SIGSTOP');
+  // The fault's duration: the hub stays stopped 6 s in all, the call ending 1.5 s into it.
   await sleep(1500);
   ended(ws, 'call_during_stop');
   await sleep(4500);
@@ -110,6 +110,7 @@ t('call events on a connection its node has replaced are still taken', async () 
   await new Promise<void>((r) => b.once('open', () => r()));
   hub.kill('SIGSTOP');
   b.send(JSON.stringify({ type: 'hello', node_id: 'node_repl', capacity: 5, version: 't', region: 't' }));
+  // The fault's duration: the hub stays stopped while the new hello and then the old socket's end are sent.
   await sleep(200);
   ended(a, 'call_on_old_socket');
   await sleep(200);

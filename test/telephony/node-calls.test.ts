@@ -23,6 +23,7 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { makeCampaign } from '../dialer/support.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'agent-token-for-node-calls-0123456789';
 const NODE = 'node_nc1';
@@ -35,9 +36,6 @@ const agents: AgentProcess[] = [];
 const events: Array<CallEvent & { at: number }> = [];
 let oldCalls: string[] = [];
 let newCalls: string[] = [];
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 
 /** A real agent process on the simulated trunk: every call answered, and talking for 1,000 s. */
 function spawnAgent(): AgentProcess {

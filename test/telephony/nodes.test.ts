@@ -20,6 +20,7 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { CHANNELS } from '../../control-plane/infra/coordination/channels.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'agent-token-for-node-tests-0123456789';
 
@@ -44,8 +45,6 @@ function spawnAgent(cp: RunningControlPlane, nodeId: string, env: Record<string,
   return agent;
 }
 
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const callOf = (id: string, type: string) => calls.find((c) => c.event.call_id === id && c.event.type === type);
 const newCall = (handler: 'bot' | 'agents' = 'agents') => ({ call_id: `call_t${++n}_${Date.now().toString(36)}`, to: '+15555550100', from: '+15555550199', ring_timeout_s: 30, handler });
 
