@@ -19,6 +19,8 @@ import {
   companyOwner, cp, createCompany, documents, keyboardCheck, logTiming, owner, ownerContext, phoneWidth, problems, setHidden, shot,
   startConsole, startTiming, stopConsole, web,
 } from './support.ts';
+import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('web console in a browser: companies');
 
@@ -145,13 +147,15 @@ t('an owner runs a recording import and watches its status change, then listens 
   const status = () => page.locator('#runs tbody tr').first().locator('td').first().textContent();
   const seen = [(await status())!.trim()];
   assert.match(seen[0], /queued|processing/, 'the queued run shows at once');
-  for (let i = 0; i < 20 && !seen.at(-1)!.startsWith('done'); i++) {
-    await page.clock.runFor(10_000);
-    await new Promise((r) => setTimeout(r, 300));
+  // The page's clock moves 10 s at each try; between tries real time passes for its requests.
+  await eventually(() => `the run done on the page; statuses seen: ${seen.join(' → ')}`, async () => {
     await page.clock.runFor(100);
     const s = (await status())!.trim();
     if (s !== seen.at(-1)) seen.push(s);
-  }
+    if (s.startsWith('done')) return true;
+    await page.clock.runFor(10_000);
+    return false;
+  }, 20_000, 300);
   assert.match(seen.at(-1)!, /^done/, `statuses seen: ${seen.join(' → ')}`);
   assert.ok(seen.length >= 2, 'the status changed on the page');
   assert.match((await page.locator('#runs tbody tr').first().textContent())!, /2 files/);
@@ -232,8 +236,7 @@ t("a campaign's page shows its calls and results appear while it is open, and it
   await db.updateTable('campaign_counts').set({ placed: 2, answered: 1, ended: 1 }).where('campaign_id', '=', campId).execute();
   await db.updateTable('people').set({ disposition: 'appointment_set', note: 'Tuesday at ten', result_at: new Date() }).where('id', '=', people[0].id).execute();
   const settle = async (n: number) => {
-    const until = Date.now() + 10_000;
-    while (answered < n && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => `poll ${n} answered (${answered} so far)`, () => answered >= n, 10_000, 50);
     await page.clock.runFor(100);
   };
   await page.clock.runFor(9_000);
@@ -251,7 +254,8 @@ t("a campaign's page shows its calls and results appear while it is open, and it
   await phoneWidth(page);
   await setHidden(page, true);
   await page.clock.runFor(60_000);
-  await new Promise((r) => setTimeout(r, 300));
+  // A deliberate pause that proves something does NOT happen: real time for a poll to go out.
+  await sleep(300);
   assert.is(polls, 3, 'no poll while hidden');
   await setHidden(page, false);
   await settle(6);
@@ -276,15 +280,14 @@ t('QA: a stored recording plays in the page (its metadata loaded, its length the
   assert.is(rec.status, 'stored');
   // The reviews card polls every 5 s while a review is queued or scoring; the page's clock is moved on for it.
   await page.clock.install();
-  const pollUntil = async (what: string, ready: () => Promise<boolean>) => {
-    for (let i = 0; i < 60; i++) {
-      if (await ready()) return;
-      await page.clock.runFor(5_000);
-      await new Promise((r) => setTimeout(r, 150));
+  // The page's clock moves 5 s at each try; between tries real time passes for its requests.
+  const pollUntil = (what: string, ready: () => Promise<boolean>) =>
+    eventually(what, async () => {
       await page.clock.runFor(100);
-    }
-    assert.unreachable(`never: ${what}`);
-  };
+      if (await ready()) return true;
+      await page.clock.runFor(5_000);
+      return false;
+    }, 30_000, 150);
   await page.goto(`${cp.url}/console/recordings`);
   // A page with a player: its controls are reached by Tab and it is named like everything else.
   const keys = await keyboardCheck(page);

@@ -16,6 +16,8 @@ import {
   owner, ownerContext, phoneWidth, problems, shot, signIn, startConsole, startTiming, stopConsole,
 } from './support.ts';
 import type { Page } from 'playwright-core';
+import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('web console in a browser: operators');
 
@@ -130,8 +132,7 @@ t('live numbers refresh every 10 s while the page is visible and stop while it i
   // Until the n-th poll is answered; then the page's clock moves on a little, so htmx settles the
   // swapped rows (it does so on a timer, and this page's timers run on the test's clock).
   const settle = async (n: number) => {
-    const until = Date.now() + 10_000;
-    while (answered < n && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => `poll ${n} answered (${answered} so far)`, () => answered >= n, 10_000, 50);
     await page.clock.runFor(100);
   };
   await page.clock.runFor(9_000);
@@ -151,7 +152,8 @@ t('live numbers refresh every 10 s while the page is visible and stop while it i
     })()`);
   await setVisibility(true);
   await page.clock.runFor(60_000);
-  await new Promise((r) => setTimeout(r, 300));
+  // A deliberate pause that proves something does NOT happen: real time for a poll to go out.
+  await sleep(300);
   assert.is(polls, 2, 'no poll while hidden');
   await setVisibility(false);
   await settle(3);

@@ -11,6 +11,7 @@ import type { Coordinator } from '../../control-plane/infra/coordination/coordin
 import { MemoryCoordinator } from '../../control-plane/infra/coordination/memory.ts';
 import { RedisCoordinator } from '../../control-plane/infra/coordination/redis.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // A fresh prefix per run keeps concurrent or earlier runs from seeing each other's keys and channels.
@@ -69,7 +70,7 @@ function contract(name: string, make: () => Promise<Coordinator>, alone: () => C
     assert.is(await c.renewLease(a, 30_000), true);
     // A deliberate wait that proves something does NOT happen: past the first ttl, the lease is
     // still a's.
-    await new Promise((r) => setTimeout(r, acquired + 1100 - performance.now()));
+    await sleep(acquired + 1100 - performance.now());
     assert.equal(await c.leaseHolder(name), a);
     assert.is(await c.acquireLease(name, 'b', 1000), null);
   });
@@ -197,7 +198,7 @@ function contract(name: string, make: () => Promise<Coordinator>, alone: () => C
     assert.ok(refused.retryAfterMs >= 1 && refused.retryAfterMs <= 250, `retryAfterMs ${refused.retryAfterMs}`);
     // The wait the bucket named, which is what is checked: a token is there after it (a loaded
     // machine only makes it longer).
-    await new Promise((r) => setTimeout(r, refused.retryAfterMs + 1));
+    await sleep(refused.retryAfterMs + 1);
     const again = await c.takeToken(key, spec);
     assert.is(again.allowed, true);
     assert.is(again.retryAfterMs, 0);

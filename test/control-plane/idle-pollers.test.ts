@@ -26,6 +26,7 @@ import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from '../support/
 import { eventually } from '../support/eventually.ts';
 import { makeCompany } from '../support/fixtures.ts';
 import { startTestServer } from '../support/server.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('idle pollers: notices first, slow fallback polls');
 const log = createLogger('silent');
@@ -146,7 +147,7 @@ t('a notice naming consumers drains their queues without asking the store which 
     const named = await queueRaw(cp.services.store, 'idle_test_c', true, ['idle_test_c']);
     await eventually('the named consumer took its event', () => seen.includes(named), 20_000, 10);
     // A deliberate pause that proves something does NOT happen: d's queue is not drained.
-    await new Promise((r) => setTimeout(r, 400));
+    await sleep(400);
     assert.not.ok(seen.includes(quiet), 'a named notice made the worker look at every queue');
     // An unnamed notice (any consumer may have events): the store is asked, and d's is found.
     await queueRaw(cp.services.store, 'idle_test_e', true);
@@ -176,7 +177,7 @@ t('work queued on one instance wakes the loops of every instance once each; wake
     });
     await eventually('both loops woken', () => rounds1 === 2 && rounds2 === 2, 20_000, 10);
     // A deliberate pause that proves something does NOT happen: no second wake-up.
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.is(rounds1, 2, 'its own notice does not wake the queueing instance a second time');
     assert.is(rounds2, 2);
     // Rolled back: nothing announced.
@@ -227,7 +228,7 @@ t('list checks: a check nobody announced is found by the fallback poll; a given-
   try {
     // A pause before acting (no assertion follows it): the round at start goes by first, so it is
     // a poll that finds the check.
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const raw = newId('chk');
     await sql`insert into list_checks (id, tenant_id, list_id, scope) values (${raw}, ${co.tenantId}, ${newId('lst')}, 'unchecked')`.execute(store2.db);
     await eventually('the unannounced check done', async () => (await store2.db.selectFrom('list_checks').select('status').where('id', '=', raw).executeTakeFirst())?.status === 'done', 20_000, 10);

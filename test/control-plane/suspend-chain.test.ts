@@ -2,6 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runChain, type SuspendStep } from '../../control-plane/companies/suspend-chain.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('suspend chain runner');
 
@@ -11,7 +12,8 @@ function step(name: string, log: string[], ms: number, fail?: unknown): SuspendS
     name,
     async run(tenantId) {
       log.push(`start ${name} ${tenantId}`);
-      await new Promise((r) => setTimeout(r, ms));
+      // A step that takes this long, on purpose (the chain's order is what is checked).
+      await sleep(ms);
       log.push(`end ${name}`);
       if (fail !== undefined) throw fail;
     },

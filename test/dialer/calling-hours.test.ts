@@ -17,6 +17,7 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { startAgent, type TestAgent } from './support.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('calling hours');
 
@@ -90,7 +91,7 @@ t('people inside and outside their window in one campaign: only those inside are
   // 07:59 in Tokyo: still closed. 08:00: called.
   clock.set(Date.parse('2026-12-02T22:59:00Z'));
   // A deliberate pause that proves something does NOT happen: no call to Tokyo at 07:59.
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300);
   assert.equal(called([tokyo.phone_number]), [], 'Tokyo (07:59) is not called');
   clock.set(Date.parse('2026-12-02T23:00:00Z'));
   await eventually('Tokyo called at 08:00 local', () => called([tokyo.phone_number]).length === 1, 20_000);
@@ -214,7 +215,7 @@ t('the abandonment cap: an agents campaign of abandoned calls stops with no agen
   assert.ok(read.body.abandonment?.rate >= 3, JSON.stringify(read.body.abandonment));
   // Nothing more is launched while nobody is online (the next refreshes keep it held).
   // A deliberate pause that proves something does NOT happen: no launch.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   assert.is(called(numbers).length, stopped, 'no launch while held with no agent online');
   // One agent signs in: at most one call of the campaign up at a time.
   const agentUser = await call(cp.url, 'POST', '/api/core/v1/users', { session: co.owner, body: { name: 'Agent', email: `agent-${Date.now()}@example.com`, role: 'agent' } });

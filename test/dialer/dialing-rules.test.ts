@@ -21,6 +21,7 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { makeCampaign, startAgent, type TestAgent } from './support.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('dialing rules across instances and in the store');
 
@@ -83,7 +84,7 @@ t('the plan cap is exact with two instances launching for one company at once (5
   // passed once reached).
   while (Date.now() - started < 4000) {
     most = Math.max(most, await live());
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   most = Math.max(most, await live());
   const byInstance = await sql<{ launched_by: string; n: number }>`

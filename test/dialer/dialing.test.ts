@@ -19,6 +19,7 @@ import { call, type Session } from '../support/http.ts';
 import { startTestServer } from '../support/server.ts';
 import { makeCampaign, startAgent, type TestAgent } from './support.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('dialing: kill switch, maintenance, drain, calls');
 
@@ -152,7 +153,7 @@ t('concurrency never passes the campaign cap; calls a second stay at the campaig
   while (performance.now() - start < 2000) {
     const r = await sql<{ n: number }>`select count(*)::int as n from calls where campaign_id = ${campA} and state <> 'ended'`.execute(cp.services.store.db);
     worst = Math.max(worst, r.rows[0].n);
-    await new Promise((r2) => setTimeout(r2, 50));
+    await sleep(50);
   }
   assert.ok(worst <= 8, `at most 8 calls up at once, saw ${worst}`);
   await learnTenants();
@@ -164,7 +165,7 @@ t('global pause: no launch after the answer, calls up end normally, campaigns st
   const liveBefore = agents.reduce((n, x) => n + x.client.liveCalls, 0);
   const pausedAt = await pauseGlobal(true);
   // A deliberate pause that proves something does NOT happen: no launch after the pause.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   const late = originates().filter((o) => o.at > pausedAt);
   assert.is(late.length, 0, `no call launched after the pause answered (saw ${late.length})`);
   // Calls up when the pause came ended by themselves (completed), none hung up.
@@ -209,7 +210,7 @@ t('per company pause: that company stops, the other keeps dialing', async () => 
   assert.is(r.status, 200, r.text);
   const pausedAt = performance.now();
   // A deliberate pause that proves something does NOT happen: no call for the paused company (the other's calls meanwhile show the dialer ran).
-  await new Promise((res) => setTimeout(res, 1500));
+  await sleep(1500);
   await learnTenants();
   assert.is(originatesFor(b.tenantId, pausedAt).length, 0, 'no call for the paused company');
   assert.ok(originatesFor(a.tenantId, pausedAt).length > 0, 'the other company kept dialing');
@@ -303,7 +304,7 @@ t('maintenance: on pauses all dialing with its message; off lifts only its own p
   const off = await call(cp.url, 'PUT', '/api/platform/settings/maintenance', { session: owner, body: { on: false } });
   assert.is(off.status, 200);
   // A deliberate pause that proves something does NOT happen: no launch while the pause set by hand holds.
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000);
   assert.is(originates().filter((o) => o.at > handPause).length, 0, 'the pause set by hand still holds');
   const card = await call(cp.url, 'GET', '/api/platform/ops/dialing', { session: owner });
   assert.ok(JSON.stringify(card.body).includes('incident on the carrier side'));
@@ -312,7 +313,7 @@ t('maintenance: on pauses all dialing with its message; off lifts only its own p
   await call(cp.url, 'PUT', '/api/platform/settings/maintenance', { session: owner, body: { on: true, message: 'Database upgrade' } });
   const onAt = performance.now();
   // A deliberate pause that proves something does NOT happen: no launch during maintenance.
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000);
   assert.is(originates().filter((o) => o.at > onAt).length, 0);
   await call(cp.url, 'PUT', '/api/platform/settings/maintenance', { session: owner, body: { on: false } });
   const offAt = performance.now();
@@ -324,7 +325,7 @@ t('drain: a draining node gets no new call, its calls end normally; resume bring
   assert.is(r.status, 200, r.text);
   const at = performance.now();
   // A deliberate pause that proves something does NOT happen: nothing new on the draining node (the other node's calls meanwhile show the dialer ran).
-  await new Promise((res) => setTimeout(res, 1500));
+  await sleep(1500);
   assert.is(originates().filter((o) => o.at > at && o.node === 'node_t1').length, 0, 'nothing new on the draining node');
   assert.ok(originates().some((o) => o.at > at && o.node === 'node_t2'), 'the other node carries the calls');
   assert.is(agents[0].client.liveCalls, 0, 'its calls ended');
@@ -347,7 +348,7 @@ t('Redis stopped while dialing: nothing launched and platform_pause_unreadable w
   assert.ok(took <= 2500, `unreadable reported after ${Math.round(took)} ms`);
   // No launch may come past the 2 s bound: watch a window that ends 1.5 s past it (a deliberate
   // pause that proves something does NOT happen).
-  await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + 3500 - performance.now())));
+  await sleep(Math.max(0, stoppedAt + 3500 - performance.now()));
   const late = originates().filter((o) => o.at > stoppedAt + 2000);
   assert.is(late.length, 0, `no launch later than 2 s after Redis stopped (saw ${late.length})`);
   await startRedis();

@@ -17,6 +17,7 @@ import { makeCompany } from '../support/fixtures.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startTestServer } from '../support/server.ts';
 import { makeCampaign } from './support.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('idle reason while the trunk is down');
 
@@ -78,7 +79,7 @@ t('no_capacity the whole time the trunk is down (never no_people), dialing once 
   while (Date.now() < until) {
     const r = await read();
     if (seen[seen.length - 1] !== r) seen.push(r);
-    await new Promise((res) => setTimeout(res, 100));
+    await sleep(100);
   }
   assert.equal(seen, ['no_capacity'], `the idle reason changed: ${seen.join(' → ')}`);
   trunk.set(true);

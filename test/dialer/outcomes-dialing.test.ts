@@ -16,6 +16,7 @@ import { call } from '../support/http.ts';
 import { startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCampaign, startAgent, type TestAgent } from './support.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('outcomes and dialing; results and calls read');
 const OUTCOMES = '/api/integrations/v1/inbound/outcomes';
@@ -75,7 +76,7 @@ t('an outcome for a claimed person waits for a launch of its campaign under way 
   const outcome = postOutcomes([{ person_id: claimed.id, disposition: 'bought_elsewhere', final: true }]).then((r) => ((answered = true), r));
   try {
     // A deliberate pause that proves something does NOT happen: the outcome is not answered.
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     assert.not.ok(answered, 'the outcome changed a claimed person while a launch of their campaign was writing its calls');
     assert.is((await person(claimed.id)).status, 'calling');
   } finally {

@@ -22,6 +22,7 @@ import { call } from '../support/http.ts';
 import { startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCampaign, startAgent, type TestAgent } from './support.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('retries by outcome and abandonment counts');
 const MIN = 60_000;
@@ -219,7 +220,7 @@ t('a person not reached is due again after the delay for the outcome, from the c
 
   // Nobody is due before the clock moves: no second call.
   // A deliberate pause that proves something does NOT happen: no second call.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   const attemptsNow = await peopleByEnding(listId);
   for (const p of attemptsNow.values()) assert.is(p.attempts, 1, `${p.phone_number} not called again before its time`);
 

@@ -4,7 +4,7 @@
  * instance until an answer that is not a transport failure or a 5xx.
  */
 import type { Session } from '../support/http.ts';
-import { sleep } from '../support/sleep.ts';
+import { eventually } from '../support/eventually.ts';
 import type { Instance } from './instances.ts';
 
 export type Answer = { status: number; body: any; text: string; headers: Headers };
@@ -53,25 +53,25 @@ export async function persist(
   path: string,
   opts: { session?: Session; body?: unknown; deadlineMs?: number; ok?: (a: Answer) => boolean } = {},
 ): Promise<Answer & { tries: number; via: string }> {
-  const end = Date.now() + (opts.deadlineMs ?? 60_000);
   let last = '';
   let tries = 0;
-  while (Date.now() < end) {
+  let via = '';
+  const answer = await eventually(() => `${method} ${path} to get a good answer (${tries} tries); last: ${last}`, async () => {
     const healthy = instances.filter((i) => i.healthy);
-    if (healthy.length === 0) {
-      await sleep(200);
-      continue;
-    }
+    if (healthy.length === 0) return null;
     const inst = healthy[pick(healthy.length)];
     tries++;
     try {
       const a = await request(inst.url, method, path, { session: opts.session, body: opts.body, timeoutMs: 5000 });
-      if (a.status < 500 && (!opts.ok || opts.ok(a))) return { ...a, tries, via: inst.name };
+      if (a.status < 500 && (!opts.ok || opts.ok(a))) {
+        via = inst.name;
+        return a;
+      }
       last = `${inst.name}: ${a.status} ${a.text.slice(0, 200)}`;
     } catch (err) {
       last = `${inst.name}: ${(err as Error).message}`;
     }
-    await sleep(300);
-  }
-  throw new Error(`${method} ${path} got no good answer in time (${tries} tries); last: ${last}`);
+    return null;
+  }, opts.deadlineMs ?? 60_000, 300);
+  return { ...answer, tries, via };
 }

@@ -151,6 +151,7 @@ export async function runSchedule(ctx: Ctx, schedule: Fault[], t0: number): Prom
   const running: Array<Promise<void>> = [];
   for (const f of schedule) {
     const wait = t0 + f.at - Date.now();
+    // The schedule: each fault starts at its time from t0.
     if (wait > 0) await sleep(wait);
     running.push(
       (async () => {
@@ -184,6 +185,7 @@ async function execute(ctx: Ctx, f: Fault): Promise<string | undefined> {
       const inst = ctx.instances[f.target];
       if (!(await waitFor(() => inst.healthy, 20_000))) return 'skipped: instance not healthy';
       await inst.kill();
+      // The fault's duration, here and below: down (or held) for as long as the schedule says.
       await sleep(f.down_ms);
       await inst.start();
       return undefined;
@@ -225,6 +227,7 @@ async function pauseFor(ctx: Ctx, path: string, holdMs: number): Promise<string>
   const pick = (n: number) => Math.floor(ctx.rnd() * n);
   const on = await persist(ctx.instances, pick, 'PUT', path, { session: ctx.operator(), body: { paused: true, reason: 'fault suite: dialing paused' }, deadlineMs: 60_000 });
   if (on.status !== 200) throw new Error(`pause answered ${on.status} ${on.text}`);
+  // The fault's duration: the pause stands for as long as the schedule says.
   await sleep(holdMs);
   const off = await persist(ctx.instances, pick, 'PUT', path, { session: ctx.operator(), body: { paused: false }, deadlineMs: 120_000 });
   if (off.status !== 200) throw new Error(`resume answered ${off.status} ${off.text}`);

@@ -17,6 +17,7 @@ import type { Session } from '../support/http.ts';
 import { persist, request, signIn } from './api.ts';
 import { readTaps, runChecks, type CheckResult, type Receipt } from './checks.ts';
 import { makeSchedule, prng, runSchedule, type Executed, type Fault } from './driver.ts';
+import { eventually } from '../support/eventually.ts';
 import { sleep } from '../support/sleep.ts';
 import { cleanUp, freePort, WorkDir } from './harness.ts';
 import { Agent, Instance } from './instances.ts';
@@ -356,10 +357,9 @@ async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typ
  * call lasts, or `dialing` past the one-minute sweep and its reconcile) and the deliveries are done.
  */
 async function settleDown(pgs: PgServer, capMs: number, out: (l: Record<string, unknown>) => void): Promise<string> {
-  const end = Date.now() + capMs;
   let last = '';
   let n = 0;
-  while (Date.now() < end) {
+  const outcome = await eventually(() => `the run to settle: ${last}`, async () => {
     const c = await pgs.client().catch(() => null);
     if (c) {
       try {
@@ -374,33 +374,34 @@ async function settleDown(pgs: PgServer, capMs: number, out: (l: Record<string, 
         ).rows[0];
         last = `calls up ${r.up} (past every sweep ${r.stuck}), deliveries waiting ${r.deliveries}, events queued ${r.queued}`;
         if (n++ % 10 === 0) out(r);
-        if (r.up === 0 && r.deliveries === 0 && r.queued === 0) {
-          // A little more for answers and requests still on their way.
-          await sleep(2000);
-          return `done: ${last}`;
-        }
-        if (r.up === r.stuck && r.deliveries === 0 && r.queued === 0) return `stopped early, the calls left up will not end: ${last}`;
+        if (r.up === 0 && r.deliveries === 0 && r.queued === 0) return 'done';
+        if (r.up === r.stuck && r.deliveries === 0 && r.queued === 0) return 'stopped';
       } finally {
         await c.end().catch(() => {});
       }
     }
-    await sleep(1000);
+    return null;
+  }, capMs, 1000).catch(() => 'cap');
+  if (outcome === 'done') {
+    // A deliberate idle period: a little more for answers and requests still on their way.
+    await sleep(2000);
+    return `done: ${last}`;
   }
+  if (outcome === 'stopped') return `stopped early, the calls left up will not end: ${last}`;
   return `cap reached: ${last}`;
 }
 
+/** `eventually`, where a look that throws counts as not yet; its last error is told at the end. */
 async function waitUntil(what: string, ms: number, fn: () => Promise<boolean>): Promise<void> {
-  const end = Date.now() + ms;
   let last = '';
-  while (Date.now() < end) {
+  await eventually(() => `${what}${last ? `: ${last}` : ''}`, async () => {
     try {
-      if (await fn()) return;
+      return await fn();
     } catch (err) {
       last = (err as Error).message;
+      return false;
     }
-    await sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
+  }, ms, 250);
 }
 
 function countLines(file: string, prefix: string): number {

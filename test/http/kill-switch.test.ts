@@ -16,6 +16,7 @@ import { call, signIn, type Session } from '../support/http.ts';
 import { makeCompany, makeKey, makeOperator } from '../support/fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD, startTestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('dialing kill switch and maintenance');
 let cp: RunningControlPlane;
@@ -341,7 +342,7 @@ t('KillSwitchReader on a coordinator that does not answer (dead port): launch no
     assert.ok(Date.now() - started < 1000, 'start does not hang');
     assert.equal(r.check('ten_x'), { launch: false, idle_reason: 'platform_pause_unreadable' });
     // A deliberate pause that proves something does NOT happen: it does not become readable.
-    await new Promise((res) => setTimeout(res, 1200));
+    await sleep(1200);
     assert.equal(r.check('ten_x'), { launch: false, idle_reason: 'platform_pause_unreadable' });
     await r.stop();
   } finally {

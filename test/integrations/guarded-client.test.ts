@@ -17,6 +17,7 @@ import {
   isPublicAddress,
   type LookupFn,
 } from '../../control-plane/infra/outbound-http/guarded-client.ts';
+import { sleep } from '../support/sleep.ts';
 
 // ---- the receiver -------------------------------------------------------------------------
 
@@ -233,7 +234,7 @@ test('startBy passes while the event loop is stalled before the request is writt
   resetSeen();
   const r = await client.post(`http://receiver.test:${P}/ok`, 'x', {}, { startBy: performance.now() + 100 });
   // A deliberate pause that proves something does NOT happen: nothing reaches the receiver later.
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await sleep(100);
   await client.close();
   assert.is(r.kind, 'not_sent', JSON.stringify(r));
   assert.is(seen.requests, 0, 'not a byte of the request was written');

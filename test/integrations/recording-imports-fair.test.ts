@@ -17,6 +17,7 @@ import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startWebSource, wavFile, type WebSource } from '../support/recording-sources.ts';
 import { startTestServer } from '../support/server.ts';
+import { sleep } from '../support/sleep.ts';
 
 const CONNECTORS = '/api/integrations/v1/connectors';
 
@@ -49,7 +50,8 @@ t.after(async () => {
 async function importOf(session: Session, name: string, delayMs: number): Promise<string> {
   const data = wavFile(2_000);
   web.on(`/${name}/1.wav`, async (_req, res) => {
-    await new Promise((r) => setTimeout(r, delayMs));
+    // A slow source, on purpose: its file takes this long to come.
+    await sleep(delayMs);
     res.writeHead(200, { 'content-length': String(data.length) }).end(data);
   });
   web.json(`/${name}.json`, [{ url: `/${name}/1.wav`, id: `${name}-1` }]);

@@ -15,6 +15,7 @@ import { call } from '../support/http.ts';
 import { assertError } from '../support/limits.ts';
 import { startWebSource, wavFile, type WebSource } from '../support/recording-sources.ts';
 import { AUTH, CONNECTORS, cp, dataDir, fileOf, newImport, owner, runs, runToEnd, sql, startImports, startRun, stopImports, stored, tenantId, web } from '../support/recording-imports.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('recording imports: web index runs');
 
@@ -161,7 +162,7 @@ t('two companies\' runs go at once on one instance: a long run of one does not h
     for (let i = 0; i < 12; i++) {
       // Slow files: each run lasts about 3 s (12 files, 4 at a time, 1 s each).
       web.on(`/both/${who}/${i}.wav`, async (_req, res) => {
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
         res.writeHead(200, { 'content-length': String(data.length) }).end(data);
       });
     }

@@ -20,6 +20,7 @@ import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { startWebSource, wavFile, type WebSource } from '../support/recording-sources.ts';
 import { startTestServer } from '../support/server.ts';
+import { sleep } from '../support/sleep.ts';
 
 const CONNECTORS = '/api/integrations/v1/connectors';
 const MINUTE_MS = 60;
@@ -64,7 +65,7 @@ t('every 5 (short) minutes, one run at a time across both instances; each file f
     for (let i = 0; i < FILES; i++) {
       // Slow files, so that a run lasts long enough for the other instance to try to start one.
       web.on(`/${dir}/${i}.wav`, async (_req, res) => {
-        await new Promise((r) => setTimeout(r, 60));
+        await sleep(60);
         res.writeHead(200, { 'content-length': String(data.length) }).end(data);
       });
     }

@@ -14,6 +14,7 @@ import { makeCompany, syntheticEvent } from '../support/fixtures.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestServer } from '../support/server.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('webhook fan-out: queued only where a connection can want it');
 const C = '/api/integrations/v1/connectors';
@@ -61,7 +62,7 @@ t('a connection made while events are being written waits for that transaction, 
     return r;
   });
   // A deliberate pause that proves something does NOT happen: no answer.
-  await new Promise((r) => setTimeout(r, 400));
+  await sleep(400);
   assert.is(answered, false, 'the connection waits for the transaction writing events');
   release();
   await writing;
@@ -71,7 +72,7 @@ t('a connection made while events are being written waits for that transaction, 
   cp.services.outbox.wake();
   await eventually('the event written after the connection was made delivered', () => rx.received.some((r) => r.body.includes(later)), 10_000);
   // A deliberate pause that proves something does NOT happen: the earlier event is not delivered.
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300);
   assert.not.ok(rx.received.some((r) => r.body.includes(early)), 'the event written before it is not');
 });
 

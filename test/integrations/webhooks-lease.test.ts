@@ -190,6 +190,7 @@ t('fast path: a fan-out statement that finishes past the lease it took does not 
       await sql`insert into webhook_deliveries (id, connector_id, tenant_id, event_id, subject, body, status, event_at, created_at, next_at)
         values ('dlv_blocker', 'con_slowcommit', 'ten_con_slowcommit', ${event.id}, 'vd.test.slow', '{}', 'pending', now(), now(), now())`.execute(tx);
       held();
+      // The fault's duration: the transaction holds its row this long before rolling back.
       await sleep(STALL_MS);
       throw new Error('roll back');
     })

@@ -13,6 +13,7 @@ import { SimulatedTrunk, type SimulatedPlan } from '../../media-agent/simulated-
 import { startTestServer } from '../support/server.ts';
 import { spawnAgentProcess, type AgentProcess } from '../support/agent-process.ts';
 import { eventually, loadScale } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'agent-token-for-tests-0123456789';
 
@@ -268,7 +269,7 @@ t('a second SIGTERM hangs every call up now (BYE when answered, CANCEL when ring
   c.proc.kill('SIGTERM');
   await waitFor('node_c draining', (s) => s.kind === 'updated' && s.node.node_id === 'node_c' && s.node.drain_reason === 'shutdown', since);
   // A deliberate pause that proves something does NOT happen: the process stays up.
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
   assert.is(c.proc.exitCode, null, 'the first SIGTERM waits for the live calls');
   const second = Date.now();
   c.proc.kill('SIGTERM');

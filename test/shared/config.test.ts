@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../../shared/config.ts';
 import { startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 import { eventually } from '../support/eventually.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('settings');
 
@@ -90,7 +91,7 @@ t('with VD_EMBEDDED_AGENT=0 no agent starts', async () => {
     cp = await startControlPlaneProcess({ VD_EMBEDDED_AGENT: '0', VD_DATA_DIR: 'memory://', LOG_LEVEL: 'info' });
     // A deliberate pause that proves something does NOT happen: the embedded agent registers
     // within a few milliseconds of the listening line; this gives it ample time not to.
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     assert.equal(registrations(cp.output()), []);
     assert.not.match(cp.output(), /embedded media agent/);
   } finally {

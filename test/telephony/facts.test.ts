@@ -19,6 +19,7 @@ import { deleteRedisPrefix } from '../support/processes.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { scriptedAgent, type ScriptedTrunk } from '../support/scripted-trunk.ts';
 import { startTestServer } from '../support/server.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('what bots learn: call.fact');
 let cp: RunningControlPlane;
@@ -75,7 +76,7 @@ t('facts are kept per journey and key; each new value is one vd.journey.fact_rec
   await learn('interested', true, 1);
   await learn('interested', true, 1);
   // A deliberate pause that proves something does NOT happen: no second record.
-  await new Promise((res) => setTimeout(res, 200));
+  await sleep(200);
   assert.is(await recorded(), 1, 'the same fact again: nothing');
   await learn('phone', '(202) 555-0188', 2);
   await learn('best_time', 'morning', 3);

@@ -21,6 +21,7 @@ import { call, type Session } from '../support/http.ts';
 import { deleteRedisPrefix } from '../support/processes.ts';
 import { scriptedAgent, type ScriptedTrunk } from '../support/scripted-trunk.ts';
 import { startTestServer } from '../support/server.ts';
+import { sleep } from '../support/sleep.ts';
 
 const t = suite('calls under control: states and hang-up');
 let cp: RunningControlPlane;
@@ -71,7 +72,7 @@ t('states follow the wire: dialing until the INVITE leaves, trying (100) until 1
   agent.trunk.place(a);
   await until(a, 'trying', (r) => r.state === 'trying' && r.sip_status === 100);
   // No 180 yet: it stays trying (a deliberate pause that proves something does NOT happen).
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300);
   assert.is((await row(a)).state, 'trying');
   agent.trunk.ring(a);
   await until(a, 'ringing', (r) => r.state === 'ringing' && r.sip_status === 180);
