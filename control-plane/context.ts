@@ -28,7 +28,7 @@ import { OutboundClient, type LookupFn } from './infra/outbound-http/guarded-cli
 import { WebhookWorker, type WebhookWorkerOptions } from './webhooks/webhook-worker.ts';
 import { ListChecks, type ListChecksOptions } from './core/checks.ts';
 import { METER_CONSUMER, UsageMeter } from './usage/ledger.ts';
-import { AiSampleBuffer } from './ai/samples.ts';
+import { AiSampleBuffer, pruneAiSamples } from './ai/samples.ts';
 import { PROBE_LIMIT_MS } from './ai/probe.ts';
 import { Instances } from './infra/instances/instances.ts';
 import { RecordingImports, type RecordingImportsOptions } from './imports/recordings/worker.ts';
@@ -148,7 +148,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // addresses are allowed for it (a model server in the same network), still no redirects.
   const aiClient = new OutboundClient({ allowPrivate: true, lookup, connectionsPerOrigin: 16 });
   const qa = new QaWorker({ store, log, instanceId, coordinator, client: aiClient, recordings: recordingStore.store, timeouts: overrides.qa?.timeouts }, overrides.qa);
-  const instances = new Instances({ store, log, instanceId });
+  const instances = new Instances({ store, log, instanceId, housekeeping: () => pruneAiSamples(store) });
   const aiSamples = new AiSampleBuffer({ store, log, instanceId });
   const aiProbeClient = new OutboundClient({ allowPrivate: true, lookup, timeoutMs: PROBE_LIMIT_MS, connectionsPerOrigin: 4 });
   const closeOwned = async () => {

@@ -13,7 +13,7 @@ import { Instances, localOnly } from '../../control-plane/infra/instances/instan
 import { Writable } from 'node:stream';
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { opsServices } from '../../control-plane/infra/instances/services.ts';
+import { opsServices } from '../../control-plane/service-checks/services.ts';
 import { OutboundClient } from '../../control-plane/infra/outbound-http/guarded-client.ts';
 import { BucketStore } from '../../control-plane/recordings/bucket-store.ts';
 import { MemoryCoordinator } from '../../control-plane/infra/coordination/memory.ts';

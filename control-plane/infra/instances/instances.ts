@@ -16,8 +16,6 @@ import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import type { Logger } from '../../../shared/logger.ts';
 import type { Store } from '../db/store.ts';
-import type { AgentHub } from '../../telephony/agent-hub.ts';
-import { pruneAiSamples } from '../../ai/samples.ts';
 import { ServerErrorWindow } from './server-errors.ts';
 import { ignore } from '../../../shared/errors.ts';
 
@@ -42,6 +40,18 @@ const STOP_WAIT_MS = 2_000;
  * minutes (they are read by time, so a late one is never counted).
  */
 const HOUSEKEEPING_EVERY = 30;
+
+/**
+ * The agents this instance holds, as its self report asks them (the telephony room's agent hub,
+ * given by the caller: infrastructure imports no domain room).
+ */
+export type HeldAgents = {
+  nodes(): Array<{ node_id: string; online: boolean; version: string; started_at?: Date | null; connected_at: Date; draining: boolean }>;
+  ping(nodeId: string, timeoutMs: number): Promise<number | null>;
+};
+
+/** Removes a batch of old rows of a domain room at a housekeeping beat; how many it removed. */
+export type Housekeeping = () => Promise<number>;
 
 export type InstanceRow = { instance_id: string; url: string; version: string; started_at: Date };
 export type NodeRegistryRow = { node_id: string; state: string; version: string | null; instance: string | null; last_heartbeat_at: Date | null; connected_at: Date | null };
@@ -69,6 +79,7 @@ export class Instances {
   readonly serverErrors = new ServerErrorWindow();
   readonly #store: Store;
   readonly #log: Logger;
+  readonly #housekeeping: Housekeeping;
   #url: string | null = null;
   #token: string | null = null;
   #tokenDigest: Buffer | null = null;
@@ -80,9 +91,11 @@ export class Instances {
   #pruning = true;
   #stopped = false;
 
-  constructor(deps: { store: Store; log: Logger; instanceId: string }) {
+  /** `housekeeping`: what else goes at a housekeeping beat (context.ts: the AI samples past their 15 minutes). */
+  constructor(deps: { store: Store; log: Logger; instanceId: string; housekeeping?: Housekeeping }) {
     this.#store = deps.store;
     this.#log = deps.log;
+    this.#housekeeping = deps.housekeeping ?? (async () => 0);
     this.instanceId = deps.instanceId;
   }
 
@@ -177,7 +190,7 @@ export class Instances {
       // second of a beat; every beat while there are some, else once a minute.
       if (this.#pruning || ++this.#beats % HOUSEKEEPING_EVERY === 0) {
         await sql`delete from cp_instances where seen_at < now() - interval '1 day'`.execute(this.#store.db);
-        this.#pruning = (await pruneAiSamples(this.#store)) > 0;
+        this.#pruning = (await this.#housekeeping()) > 0;
       }
     } catch (err) {
       this.#log.warn({ err }, 'instance beat failed');
@@ -185,7 +198,7 @@ export class Instances {
   }
 
   /** What this instance answers about itself: its figures, and a ping of each agent it holds. */
-  async selfReport(hub: AgentHub): Promise<SelfReport> {
+  async selfReport(hub: HeldAgents): Promise<SelfReport> {
     const held = hub.nodes().filter((n) => n.online);
     const pings = await Promise.all(held.map((n) => hub.ping(n.node_id, AGENT_PING_LIMIT_MS)));
     return {

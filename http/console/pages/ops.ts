@@ -8,7 +8,7 @@ import type { Hono } from 'hono';
 import { html } from 'hono/html';
 import { aiHealth } from '../../../control-plane/ai/health.ts';
 import { AI_PURPOSES, listAiProviders, removeAiProvider, setAiProvider, type AiProviderView, type AiPurpose } from '../../../control-plane/ai/providers.ts';
-import { opsServices } from '../../../control-plane/infra/instances/services.ts';
+import { opsServices } from '../../../control-plane/service-checks/services.ts';
 import { reconcileRecordings } from '../../../control-plane/recordings/reconciliation.ts';
 import type { AppEnv } from '../../env.ts';
 import { actorOf, operators } from '../../middleware/guards.ts';

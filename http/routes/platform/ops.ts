@@ -4,7 +4,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import { dialRate, liveNow } from '../../../dialer/ops.ts';
-import { opsServices } from '../../../control-plane/infra/instances/services.ts';
+import { opsServices } from '../../../control-plane/service-checks/services.ts';
 import { queueFigures } from '../../../control-plane/webhooks/delivery-log.ts';
 import { operators } from '../../middleware/guards.ts';
 import { ApiRoutes } from '../../openapi/route.ts';

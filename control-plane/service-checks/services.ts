@@ -14,17 +14,20 @@
  * Status: `pass` answered well; `warn` answered but not well (5xx answers in the window, a node
  * draining, an upstream answering an error status, no upstream configured); `fail` no answer in
  * time. Nothing here touches `/health` or `/ready`.
+ *
+ * Not infrastructure: it asks the AI upstreams through the ai room's probe, so it is a room of
+ * its own beside the instance registry it reads (`control-plane/infra/instances/`).
  */
 import { sql } from 'kysely';
-import type { Coordinator } from '../coordination/coordinator.ts';
-import { MemoryCoordinator } from '../coordination/memory.ts';
-import type { Store, Tx } from '../db/store.ts';
-import type { OutboundClient } from '../outbound-http/guarded-client.ts';
-import { PROBE_LIMIT_MS } from '../../ai/probe.ts';
-import { probeEach } from '../../ai/health.ts';
-import { AI_PURPOSES, aiProviders, type AiProvider, type AiPurpose } from '../../ai/providers.ts';
-import { SELF_PATH, type Instances, type InstanceRow, type SelfReport } from './instances.ts';
-import { ignore } from '../../../shared/errors.ts';
+import type { Coordinator } from '../infra/coordination/coordinator.ts';
+import { MemoryCoordinator } from '../infra/coordination/memory.ts';
+import type { Store, Tx } from '../infra/db/store.ts';
+import type { OutboundClient } from '../infra/outbound-http/guarded-client.ts';
+import { PROBE_LIMIT_MS } from '../ai/probe.ts';
+import { probeEach } from '../ai/health.ts';
+import { AI_PURPOSES, aiProviders, type AiProvider, type AiPurpose } from '../ai/providers.ts';
+import { SELF_PATH, type Instances, type InstanceRow, type SelfReport } from '../infra/instances/instances.ts';
+import { ignore } from '../../shared/errors.ts';
 
 export type ServiceStatus = 'pass' | 'warn' | 'fail';
 export type ServiceKind = 'control_plane' | 'media_agent' | 'store' | 'coordinator' | 'recording_store' | 'ai_upstream';
