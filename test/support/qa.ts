@@ -21,6 +21,7 @@ import { eventually } from './eventually.ts';
 import { call, type Answer } from './http.ts';
 import { makeCompany } from './fixtures.ts';
 import { OPERATOR_EMAIL, OPERATOR_PASSWORD } from './server.ts';
+import { sleep } from './sleep.ts';
 
 export const API_KEY = 'sk-qa-test-7f3c9a1e5b2d4068-SECRET';
 export const CHAT_LIMIT_MS = 3000;
@@ -110,7 +111,8 @@ function startUpstream(): Promise<void> {
     if (req.url === '/v1/chat/completions') {
       const how = ai.chatBehaviour.shift() ?? {};
       if (how.redirect) return res.writeHead(307, { location: how.redirect }).end();
-      if (how.delayMs) await new Promise((r) => setTimeout(r, how.delayMs));
+      // A slow model, on purpose: the test asked for this delay.
+      if (how.delayMs) await sleep(how.delayMs);
       if (res.destroyed) return;
       const content = ai.chatScript.shift() ?? goodAnswer();
       return res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
