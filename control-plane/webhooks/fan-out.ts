@@ -56,20 +56,7 @@ export async function consumeForWebhooks(
   const lanes = opts.figures.lanes.map((l) => ({ id: l.id, rooms: roomsByFailures(perConnection, keepUpCap, l) }));
   const idle = roomsByFailures(perConnection, keepUpCap);
   const idTime = Date.now().toString(36).padStart(9, '0');
-  const { rows } = await sql<{
-    kind: 'lease' | 'sum';
-    id: string | null;
-    connector_id: string | null;
-    subject: string | null;
-    body: string | null;
-    event_at: Date | null;
-    url: string | null;
-    secret: string | null;
-    previous_secret: string | null;
-    previous_secret_until: Date | null;
-    unleased: number;
-    taken: number;
-  }>`${PREPARED('webhooks_consume')}
+  const { rows } = await sql<ConsumedRow>`${PREPARED('webhooks_consume')}
     with picked as (
       select q.seq from outbox_pending q where q.consumer = 'webhooks' order by q.seq limit ${opts.limit} for update skip locked),
     ev as (
@@ -140,22 +127,39 @@ export async function consumeForWebhooks(
       (select count(*) from made m join conns c on c.id = m.connector_id where not m.leased and c.state = 'active')::int,
       (select count(*) from taken)::int`.execute(store.db);
   const sum = rows.find((r) => r.kind === 'sum')!;
-  const leased: Claimed[] = [];
-  for (const r of rows) {
-    if (r.kind !== 'lease') continue;
-    leased.push({
-      id: r.id!,
-      connector_id: r.connector_id!,
-      subject: r.subject!,
-      body: r.body!,
-      attempts: 0,
-      backoff_step: 0,
-      first_attempt_at: null,
-      give_up_at: null,
-      event_at: r.event_at!.getTime(),
-      token,
-      target: targetOf(r),
-    });
-  }
+  const leased = rows.filter((r) => r.kind === 'lease').map((r) => leasedDelivery(r, token));
   return { leased, unleased: sum.unleased, taken: sum.taken };
+}
+
+/** The statement's rows: one a delivery leased here, then one with the sums. */
+type ConsumedRow = {
+  kind: 'lease' | 'sum';
+  id: string | null;
+  connector_id: string | null;
+  subject: string | null;
+  body: string | null;
+  event_at: Date | null;
+  url: string | null;
+  secret: string | null;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
+  unleased: number;
+  taken: number;
+};
+
+/** A delivery just made and leased here, as the sender takes it: first attempt next. */
+function leasedDelivery(r: ConsumedRow, token: string): Claimed {
+  return {
+    id: r.id!,
+    connector_id: r.connector_id!,
+    subject: r.subject!,
+    body: r.body!,
+    attempts: 0,
+    backoff_step: 0,
+    first_attempt_at: null,
+    give_up_at: null,
+    event_at: r.event_at!.getTime(),
+    token,
+    target: targetOf(r),
+  };
 }
