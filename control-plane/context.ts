@@ -183,43 +183,53 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     // Every stored recording, from a call or an import, is queued for the QA Bot exactly once.
     recordingStored: [(tx, r) => queueReview(tx, { tenantId: r.tenant_id, recordingId: r.id, callId: r.call_id, campaignId: r.campaign_id }).then(() => {})],
     qa,
-    async close() {
-      await instances.stop();
-      await agentHub.close();
-      await aiSamples.stop();
-      await aiProbeClient.close();
-      await checks.stop();
-      await recordingImports.stop();
-      await qa.stop();
-      await aiClient.close();
-      await meter.stop();
-      await nodes.stop();
-      await outbox.stop();
-      await webhooks.stop();
-      await outbound.close();
-      await recordingStore.close();
-      await runtime.stop();
-      await apiKeys.stop();
-      await closeOwned();
-    },
+    close: () => stopServices(services, { aiClient, recordingStore, closeOwned }),
   };
+  await startServices(services);
+  return services;
+}
+
+/** Starts the parts in order; a half-started instance is closed again (no connection kept open, no process kept alive) and the error thrown. */
+async function startServices(s: Services): Promise<void> {
   try {
-    await apiKeys.start();
-    await runtime.start();
-    await outbox.start();
-    webhooks.start();
-    checks.start();
-    recordingImports.start();
-    qa.start();
-    meter.start();
-    aiSamples.start(agentHub);
-    await nodes.start();
+    await s.apiKeys.start();
+    await s.runtime.start();
+    await s.outbox.start();
+    s.webhooks.start();
+    s.checks.start();
+    s.recordingImports.start();
+    s.qa.start();
+    s.meter.start();
+    s.aiSamples.start(s.agentHub);
+    await s.nodes.start();
     // Heals a mirror write lost after a commit (the coordinator was away): the kill switch's truth is the store.
-    void mirrorSwitch({ store, coordinator, logger: log });
+    void mirrorSwitch({ store: s.store, coordinator: s.coordinator, logger: s.logger });
   } catch (err) {
-    // A half-started instance must not keep connections open and the process alive.
-    await services.close().catch(ignore('a half-started instance closes what it opened; its start failure is what is thrown'));
+    await s.close().catch(ignore('a half-started instance closes what it opened; its start failure is what is thrown'));
     throw err;
   }
-  return services;
+}
+
+/**
+ * Stops the parts in order: the workers before the clients and the store they use, the store and
+ * coordinator last (and only those this instance opened). `own` are the parts not in the bag.
+ */
+async function stopServices(s: Services, own: { aiClient: OutboundClient; recordingStore: { close: () => Promise<void> }; closeOwned: () => Promise<void> }): Promise<void> {
+  await s.instances.stop();
+  await s.agentHub.close();
+  await s.aiSamples.stop();
+  await s.aiProbeClient.close();
+  await s.checks.stop();
+  await s.recordingImports.stop();
+  await s.qa.stop();
+  await own.aiClient.close();
+  await s.meter.stop();
+  await s.nodes.stop();
+  await s.outbox.stop();
+  await s.webhooks.stop();
+  await s.outbound.close();
+  await own.recordingStore.close();
+  await s.runtime.stop();
+  await s.apiKeys.stop();
+  await own.closeOwned();
 }
