@@ -155,6 +155,73 @@ function machine() {
   return { busy, all };
 }
 
+/** Commit → arrival latency of the events in [from, to), and their first and last arrival. */
+function figures(commitAt: Float64Array, arrivedAt: Float64Array, from: number, to: number) {
+  const lat = new Float64Array(to - from);
+  let first = Infinity;
+  let last = 0;
+  for (let n = from; n < to; n++) {
+    lat[n - from] = arrivedAt[n] - commitAt[n];
+    first = Math.min(first, arrivedAt[n]);
+    last = Math.max(last, arrivedAt[n]);
+  }
+  lat.sort();
+  return { first, last, latency: { p50: r1(pct(lat, 50)), p90: r1(pct(lat, 90)), p99: r1(pct(lat, 99)), max: r1(lat[lat.length - 1]) } };
+}
+
+/** Starts measuring CPU (this process, Postgres, Redis, the machine); the answer, called at the phase's end, gives it per delivery of `events()`. */
+async function meter(events: () => number) {
+  const m0 = machine();
+  const pg0 = await serverCpu();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  return async () => {
+    const sec = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const m = machine();
+    const pg = await serverCpu();
+    const cpuMs = (cpu.user + cpu.system) / 1000;
+    const n = events();
+    return {
+      process_cpu_ms_per_s: Math.round(cpuMs / sec),
+      process_cpu_us_per_delivery: r1((cpuMs * 1000) / n),
+      // Every Postgres process of the machine (other databases' too: read it on a quiet machine).
+      postgres_cpu_us_per_delivery: pg && pg0 ? r1(((pg.postgres - pg0.postgres) * 1e6) / n) : null,
+      redis_cpu_us_per_delivery: pg && pg0 ? r1(((pg.redis - pg0.redis) * 1e6) / n) : null,
+      machine_cpu_busy_share: Number(((m.busy - m0.busy) / Math.max(1, m.all - m0.all)).toFixed(2)),
+    };
+  };
+}
+
+/** Offers `rate` events/s for `seconds`, in batches every TICK_MS. */
+async function offer(rate: number, seconds: number, emitBatch: (count: number) => Promise<void>) {
+  const total = Math.round(rate * seconds);
+  const t0 = performance.now();
+  const startWall = wall();
+  let emitted = 0;
+  for (let tick = 1; emitted < total; tick++) {
+    const due = Math.min(total, Math.round((rate * (performance.now() - t0)) / 1000)) - emitted;
+    if (due > 0) {
+      await emitBatch(due);
+      emitted += due;
+      if (emitted >= total) break;
+    }
+    const wait = tick * TICK_MS - (performance.now() - t0);
+    if (wait > 0) await sleep(wait);
+  }
+  return { emittedWithin: (performance.now() - t0) / 1000, startWall, endWall: wall() };
+}
+
+/** Where a tail comes from: the worst commit → arrival of the events committed in each second. */
+function logWorstBySecond(group: string, commitAt: Float64Array, arrivedAt: Float64Array, from: number, to: number, startWall: number): void {
+  const worst: number[] = [];
+  for (let n = from; n < to; n++) {
+    const sec = Math.floor((commitAt[n] - startWall) / 1000);
+    worst[sec] = Math.max(worst[sec] ?? 0, arrivedAt[n] - commitAt[n]);
+  }
+  process.stderr.write(`${group}: worst commit → arrival by second of commit (ms): ${worst.map((w) => Math.round(w)).join(' ')}\n`);
+}
+
 /**
  * Runs the phases against `system` and returns one figure line per phase:
  *   backlog  `backlog` events committed at once (transactions of `backlogTx`): deliveries/s from
@@ -208,60 +275,6 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
     }
   }
 
-  function figures(from: number, to: number) {
-    const lat = new Float64Array(to - from);
-    let first = Infinity;
-    let last = 0;
-    for (let n = from; n < to; n++) {
-      lat[n - from] = arrivedAt[n] - commitAt[n];
-      first = Math.min(first, arrivedAt[n]);
-      last = Math.max(last, arrivedAt[n]);
-    }
-    lat.sort();
-    return { first, last, latency: { p50: r1(pct(lat, 50)), p90: r1(pct(lat, 90)), p99: r1(pct(lat, 99)), max: r1(lat[lat.length - 1]) } };
-  }
-
-  async function meter(events: () => number) {
-    const m0 = machine();
-    const pg0 = await serverCpu();
-    const cpu0 = process.cpuUsage();
-    const t0 = performance.now();
-    return async () => {
-      const sec = (performance.now() - t0) / 1000;
-      const cpu = process.cpuUsage(cpu0);
-      const m = machine();
-      const pg = await serverCpu();
-      const cpuMs = (cpu.user + cpu.system) / 1000;
-      const n = events();
-      return {
-        process_cpu_ms_per_s: Math.round(cpuMs / sec),
-        process_cpu_us_per_delivery: r1((cpuMs * 1000) / n),
-        // Every Postgres process of the machine (other databases' too: read it on a quiet machine).
-        postgres_cpu_us_per_delivery: pg && pg0 ? r1(((pg.postgres - pg0.postgres) * 1e6) / n) : null,
-        redis_cpu_us_per_delivery: pg && pg0 ? r1(((pg.redis - pg0.redis) * 1e6) / n) : null,
-        machine_cpu_busy_share: Number(((m.busy - m0.busy) / Math.max(1, m.all - m0.all)).toFixed(2)),
-      };
-    };
-  }
-
-  async function offer(rate: number, seconds: number) {
-    const total = Math.round(rate * seconds);
-    const t0 = performance.now();
-    const startWall = wall();
-    let emitted = 0;
-    for (let tick = 1; emitted < total; tick++) {
-      const due = Math.min(total, Math.round((rate * (performance.now() - t0)) / 1000)) - emitted;
-      if (due > 0) {
-        await emitBatch(due);
-        emitted += due;
-        if (emitted >= total) break;
-      }
-      const wait = tick * TICK_MS - (performance.now() - t0);
-      if (wait > 0) await sleep(wait);
-    }
-    return { emittedWithin: (performance.now() - t0) / 1000, startWall, endWall: wall() };
-  }
-
   const lines: Array<Record<string, unknown>> = [];
   {
     const from = nextN;
@@ -278,7 +291,7 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
     for (let i = 0; i < s.backlog; i += s.backlogTx) await emitBatch(Math.min(s.backlogTx, s.backlog - i));
     const emittedAt = wall();
     await settle(from, 'backlog');
-    const f = figures(from, nextN);
+    const f = figures(commitAt, arrivedAt, from, nextN);
     lines.push({
       group: 'backlog',
       events: s.backlog,
@@ -292,21 +305,13 @@ export async function runLoad(system: System, receiver: ReceiverHandle, s: LoadS
   for (const [group, rate, seconds] of [['steady', s.rate, s.seconds], ['light', s.lightRate, s.lightSeconds]] as const) {
     const from = nextN;
     const done = await meter(() => nextN - from);
-    const o = await offer(rate, seconds);
+    const o = await offer(rate, seconds, emitBatch);
     await settle(from, group);
     const meters = await done();
-    const f = figures(from, nextN);
+    const f = figures(commitAt, arrivedAt, from, nextN);
     let inWindow = 0;
     for (let n = from; n < nextN; n++) if (arrivedAt[n] >= o.startWall + 1000 && arrivedAt[n] <= o.endWall) inWindow++;
-    if (process.env.BENCH_LATENCY_BY_SECOND === '1') {
-      // Where a tail comes from: the worst commit → arrival of the events committed in each second.
-      const worst: number[] = [];
-      for (let n = from; n < nextN; n++) {
-        const sec = Math.floor((commitAt[n] - o.startWall) / 1000);
-        worst[sec] = Math.max(worst[sec] ?? 0, arrivedAt[n] - commitAt[n]);
-      }
-      process.stderr.write(`${group}: worst commit → arrival by second of commit (ms): ${worst.map((w) => Math.round(w)).join(' ')}\n`);
-    }
+    if (process.env.BENCH_LATENCY_BY_SECOND === '1') logWorstBySecond(group, commitAt, arrivedAt, from, nextN, o.startWall);
     lines.push({
       group,
       offered_per_s: rate,

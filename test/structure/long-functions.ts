@@ -21,7 +21,6 @@ export const LONG_FUNCTIONS: AllowList = {
   'control-plane/infra/db/migrations/20261121_0001_foundation.ts#up':
     'a migration is one schema change written once and never edited: the foundation creates the first tables in one transaction, table after table',
   // Temporary: splits under way for issue 29; each entry fails the test once its function is split.
-  'bench/support/webhook-load.ts#runLoad': 'being split into named steps (issue 29)',
   'test/faults/scenario.ts#run': 'being split into named steps (issue 29)',
 };
 
