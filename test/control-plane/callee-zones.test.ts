@@ -5,6 +5,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { resolveCalleeZones, zonesOfNumber, type CalleeFacts } from '../../control-plane/compliance/callee-zones.ts';
+import { loadScale } from '../support/eventually.ts';
 
 const t = suite('callee zones');
 
@@ -119,7 +120,11 @@ t('resolving is quick once loaded (the list check resolves 200,000 people)', () 
   for (let i = 0; i < n; i++) of({ postal_code: i % 3 === 0 ? '32501' : null, state: i % 3 === 1 ? 'TX' : null, country: 'US' });
   const spent = process.cpuUsage(started);
   const perPerson = (spent.user + spent.system) / n;
-  assert.ok(perPerson < 5, `${perPerson.toFixed(2)} µs a person`);
+  // A guard against a gross regression (a file read or a parse per person costs milliseconds), not
+  // a speed figure (bench/list-check.bench.ts measures the list check): CPU time too stretches on
+  // a machine with many more runnable processes than cores (27 µs at load 20 on 2 cores), so the
+  // bound is stretched by the load as the suites' waits are.
+  assert.ok(perPerson < 5 * loadScale(), `${perPerson.toFixed(2)} µs a person (load ×${loadScale().toFixed(1)})`);
 });
 
 t.run();
