@@ -142,7 +142,9 @@ t('running campaigns dial: calls placed on both nodes, vd.call.placed with exact
   assert.is(data.from_number, '+12025550100');
   const c = await campaign(campA);
   assert.is(c.state, 'running');
-  assert.is(c.idle_reason, null);
+  // Dialing: nothing holds it. At its cap of 8 calls for a moment (calls last longer on a busy
+  // machine) it says so, and that is dialing too.
+  assert.ok(c.idle_reason === null || c.idle_reason === 'concurrency_cap', `idle_reason ${c.idle_reason}`);
 });
 
 t('concurrency never passes the campaign cap; calls a second stay at the campaign pace', async () => {
@@ -216,7 +218,8 @@ t('per company pause: that company stops, the other keeps dialing', async () => 
   assert.ok(originatesFor(a.tenantId, pausedAt).length > 0, 'the other company kept dialing');
   await eventually('B idle platform_paused', async () => (await campaign(campB)).idle_reason === 'platform_paused', 2000);
   assert.is((await campaign(campB)).state, 'running');
-  assert.is((await campaign(campA)).idle_reason, null);
+  const other = (await campaign(campA)).idle_reason;
+  assert.ok(other === null || other === 'concurrency_cap', `the other company's campaign: idle_reason ${other}`);
   const manual = await call(cp.url, 'POST', '/api/dialer/v1/calls', { session: b.owner, body: { campaign_id: campB, to: '+12025550177' } });
   assert.is(manual.status, 503);
   assert.match(manual.body.error.message, /^platform_paused/);
