@@ -437,7 +437,25 @@ t('a wide fan-out (40 connections × 200 events in one batch) is written and del
           .executeTakeFirstOrThrow()
       ).n,
     );
-  await eventually('8,000 deliveries', async () => (await delivered()) >= 8000, 60_000);
+  // A first attempt that fails (no answer within the limit on a busy machine: 347 of 8,000 at
+  // load 3 beside two CPU hogs) is retried on the schedule, which runs on this file's hand-moved
+  // clock: move it to the latest retry time, as the retry tests do, so "delivered whole" is
+  // checked rather than waited out on a clock that does not move by itself.
+  const moveToRetries = async () => {
+    const { at } = await cp.services.store.db
+      .selectFrom('webhook_deliveries')
+      .select((e) => e.fn.max('next_at').as('at'))
+      .where('connector_id', 'in', hooks.map((h) => h.id))
+      .where('status', '=', 'retrying')
+      .executeTakeFirstOrThrow();
+    const wait = at ? new Date(at).getTime() - clock.now() : 0;
+    if (wait > 0) clock.advance(wait);
+  };
+  await eventually('8,000 deliveries', async () => {
+    if ((await delivered()) >= 8000) return true;
+    await moveToRetries();
+    return false;
+  }, 60_000, 500);
   assert.is(await delivered(), 8000);
   assert.is(new Set(rx.on('/fan').map((r) => r.delivery)).size, 8000);
   for (const h of hooks) assert.is((await call(cp.url, 'DELETE', `${C}/${h.id}`, { session: owner })).status, 204);
