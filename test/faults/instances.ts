@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { ALL_DAY_RULES } from '../support/server.ts';
 import { alive, exited, ExitedEarly, killGroup, ROOT, track, until, type WorkDir } from './harness.ts';
 
 // ---- control-plane instances ----
@@ -87,6 +88,11 @@ export class Instance {
         VD_METRICS_PORT: '0',
         VD_INSTANCE_ID: id,
         VD_EMBEDDED_AGENT: '0',
+        // Dialing around the clock, as every test instance (test/support/server.ts): with the
+        // shipped rules the suite depended on the hour, since the callees' zones close at 21:00
+        // local, and after 02:00 UTC most campaigns dialed nothing ('running but dialed nothing
+        // after the faults').
+        VD_BOOTSTRAP_DIALING_RULES: ALL_DAY_RULES,
         ...this.#env,
       },
       stdio: ['ignore', fd, fd],
