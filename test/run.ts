@@ -13,8 +13,8 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { availableParallelism, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
+import { loadScale } from './support/eventually.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 /**
@@ -22,7 +22,7 @@ const ROOT = new URL('..', import.meta.url).pathname;
  * starts (up to 3 times), as `eventually` stretches each wait inside it.
  */
 const FILE_TIMEOUT_MS = Number(process.env.VD_TEST_FILE_TIMEOUT_MS ?? 600_000);
-const fileTimeout = () => FILE_TIMEOUT_MS * Math.min(3, Math.max(1, loadavg()[0] / availableParallelism()));
+const fileTimeout = () => FILE_TIMEOUT_MS * Math.min(3, loadScale());
 const PARALLEL = Number(process.env.VD_TEST_PARALLEL ?? 2);
 
 function findTests(dir: string): string[] {
