@@ -9,6 +9,54 @@ import { join } from 'node:path';
 import { ALL_DAY_RULES } from '../support/server.ts';
 import { alive, exited, ExitedEarly, killGroup, ROOT, track, until, type WorkDir } from './harness.ts';
 
+// ---- what instances and agents share ----
+
+type Life = { started: number; ended: number | null; how: string | null };
+
+/**
+ * A child process the suite starts, kills and watches over its lives: whether it runs, and
+ * whether it died by itself (not running while nobody took it down or is starting it).
+ */
+abstract class Supervised<L extends Life> {
+  protected proc: ChildProcess | null = null;
+  /** The driver took it down (or it is being started): not running is then expected. */
+  protected attended = false;
+  /** Every life of this slot, with when it started and ended (ms) and how it ended. */
+  readonly lives: L[] = [];
+
+  get running(): boolean {
+    return alive(this.proc);
+  }
+
+  get crashed(): boolean {
+    return !this.running && !this.attended && this.lives.length > 0;
+  }
+
+  /** Takes `proc` as this slot's new life, registered with the harness as `name`. */
+  protected born(proc: ChildProcess, life: L, name: string): void {
+    this.proc = proc;
+    this.lives.push(life);
+    track(proc, name);
+    proc.once('exit', (code, sig) => {
+      life.ended = Date.now();
+      life.how ??= sig ? `signal ${sig}` : `exit ${code}`;
+    });
+  }
+
+  /** SIGKILL (a fault), waiting for the exit. */
+  async kill(): Promise<void> {
+    const proc = this.proc;
+    if (!alive(proc)) return;
+    this.attended = true;
+    this.lives[this.lives.length - 1].how = 'SIGKILL (fault)';
+    killGroup(proc, 'SIGKILL');
+    await exited(proc);
+    this.killed();
+  }
+
+  protected killed(): void {}
+}
+
 // ---- control-plane instances ----
 
 export type InstanceEnv = Record<string, string>;
@@ -18,30 +66,22 @@ export type InstanceEnv = Record<string, string>;
  * restart) and, while it runs, its process. Each start gets a new instance id
  * (`<name>-g<generation>`), as a restarted process would.
  */
-export class Instance {
+export class Instance extends Supervised<Life & { id: string }> {
   readonly name: string;
   readonly port: number;
   readonly url: string;
   readonly #env: InstanceEnv;
   readonly #work: WorkDir;
-  #proc: ChildProcess | null = null;
   #generation = 0;
   #stopped = false;
-  /** The driver took it down (or it is being started): not running is then expected. */
-  #attended = false;
-  /** Every instance id this slot has run under, with when it started and ended (ms). */
-  readonly lives: Array<{ id: string; started: number; ended: number | null; how: string | null }> = [];
 
   constructor(work: WorkDir, name: string, port: number, env: InstanceEnv) {
+    super();
     this.#work = work;
     this.name = name;
     this.port = port;
     this.url = `http://127.0.0.1:${port}`;
     this.#env = env;
-  }
-
-  get running(): boolean {
-    return alive(this.#proc);
   }
 
   /** Up and not SIGSTOPped. */
@@ -54,23 +94,18 @@ export class Instance {
   }
 
   get pid(): number | null {
-    return this.#proc?.pid ?? null;
+    return this.proc?.pid ?? null;
   }
 
   /** Starts the process and waits until it prints its address (up to `timeoutMs`). */
   async start(timeoutMs = 120_000): Promise<void> {
     if (this.running) return;
-    this.#attended = true;
+    this.attended = true;
     try {
       await this.#start(timeoutMs);
     } finally {
-      this.#attended = false;
+      this.attended = false;
     }
-  }
-
-  /** Not running, and nobody took it down or is starting it: it died by itself. */
-  get crashed(): boolean {
-    return !this.running && !this.#attended && this.lives.length > 0;
   }
 
   async #start(timeoutMs: number): Promise<void> {
@@ -98,15 +133,9 @@ export class Instance {
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);
-    this.#proc = proc;
     this.#stopped = false;
-    const life = { id, started: Date.now(), ended: null as number | null, how: null as string | null };
-    this.lives.push(life);
-    track(proc, id);
-    proc.once('exit', (code, sig) => {
-      life.ended = Date.now();
-      life.how ??= sig ? `signal ${sig}` : `exit ${code}`;
-    });
+    const life = { id, started: Date.now(), ended: null, how: null };
+    this.born(proc, life, id);
     // Listening means started: the address is printed after the store, the coordinator and the
     // actors are up, and /health answers from then on.
     await until(`${id} to listen`, timeoutMs, async () => {
@@ -116,20 +145,13 @@ export class Instance {
     }, true);
   }
 
-  /** SIGKILL, waiting for the exit. */
-  async kill(): Promise<void> {
-    const proc = this.#proc;
-    if (!alive(proc)) return;
-    this.#attended = true;
-    this.lives[this.lives.length - 1].how = 'SIGKILL (fault)';
-    killGroup(proc, 'SIGKILL');
-    await exited(proc);
+  protected override killed(): void {
     this.#stopped = false;
   }
 
   /** SIGTERM (a clean stop), SIGKILL after `graceMs`. */
   async stop(graceMs = 15_000): Promise<void> {
-    const proc = this.#proc;
+    const proc = this.proc;
     if (!alive(proc)) return;
     if (this.#stopped) this.resume();
     this.lives[this.lives.length - 1].how ??= 'SIGTERM';
@@ -142,13 +164,13 @@ export class Instance {
   /** SIGSTOP: the process freezes with its sockets open. */
   pause(): void {
     if (!this.running) return;
-    killGroup(this.#proc!, 'SIGSTOP');
+    killGroup(this.proc!, 'SIGSTOP');
     this.#stopped = true;
   }
 
   resume(): void {
-    if (!this.#proc) return;
-    killGroup(this.#proc, 'SIGCONT');
+    if (!this.proc) return;
+    killGroup(this.proc, 'SIGCONT');
     this.#stopped = false;
   }
 
@@ -162,25 +184,19 @@ export class Instance {
 // ---- media agents ----
 
 /** One media agent slot: a node id, the instance it connects to, its tap file. */
-export class Agent {
+export class Agent extends Supervised<Life> {
   readonly node: string;
   readonly tapFile: string;
   readonly #work: WorkDir;
   readonly #env: InstanceEnv;
-  #proc: ChildProcess | null = null;
-  #attended = false;
-  readonly lives: Array<{ started: number; ended: number | null; how: string | null }> = [];
 
   constructor(work: WorkDir, node: string, env: InstanceEnv) {
+    super();
     this.#work = work;
     this.node = node;
     mkdirSync(join(work.path, 'taps'), { recursive: true });
     this.tapFile = join(work.path, 'taps', `${node}.tap`);
     this.#env = env;
-  }
-
-  get running(): boolean {
-    return alive(this.#proc);
   }
 
   start(): void {
@@ -193,28 +209,7 @@ export class Agent {
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);
-    this.#proc = proc;
-    this.#attended = false;
-    const life = { started: Date.now(), ended: null as number | null, how: null as string | null };
-    this.lives.push(life);
-    track(proc, this.node);
-    proc.once('exit', (code, sig) => {
-      life.ended = Date.now();
-      life.how ??= sig ? `signal ${sig}` : `exit ${code}`;
-    });
-  }
-
-  /** Not running, and the driver did not kill it: it died by itself. */
-  get crashed(): boolean {
-    return !this.running && !this.#attended && this.lives.length > 0;
-  }
-
-  async kill(): Promise<void> {
-    const proc = this.#proc;
-    if (!alive(proc)) return;
-    this.#attended = true;
-    this.lives[this.lives.length - 1].how = 'SIGKILL (fault)';
-    killGroup(proc, 'SIGKILL');
-    await exited(proc);
+    this.attended = false;
+    this.born(proc, { started: Date.now(), ended: null, how: null }, this.node);
   }
 }

@@ -73,281 +73,342 @@ const PAUSE_BOUND_MS = 2000;
 
 export async function runFaults(o: FaultRunOptions): Promise<FaultRunReport> {
   const work = new WorkDir(o.keepLogs, o.keepData ?? false);
-  const timers: NodeJS.Timeout[] = [];
   const rx = await startReceiver();
+  const run = new FaultRun(o, work, rx);
   try {
-    return await run(o, work, rx, timers);
+    return await run.run();
   } finally {
-    for (const t of timers) clearInterval(t);
+    run.stopTimers();
     await rx.close().catch(() => {});
     await cleanUp();
   }
 }
 
-async function run(o: FaultRunOptions, work: WorkDir, rx: Awaited<ReturnType<typeof startReceiver>>, timers: NodeJS.Timeout[]): Promise<FaultRunReport> {
-  const began = Date.now();
-  const rnd = prng(o.seed ^ 0x5eed);
-  const pick = (n: number) => Math.floor(rnd() * n);
-  o.say(`work dir ${work.path}`);
+type Company = { id: string; owner: Session; connector: string; path: string };
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-  // ---- servers ----
-  const [pgs, redis] = await Promise.all([PgServer.create(work), RedisServer.create(work)]);
-  o.say(`postgres on ${pgs.port}, redis on ${redis.port}`);
-  rx.answer(() => ({ status: 200, delayMs: 15 }));
-  const receipts: Receipt[] = [];
-  const compact = () => {
-    for (const r of rx.received.splice(0)) {
+/** One run's servers, processes, companies and what it has seen, and its phases in order (`run`). */
+class FaultRun {
+  readonly #o: FaultRunOptions;
+  readonly #work: WorkDir;
+  readonly #rx: Receiver;
+  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #began = Date.now();
+  readonly #rnd: () => number;
+  readonly #receipts: Receipt[] = [];
+  readonly #instances: Instance[] = [];
+  readonly #agents: Agent[] = [];
+  readonly #companies: Company[] = [];
+  readonly #campaigns: string[] = [];
+  readonly #connectors = new Map<string, string>();
+  readonly #crashes: Array<{ what: string; how: string; at: number }> = [];
+  #pgs!: PgServer;
+  #redis!: RedisServer;
+  #operator!: Session;
+  #watching = true;
+
+  constructor(o: FaultRunOptions, work: WorkDir, rx: Receiver) {
+    this.#o = o;
+    this.#work = work;
+    this.#rx = rx;
+    this.#rnd = prng(o.seed ^ 0x5eed);
+  }
+
+  async run(): Promise<FaultRunReport> {
+    const o = this.#o;
+    o.say(`work dir ${this.#work.path}`);
+    await this.#servers();
+    await this.#nodes();
+    await this.#companiesAndCampaigns();
+    this.#watchdog();
+    await waitUntil('the first launches', 30_000, async () => this.#launches() > 0);
+    const faults = await this.#faults();
+    const recovery = await this.#recover();
+    const settle = await this.#finalPauseAndSettle();
+    const { results, launches } = await this.#check(recovery);
+    const faultSecs = (faults.ended - faults.t0) / 1000;
+    const load = {
+      run_seconds: Math.round((Date.now() - this.#began) / 1000),
+      fault_seconds: Math.round(faultSecs),
+      launches,
+      launches_per_second_under_faults: Math.round(((faults.launchesAtEnd - faults.launchesAtStart) / faultSecs) * 10) / 10,
+      launches_per_second_after_faults: Math.round(((recovery.launchesAfter - recovery.launchesBefore) / ((recovery.to - recovery.from) / 1000)) * 10) / 10,
+      offered_per_second: o.companies * o.campaignsPer * o.cps,
+      webhook_requests: this.#receipts.length,
+      settle,
+    };
+    const replay = o.replay ?? `FAULTS_SEED=${o.seed}`;
+    return { seed: o.seed, replay, schedule: faults.schedule, executed: faults.executed, results, load, workDir: this.#work.path, kept: o.keepLogs || !!o.keepData };
+  }
+
+  stopTimers(): void {
+    for (const t of this.#timers) clearInterval(t);
+  }
+
+  #pick(n: number): number {
+    return Math.floor(this.#rnd() * n);
+  }
+
+  /** Launches so far, from the agents' taps. */
+  #launches(): number {
+    return this.#agents.reduce((n, a) => n + countLines(a.tapFile, 'o '), 0);
+  }
+
+  /** Moves what the receiver got into the receipts (kept small: path, delivery, event id, time). */
+  #compact(): void {
+    for (const r of this.#rx.received.splice(0)) {
       let event = '';
       try {
         event = String(JSON.parse(r.body).id ?? '');
       } catch {
         /* not JSON: counted as an unexpected request */
       }
-      receipts.push({ path: r.path, delivery: r.delivery, event, at: r.at });
+      this.#receipts.push({ path: r.path, delivery: r.delivery, event, at: r.at });
     }
-  };
-  timers.push(setInterval(compact, 1000));
-
-  const env = {
-    DATABASE_URL: pgs.url,
-    REDIS_URL: redis.url,
-    VD_REDIS_KEY_PREFIX: REDIS_PREFIX,
-    LOG_LEVEL: 'warn',
-    VD_AGENT_TOKEN: AGENT_TOKEN,
-    VD_ALLOW_PRIVATE_TARGETS: '1',
-    VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR.email,
-    VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR.password,
-  };
-  const instances: Instance[] = [];
-  for (let i = 0; i < o.instances; i++) instances.push(new Instance(work, `cp${i + 1}`, await freePort(), env));
-  // The first alone (it makes the schema and the operator), then the others together.
-  await instances[0].start();
-  await Promise.all(instances.slice(1).map((i) => i.start()));
-  o.say(`${o.instances} instances up: ${instances.map((i) => `${i.name}=${i.port}`).join(' ')}`);
-
-  let operator = await signIn(instances[0].url, OPERATOR.email, OPERATOR.password);
-
-  // ---- agents ----
-  const agents: Agent[] = [];
-  for (let k = 0; k < o.agents; k++) {
-    const inst = instances[k % o.instances];
-    agents.push(
-      new Agent(work, `node_f${k + 1}`, {
-        VD_AGENT_CONTROL_URL: `ws://127.0.0.1:${inst.port}/agent/v1`,
-        VD_AGENT_TOKEN: AGENT_TOKEN,
-        VD_AGENT_CAPACITY: String(o.agentCapacity),
-        VD_AGENT_REGION: 'faults',
-        VD_AGENT_SEED: String(o.seed + k + 1),
-        VD_AGENT_SIM_TIME_SCALE: String(o.timeScale),
-        VD_AGENT_SIM_OUTCOME: 'random',
-        LOG_LEVEL: 'warn',
-      }),
-    );
   }
-  for (const a of agents) a.start();
-  await waitUntil('every node accepting', 30_000, async () => {
-    const r = await request(instances[0].url, 'GET', '/api/platform/telephony/nodes', { session: operator });
-    const items = (Array.isArray(r.body) ? r.body : (r.body?.items ?? r.body?.nodes ?? [])) as Array<{ node_id: string; state: string }>;
-    return agents.every((a) => items.some((n) => n.node_id === a.node && n.state === 'accepting'));
-  });
-  o.say(`${o.agents} agents accepting (capacity ${o.agentCapacity} each, time ×${o.timeScale})`);
 
-  // ---- companies, connections, lists, campaigns (as the operator and each company's owner) ----
-  const base = instances[0].url;
-  const companies: Array<{ id: string; owner: Session; connector: string; path: string }> = [];
-  const campaigns: string[] = [];
-  const connectors = new Map<string, string>();
-  const stamp = Date.now().toString(36);
-  for (let c = 0; c < o.companies; c++) {
-    const slug = `faults-${c}-${stamp}`;
-    const made = await request(base, 'POST', '/api/platform/tenants', {
-      session: operator,
+  /** Postgres, Redis, the receiver's answers, and the control-plane instances on them. */
+  async #servers(): Promise<void> {
+    const o = this.#o;
+    [this.#pgs, this.#redis] = await Promise.all([PgServer.create(this.#work), RedisServer.create(this.#work)]);
+    o.say(`postgres on ${this.#pgs.port}, redis on ${this.#redis.port}`);
+    this.#rx.answer(() => ({ status: 200, delayMs: 15 }));
+    this.#timers.push(setInterval(() => this.#compact(), 1000));
+    const env = {
+      DATABASE_URL: this.#pgs.url,
+      REDIS_URL: this.#redis.url,
+      VD_REDIS_KEY_PREFIX: REDIS_PREFIX,
+      LOG_LEVEL: 'warn',
+      VD_AGENT_TOKEN: AGENT_TOKEN,
+      VD_ALLOW_PRIVATE_TARGETS: '1',
+      VD_BOOTSTRAP_OPERATOR_EMAIL: OPERATOR.email,
+      VD_BOOTSTRAP_OPERATOR_PASSWORD: OPERATOR.password,
+    };
+    for (let i = 0; i < o.instances; i++) this.#instances.push(new Instance(this.#work, `cp${i + 1}`, await freePort(), env));
+    // The first alone (it makes the schema and the operator), then the others together.
+    await this.#instances[0].start();
+    await Promise.all(this.#instances.slice(1).map((i) => i.start()));
+    o.say(`${o.instances} instances up: ${this.#instances.map((i) => `${i.name}=${i.port}`).join(' ')}`);
+    this.#operator = await signIn(this.#instances[0].url, OPERATOR.email, OPERATOR.password);
+  }
+
+  /** The media agents, spread over the instances, until every node is accepting. */
+  async #nodes(): Promise<void> {
+    const o = this.#o;
+    for (let k = 0; k < o.agents; k++) {
+      const inst = this.#instances[k % o.instances];
+      this.#agents.push(
+        new Agent(this.#work, `node_f${k + 1}`, {
+          VD_AGENT_CONTROL_URL: `ws://127.0.0.1:${inst.port}/agent/v1`,
+          VD_AGENT_TOKEN: AGENT_TOKEN,
+          VD_AGENT_CAPACITY: String(o.agentCapacity),
+          VD_AGENT_REGION: 'faults',
+          VD_AGENT_SEED: String(o.seed + k + 1),
+          VD_AGENT_SIM_TIME_SCALE: String(o.timeScale),
+          VD_AGENT_SIM_OUTCOME: 'random',
+          LOG_LEVEL: 'warn',
+        }),
+      );
+    }
+    for (const a of this.#agents) a.start();
+    await waitUntil('every node accepting', 30_000, async () => {
+      const r = await request(this.#instances[0].url, 'GET', '/api/platform/telephony/nodes', { session: this.#operator });
+      const items = (Array.isArray(r.body) ? r.body : (r.body?.items ?? r.body?.nodes ?? [])) as Array<{ node_id: string; state: string }>;
+      return this.#agents.every((a) => items.some((n) => n.node_id === a.node && n.state === 'accepting'));
+    });
+    o.say(`${o.agents} agents accepting (capacity ${o.agentCapacity} each, time ×${o.timeScale})`);
+  }
+
+  /** Companies, their webhook connections, lists and campaigns, started (as the operator and each company's owner). */
+  async #companiesAndCampaigns(): Promise<void> {
+    const o = this.#o;
+    const stamp = Date.now().toString(36);
+    for (let c = 0; c < o.companies; c++) {
+      const company = await this.#company(c, `faults-${c}-${stamp}`);
+      this.#companies.push(company);
+      for (let k = 0; k < o.campaignsPer; k++) this.#campaigns.push(await this.#campaign(company.owner, c, k));
+    }
+    for (const [n, c] of this.#companies.entries()) {
+      for (const id of this.#campaigns.slice(n * o.campaignsPer, (n + 1) * o.campaignsPer)) {
+        const s = await request(this.#base, 'POST', `/api/core/v1/campaigns/${id}/start`, { session: c.owner, timeoutMs: 20_000 });
+        if (s.status !== 200) throw new Error(`start: ${s.status} ${s.text}`);
+      }
+    }
+    o.say(`${o.companies} companies, ${this.#campaigns.length} campaigns running (${o.people} people each, ${o.cps}/s, up to ${o.concurrent} at once), one webhook connection each`);
+  }
+
+  get #base(): string {
+    return this.#instances[0].url;
+  }
+
+  async #company(c: number, slug: string): Promise<Company> {
+    const made = await request(this.#base, 'POST', '/api/platform/tenants', {
+      session: this.#operator,
       body: { name: `Faults ${c}`, slug, plan: 'standard', owner: { name: 'Owner', email: `owner-${slug}@example.com` } },
       timeoutMs: 15_000,
     });
     if (made.status !== 201) throw new Error(`company: ${made.status} ${made.text}`);
-    const first = await signIn(base, made.body.owner.email, made.body.temporary_password);
-    const changed = await request(base, 'POST', '/api/auth/v1/password', { session: first, body: { current_password: made.body.temporary_password, new_password: `faults-owner-password-${c}` } });
+    const owner = await signIn(this.#base, made.body.owner.email, made.body.temporary_password);
+    const changed = await request(this.#base, 'POST', '/api/auth/v1/password', { session: owner, body: { current_password: made.body.temporary_password, new_password: `faults-owner-password-${c}` } });
     if (changed.status !== 204) throw new Error(`password: ${changed.status} ${changed.text}`);
-    const owner = first;
     const path = `/c${c}`;
-    const con = await request(base, 'POST', '/api/integrations/v1/connectors', { session: owner, body: { kind: 'webhook', name: 'fault suite', url: `${rx.url}${path}`, events: ['vd.>'] } });
+    const con = await request(this.#base, 'POST', '/api/integrations/v1/connectors', { session: owner, body: { kind: 'webhook', name: 'fault suite', url: `${this.#rx.url}${path}`, events: ['vd.>'] } });
     if (con.status !== 201) throw new Error(`connection: ${con.status} ${con.text}`);
-    connectors.set(con.body.id, path);
-    companies.push({ id: made.body.tenant.id, owner, connector: con.body.id, path });
-    for (let k = 0; k < o.campaignsPer; k++) {
-      const list = await request(base, 'POST', '/api/core/v1/lists', { session: owner, body: { name: `List ${k}` } });
-      if (list.status !== 201) throw new Error(`list: ${list.status} ${list.text}`);
-      const people = Array.from({ length: o.people }, (_, i) => ({ phone_number: `+1${AREAS[c % AREAS.length]}${234 + k * 3 + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}`, first_name: `P${i}` }));
-      for (let i = 0; i < people.length; i += 5000) {
-        const add = await request(base, 'POST', `/api/core/v1/lists/${list.body.id}/people`, { session: owner, body: people.slice(i, i + 5000), timeoutMs: 60_000 });
-        if (add.status !== 200 && add.status !== 201) throw new Error(`people: ${add.status} ${add.text}`);
-      }
-      const camp = await request(base, 'POST', '/api/core/v1/campaigns', {
-        session: owner,
-        body: { name: `Faults ${c}/${k}`, list_ids: [list.body.id], mode: 'progressive', handler: 'bot', max_concurrent_calls: o.concurrent, calls_per_second: o.cps, caller_id: '+12025550100' },
-      });
-      if (camp.status !== 201) throw new Error(`campaign: ${camp.status} ${camp.text}`);
-      campaigns.push(camp.body.id);
-    }
+    this.#connectors.set(con.body.id, path);
+    return { id: made.body.tenant.id, owner, connector: con.body.id, path };
   }
-  for (const c of companies) {
-    const mine = campaigns.filter((_, i) => Math.floor(i / o.campaignsPer) === companies.indexOf(c));
-    for (const id of mine) {
-      const s = await request(base, 'POST', `/api/core/v1/campaigns/${id}/start`, { session: c.owner, timeoutMs: 20_000 });
-      if (s.status !== 200) throw new Error(`start: ${s.status} ${s.text}`);
+
+  /** Company `c`'s campaign `k` on a list of its own; its id. */
+  async #campaign(owner: Session, c: number, k: number): Promise<string> {
+    const o = this.#o;
+    const list = await request(this.#base, 'POST', '/api/core/v1/lists', { session: owner, body: { name: `List ${k}` } });
+    if (list.status !== 201) throw new Error(`list: ${list.status} ${list.text}`);
+    const people = Array.from({ length: o.people }, (_, i) => ({ phone_number: `+1${AREAS[c % AREAS.length]}${234 + k * 3 + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}`, first_name: `P${i}` }));
+    for (let i = 0; i < people.length; i += 5000) {
+      const add = await request(this.#base, 'POST', `/api/core/v1/lists/${list.body.id}/people`, { session: owner, body: people.slice(i, i + 5000), timeoutMs: 60_000 });
+      if (add.status !== 200 && add.status !== 201) throw new Error(`people: ${add.status} ${add.text}`);
     }
-  }
-  o.say(`${o.companies} companies, ${campaigns.length} campaigns running (${o.people} people each, ${o.cps}/s, up to ${o.concurrent} at once), one webhook connection each`);
-
-  // ---- watchdog: a process that died by itself is a crash; it is noted and started again ----
-  const crashes: Array<{ what: string; how: string; at: number }> = [];
-  let watching = true;
-  timers.push(
-    setInterval(() => {
-      if (!watching) return;
-      for (const i of instances) {
-        if (!i.crashed) continue;
-        const life = i.lives[i.lives.length - 1];
-        crashes.push({ what: life.id, how: life.how ?? '?', at: life.ended ?? Date.now() });
-        o.out({ type: 'crash', what: life.id, how: life.how });
-        void i.start().catch(() => {});
-      }
-      for (const a of agents) {
-        if (!a.crashed) continue;
-        const life = a.lives[a.lives.length - 1];
-        crashes.push({ what: a.node, how: life.how ?? '?', at: life.ended ?? Date.now() });
-        o.out({ type: 'crash', what: a.node, how: life.how });
-        a.start();
-      }
-    }, 500),
-  );
-
-  // Progress: launches (from the taps), requests received, who is up.
-  const launchesSoFar = () => agents.reduce((n, a) => n + countLines(a.tapFile, 'o '), 0);
-  await waitUntil('the first launches', 30_000, async () => launchesSoFar() > 0);
-  const launchesAtFaults = launchesSoFar();
-
-  // ---- faults ----
-  const schedule = makeSchedule({ seed: o.seed, durationMs: o.faultSeconds * 1000, instances: o.instances, agents: o.agents, companies: o.companies });
-  o.out({ type: 'schedule', seed: o.seed, faults: schedule.length, replay: o.replay ?? `FAULTS_SEED=${o.seed}` });
-  for (const f of schedule) o.out({ type: 'planned', ...f });
-  const t0 = Date.now();
-  o.out({ type: 'phase', phase: 'faults', at: new Date(t0).toISOString() });
-  timers.push(
-    setInterval(() => {
-      compact();
-      o.out({
-        type: 'progress',
-        t_s: Math.round((Date.now() - t0) / 1000),
-        launches: launchesSoFar(),
-        webhook_requests: receipts.length,
-        instances: instances.map((i) => (i.healthy ? 'up' : i.running ? 'stopped' : 'down')).join(','),
-        agents: agents.map((a) => (a.running ? 'up' : 'down')).join(','),
-        postgres: pgs.running ? 'up' : 'down',
-        redis: redis.running ? 'up' : 'down',
-      });
-    }, 10_000),
-  );
-  const executed = await runSchedule(
-    {
-      instances,
-      agents,
-      pg: pgs,
-      redis,
-      operator: () => operator,
-      companies,
-      log: (l) => o.out(l),
-      rnd,
-    },
-    schedule,
-    t0,
-  );
-  const rest = t0 + o.faultSeconds * 1000 - Date.now();
-  if (rest > 0) await sleep(rest);
-  const faultsEnded = Date.now();
-  const launchesAtEnd = launchesSoFar();
-  o.say(`faults over after ${Math.round((faultsEnded - t0) / 1000)} s: ${executed.length} run (${executed.filter((e) => !e.ok).length} did not complete)`);
-
-  // ---- recovery: everything up, every pause lifted, then clean dialing ----
-  await Promise.all([pgs.start(), redis.start()]);
-  for (const i of instances) if (i.running && !i.healthy) i.resume();
-  await Promise.all(instances.map((i) => i.start()));
-  for (const a of agents) a.start();
-  operator = await signIn(instances[0].url, OPERATOR.email, OPERATOR.password);
-  const lift = async () => {
-    for (const path of ['/api/platform/ops/dialing/global', ...companies.map((c) => `/api/platform/ops/dialing/tenants/${c.id}`)]) {
-      await persist(instances, pick, 'PUT', path, { session: operator, body: { paused: false }, deadlineMs: 60_000 });
-    }
-  };
-  await lift();
-  // A pause request that an instance took while SIGSTOPped may commit late: lift until none stands.
-  await waitUntil('no pause standing', 60_000, async () => {
-    const c = await pgs.client();
-    try {
-      const r = await c.query<{ n: number }>(`select count(*)::int as n from dialing_pauses where paused`);
-      if (r.rows[0].n === 0) return true;
-      await lift();
-      return false;
-    } finally {
-      await c.end();
-    }
-  });
-  const recoveryFrom = Date.now();
-  o.out({ type: 'phase', phase: 'recovery', at: new Date(recoveryFrom).toISOString() });
-  const launchesAtRecovery = launchesSoFar();
-  o.say(`recovery: every process up, no pause standing; dialing ${o.recoverySeconds} s`);
-  await sleep(o.recoverySeconds * 1000);
-  const recoveryTo = Date.now();
-  const launchesAfterRecovery = launchesSoFar();
-
-  // ---- the final pause and the settle ----
-  const final = await persist(instances, pick, 'PUT', '/api/platform/ops/dialing/global', { session: operator, body: { paused: true, reason: 'fault suite: settle before the checks' }, deadlineMs: 60_000 });
-  if (final.status !== 200) throw new Error(`final pause: ${final.status} ${final.text}`);
-  const pausedAt = Date.now();
-  o.out({ type: 'phase', phase: 'final pause', at: new Date(pausedAt).toISOString() });
-  o.say('final pause put; settling');
-  const settle = await settleDown(pgs, o.settleCapSeconds * 1000, (line) => o.out({ type: 'settle', ...line }));
-  o.say(`settled in ${Math.round((Date.now() - pausedAt) / 1000)} s (${settle})`);
-  watching = false;
-  compact();
-
-  // ---- checks ----
-  const taps = readTaps(agents.map((a) => ({ node: a.node, text: readFileSync(a.tapFile, 'utf8'), lives: a.lives })));
-  const db = await pgs.client();
-  const rc = redis.client();
-  let results: CheckResult[];
-  try {
-    results = await runChecks({
-      db,
-      redis: rc,
-      redisPrefix: REDIS_PREFIX,
-      taps,
-      receipts,
-      overlaps: rx.overlaps,
-      connectors,
-      liveInstances: new Set(instances.map((i) => i.id).filter((x): x is string => !!x)),
-      campaigns,
-      recovery: { from: recoveryFrom, to: recoveryTo },
-      pauseBoundMs: PAUSE_BOUND_MS,
-      crashes,
+    const camp = await request(this.#base, 'POST', '/api/core/v1/campaigns', {
+      session: owner,
+      body: { name: `Faults ${c}/${k}`, list_ids: [list.body.id], mode: 'progressive', handler: 'bot', max_concurrent_calls: o.concurrent, calls_per_second: o.cps, caller_id: '+12025550100' },
     });
-  } finally {
-    await db.end().catch(() => {});
-    rc.disconnect();
+    if (camp.status !== 201) throw new Error(`campaign: ${camp.status} ${camp.text}`);
+    return camp.body.id as string;
   }
-  const faultSecs = (faultsEnded - t0) / 1000;
-  const load = {
-    run_seconds: Math.round((Date.now() - began) / 1000),
-    fault_seconds: Math.round(faultSecs),
-    launches: taps.calls.size,
-    launches_per_second_under_faults: Math.round(((launchesAtEnd - launchesAtFaults) / faultSecs) * 10) / 10,
-    launches_per_second_after_faults: Math.round(((launchesAfterRecovery - launchesAtRecovery) / ((recoveryTo - recoveryFrom) / 1000)) * 10) / 10,
-    offered_per_second: o.companies * o.campaignsPer * o.cps,
-    webhook_requests: receipts.length,
-    settle,
-  };
-  return { seed: o.seed, replay: o.replay ?? `FAULTS_SEED=${o.seed}`, schedule, executed, results, load, workDir: work.path, kept: o.keepLogs || !!o.keepData };
+
+  /** A process that died by itself is a crash: it is noted and started again (until the checks). */
+  #watchdog(): void {
+    const noted = (what: string, life: { how: string | null; ended: number | null }) => {
+      this.#crashes.push({ what, how: life.how ?? '?', at: life.ended ?? Date.now() });
+      this.#o.out({ type: 'crash', what, how: life.how });
+    };
+    this.#timers.push(
+      setInterval(() => {
+        if (!this.#watching) return;
+        for (const i of this.#instances) {
+          if (!i.crashed) continue;
+          const life = i.lives[i.lives.length - 1];
+          noted(life.id, life);
+          void i.start().catch(() => {});
+        }
+        for (const a of this.#agents) {
+          if (!a.crashed) continue;
+          noted(a.node, a.lives[a.lives.length - 1]);
+          a.start();
+        }
+      }, 500),
+    );
+  }
+
+  /** The seeded fault schedule, with a progress line every 10 s. */
+  async #faults() {
+    const o = this.#o;
+    const launchesAtStart = this.#launches();
+    const schedule = makeSchedule({ seed: o.seed, durationMs: o.faultSeconds * 1000, instances: o.instances, agents: o.agents, companies: o.companies });
+    o.out({ type: 'schedule', seed: o.seed, faults: schedule.length, replay: o.replay ?? `FAULTS_SEED=${o.seed}` });
+    for (const f of schedule) o.out({ type: 'planned', ...f });
+    const t0 = Date.now();
+    o.out({ type: 'phase', phase: 'faults', at: new Date(t0).toISOString() });
+    this.#timers.push(setInterval(() => this.#progress(t0), 10_000));
+    const ctx = { instances: this.#instances, agents: this.#agents, pg: this.#pgs, redis: this.#redis, operator: () => this.#operator, companies: this.#companies, log: o.out, rnd: this.#rnd };
+    const executed = await runSchedule(ctx, schedule, t0);
+    const rest = t0 + o.faultSeconds * 1000 - Date.now();
+    if (rest > 0) await sleep(rest);
+    const ended = Date.now();
+    o.say(`faults over after ${Math.round((ended - t0) / 1000)} s: ${executed.length} run (${executed.filter((e) => !e.ok).length} did not complete)`);
+    return { schedule, executed, t0, ended, launchesAtStart, launchesAtEnd: this.#launches() };
+  }
+
+  #progress(t0: number): void {
+    this.#compact();
+    this.#o.out({
+      type: 'progress',
+      t_s: Math.round((Date.now() - t0) / 1000),
+      launches: this.#launches(),
+      webhook_requests: this.#receipts.length,
+      instances: this.#instances.map((i) => (i.healthy ? 'up' : i.running ? 'stopped' : 'down')).join(','),
+      agents: this.#agents.map((a) => (a.running ? 'up' : 'down')).join(','),
+      postgres: this.#pgs.running ? 'up' : 'down',
+      redis: this.#redis.running ? 'up' : 'down',
+    });
+  }
+
+  /** Every process up and every pause lifted, then clean dialing for `recoverySeconds`. */
+  async #recover() {
+    const o = this.#o;
+    await Promise.all([this.#pgs.start(), this.#redis.start()]);
+    for (const i of this.#instances) if (i.running && !i.healthy) i.resume();
+    await Promise.all(this.#instances.map((i) => i.start()));
+    for (const a of this.#agents) a.start();
+    this.#operator = await signIn(this.#base, OPERATOR.email, OPERATOR.password);
+    const lift = async () => {
+      for (const path of ['/api/platform/ops/dialing/global', ...this.#companies.map((c) => `/api/platform/ops/dialing/tenants/${c.id}`)]) {
+        await persist(this.#instances, (n) => this.#pick(n), 'PUT', path, { session: this.#operator, body: { paused: false }, deadlineMs: 60_000 });
+      }
+    };
+    await lift();
+    // A pause request that an instance took while SIGSTOPped may commit late: lift until none stands.
+    await waitUntil('no pause standing', 60_000, async () => {
+      const c = await this.#pgs.client();
+      try {
+        const r = await c.query<{ n: number }>(`select count(*)::int as n from dialing_pauses where paused`);
+        if (r.rows[0].n === 0) return true;
+        await lift();
+        return false;
+      } finally {
+        await c.end();
+      }
+    });
+    const from = Date.now();
+    o.out({ type: 'phase', phase: 'recovery', at: new Date(from).toISOString() });
+    const launchesBefore = this.#launches();
+    o.say(`recovery: every process up, no pause standing; dialing ${o.recoverySeconds} s`);
+    await sleep(o.recoverySeconds * 1000);
+    return { from, to: Date.now(), launchesBefore, launchesAfter: this.#launches() };
+  }
+
+  /** The final global pause, then the settle (`settleDown`); what it came to. */
+  async #finalPauseAndSettle(): Promise<string> {
+    const o = this.#o;
+    const body = { paused: true, reason: 'fault suite: settle before the checks' };
+    const final = await persist(this.#instances, (n) => this.#pick(n), 'PUT', '/api/platform/ops/dialing/global', { session: this.#operator, body, deadlineMs: 60_000 });
+    if (final.status !== 200) throw new Error(`final pause: ${final.status} ${final.text}`);
+    const pausedAt = Date.now();
+    o.out({ type: 'phase', phase: 'final pause', at: new Date(pausedAt).toISOString() });
+    o.say('final pause put; settling');
+    const settle = await settleDown(this.#pgs, o.settleCapSeconds * 1000, (line) => o.out({ type: 'settle', ...line }));
+    o.say(`settled in ${Math.round((Date.now() - pausedAt) / 1000)} s (${settle})`);
+    this.#watching = false;
+    this.#compact();
+    return settle;
+  }
+
+  /** The checks (`checks.ts`) on the store, Redis, the taps and the receipts. */
+  async #check(recovery: { from: number; to: number }): Promise<{ results: CheckResult[]; launches: number }> {
+    const taps = readTaps(this.#agents.map((a) => ({ node: a.node, text: readFileSync(a.tapFile, 'utf8'), lives: a.lives })));
+    const db = await this.#pgs.client();
+    const rc = this.#redis.client();
+    try {
+      const results = await runChecks({
+        db,
+        redis: rc,
+        redisPrefix: REDIS_PREFIX,
+        taps,
+        receipts: this.#receipts,
+        overlaps: this.#rx.overlaps,
+        connectors: this.#connectors,
+        liveInstances: new Set(this.#instances.map((i) => i.id).filter((x): x is string => !!x)),
+        campaigns: this.#campaigns,
+        recovery: { from: recovery.from, to: recovery.to },
+        pauseBoundMs: PAUSE_BOUND_MS,
+        crashes: this.#crashes,
+      });
+      return { results, launches: taps.calls.size };
+    } finally {
+      await db.end().catch(() => {});
+      rc.disconnect();
+    }
+  }
 }
 
 /**

@@ -20,9 +20,6 @@ export const LONG_FUNCTIONS: AllowList = {
   'test/recordings/store.test.ts#contract': `${SUITE_CONTAINER} (folder and bucket stores)`,
   'control-plane/infra/db/migrations/20261121_0001_foundation.ts#up':
     'a migration is one schema change written once and never edited: the foundation creates the first tables in one transaction, table after table',
-  // Temporary: not split yet (issue 29); the entry fails the test once its function is split.
-  'test/faults/scenario.ts#run':
-    'not split yet: one fault run from its servers to its checks (servers, agents, companies, faults, recovery, settle, checks), the phases sharing a dozen locals; to be cut into one function a phase',
 };
 
 /**
