@@ -30,6 +30,7 @@ const PORTS = {
   'auth/api-keys.ts': "revoking a company's keys when it is suspended, edited or closed",
   'auth/passwords.ts': 'hashing the temporary password of a new user',
   'auth/sessions.ts': "ending a company's sessions when it is suspended or a user is disabled",
+  'core/lead.ts': "one lead's fields and rules, which the legacy lead files follow as the JSON API does",
   'companies/plans.ts': "a company's plan caps, which campaigns obey",
   'compliance/calling-window.ts': "the callee's calling window, which campaigns and people use",
   'compliance/legal-rules.ts': 'the legal dialing rules, which campaign settings and people obey',

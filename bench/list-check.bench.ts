@@ -23,7 +23,7 @@ import { openStore, type Store } from '../control-plane/infra/db/store.ts';
 import { createLogger } from '../shared/logger.ts';
 import { ListChecks } from '../control-plane/core/checks.ts';
 import { insertLeads } from '../control-plane/core/people.ts';
-import { normaliseLead, type Lead } from '../shared/lead.ts';
+import { normaliseLead, type Lead } from '../control-plane/core/lead.ts';
 import { newId } from '../shared/ids.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);

@@ -22,7 +22,7 @@ import type { PersonStatus } from '../infra/db/schema/index.ts';
 import type { Store, Tx } from '../infra/db/store.ts';
 import { insertDncNumbers } from '../compliance/dnc.ts';
 import { emit, type NewEvent } from '../infra/runtime/outbox.ts';
-import { REJECTED_ROWS_LISTED } from '../../shared/lead.ts';
+import { REJECTED_ROWS_LISTED } from './lead.ts';
 
 /** Outcomes one request may carry. */
 export const MAX_OUTCOMES_PER_REQUEST = 1_000;

@@ -2,7 +2,7 @@
  * People in a company's lists: adding them from a JSON array and reading them. Each person's
  * number is normalised to E.164 (no `+`: read as US, the legacy dialer's phone_code 1); a number
  * that repeats in the request, or is already in the list, is skipped and the list's row left as
- * it is. The lead fields follow the spec's lead import rules (`shared/lead.ts`, which the CSV
+ * it is. The lead fields follow the spec's lead import rules (`lead.ts`, which the CSV
  * import shares). People arrive as `new`: the do-not-call check happens before anyone calls them.
  * A person's own `timezone` (an IANA name, optional) must be one this runtime knows: one that is
  * not fails the whole request (422 naming it), since a wrong zone would put calls outside the
@@ -13,7 +13,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { z } from 'zod';
 import { ignore, Invalid, NotFound } from '../../shared/errors.ts';
 import { newIds } from '../../shared/ids.ts';
-import { LeadInput, leadText, normaliseLead, REJECTED_ROWS_LISTED, type Lead } from '../../shared/lead.ts';
+import { LeadInput, leadText, normaliseLead, REJECTED_ROWS_LISTED, type Lead } from './lead.ts';
 import { isKnownZone } from '../compliance/calling-window.ts';
 import { readLegalRules } from '../compliance/legal-rules.ts';
 import { NextCalls } from './next-call.ts';

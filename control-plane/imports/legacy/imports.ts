@@ -23,7 +23,7 @@ import { DomainError, Invalid, isRefusal, NotFound, TooLarge, TooMany } from '..
 import { newId, newIds } from '../../../shared/ids.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import type { Store, Tx } from '../../infra/db/store.ts';
-import { REJECTED_ROWS_LISTED } from '../../../shared/lead.ts';
+import { REJECTED_ROWS_LISTED } from '../../core/lead.ts';
 import { emit } from '../../infra/runtime/outbox.ts';
 import { checkCursor, pageOf } from '../../infra/db/page.ts';
 import { checkedDncLines, readDncFile } from './dnc-file.ts';

@@ -19,7 +19,7 @@
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { Invalid } from '../../../shared/errors.ts';
-import { LEAD_FIELD_MAX, normaliseLead, type Lead, type LeadInput } from '../../../shared/lead.ts';
+import { LEAD_FIELD_MAX, normaliseLead, type Lead, type LeadInput } from '../../core/lead.ts';
 
 /** The columns the import uses (Lead import rule 2, and e-mail as the inbound leads take it). */
 const USED = ['lead_id', 'phone_code', 'phone_number', 'first_name', 'last_name', 'state', 'postal_code', 'date_of_birth', 'email'] as const;

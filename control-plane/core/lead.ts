@@ -6,7 +6,7 @@
  * (`control-plane/core/people.ts`) and the legacy CSV import (`control-plane/imports/legacy/`).
  */
 import { z } from 'zod';
-import { toE164 } from './phone.ts';
+import { toE164 } from '../../shared/phone.ts';
 
 /** Rejected people listed in an answer. */
 export const REJECTED_ROWS_LISTED = 50;
