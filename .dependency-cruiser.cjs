@@ -15,8 +15,9 @@ const ROOTS = '^control-plane/(main|server)\\.ts$';
  * billing, companies, compliance, console, core, imports, platform-controls, qa, recordings,
  * service-checks, telephony, usage, webhooks); control-plane/infra/<part>/ is infrastructure
  * (db, coordination, runtime, idempotency, instances, outbound-http); the files at the top of
- * control-plane/ are the composition roots (context.ts, main.ts, server.ts) and the metrics
- * registry (metrics.ts, metrics-server.ts: prom-client only, below every room).
+ * control-plane/ are the composition roots (context.ts, main.ts, server.ts), the process's
+ * configuration read from the environment (config.ts) and the metrics registry (metrics.ts,
+ * metrics-server.ts: prom-client only, below every room).
  *
  * A room's named ports: the only modules of a room that another room may import, each with the
  * reason it is shared. Every other module of a room is private to it. A new cross-room import

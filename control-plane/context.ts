@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../shared/config.ts';
+import type { Config } from './config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { ignore, logIgnoredTo } from '../shared/errors.ts';
 import { ApiKeys } from './auth/api-keys.ts';

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT_PROTOCOL_PATH } from '../shared/agent-protocol.ts';
-import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { unreachableIn } from '../shared/errors.ts';
 // The composition root may import media-agent/ (which otherwise stands alone) to run the embedded default's agent.
 import { AGENT_VERSION, AgentClient } from '../media-agent/client.ts';

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { listenProblem } from '../shared/config.ts';
+import { listenProblem } from './config.ts';
 import { collectProcessMetrics, METRICS_CONTENT_TYPE, scrape } from './metrics.ts';
 
 export type MetricsServer = { url: string; port: number; close(): Promise<void> };

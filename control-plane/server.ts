@@ -6,7 +6,7 @@ import { serve } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
-import { checkDataDir, listenProblem, type Config } from '../shared/config.ts';
+import { checkDataDir, listenProblem, type Config } from './config.ts';
 import { buildApp } from '../http/app.ts';
 import { answerClientErrors } from '../http/client-error.ts';
 import { bootstrapOperator } from './auth/accounts.ts';

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../../shared/config.ts';
+import { loadConfig } from '../../control-plane/config.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
 import { createCompany } from '../../control-plane/companies/create-company.ts';
 import { addPeople } from '../../control-plane/core/people.ts';

@@ -8,7 +8,7 @@
  * frozen lines. Every change is a `vd.platform.billing_month_*` event (the platform audit trail).
  */
 import { sql } from 'kysely';
-import type { Config } from '../../shared/config.ts';
+import type { Config } from '../config.ts';
 import { Conflict, Invalid, NotFound } from '../../shared/errors.ts';
 import type { EventName } from '../../shared/events.ts';
 import type { Who } from '../../shared/who.ts';

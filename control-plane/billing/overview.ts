@@ -6,7 +6,7 @@
  * monthly totals (never the raw usage items), so its cost follows the number of companies.
  */
 import { sql } from 'kysely';
-import type { Config } from '../../shared/config.ts';
+import type { Config } from '../config.ts';
 import type { BillingStatus } from '../infra/db/schema/index.ts';
 import type { Store } from '../infra/db/store.ts';
 import { assertMeterCurrent, monthRange } from '../usage/ledger.ts';

@@ -8,7 +8,7 @@
  * All money is decimal strings computed by the store in NUMERIC.
  */
 import { sql, type RawBuilder } from 'kysely';
-import type { Config } from '../../shared/config.ts';
+import type { Config } from '../config.ts';
 import { Invalid } from '../../shared/errors.ts';
 import type { Who } from '../../shared/who.ts';
 import type { UsageKind } from '../infra/db/schema/index.ts';

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Config } from '../../shared/config.ts';
+import type { Config } from '../config.ts';
 import { OutboundClient } from '../infra/outbound-http/guarded-client.ts';
 import { BucketStore, defaultEndpoint } from './bucket-store.ts';
 import { FolderStore } from './folder-store.ts';

@@ -16,7 +16,7 @@ import parse, { type Family } from 'parse-prometheus-text-format';
 import { sql } from 'kysely';
 import type { RunningControlPlane } from '../../control-plane/server.ts';
 import { emit } from '../../control-plane/infra/runtime/outbox.ts';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
+import { ConfigError, loadConfig } from '../../control-plane/config.ts';
 import { createTestDatabase, testRedisPrefix } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { makeCompany, makeKey, makeOperator, syntheticEvent } from '../support/fixtures.ts';

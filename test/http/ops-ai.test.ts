@@ -14,7 +14,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { WebSocket } from 'ws';
-import { loadConfig } from '../../shared/config.ts';
+import { loadConfig } from '../../control-plane/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
 import { AGENT_PING_LIMIT_MS, CONTROL_PLANE_VERSION } from '../../control-plane/infra/instances/instances.ts';

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { recordingStoreFromConfig } from '../../control-plane/recordings/from-config.ts';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
+import { ConfigError, loadConfig } from '../../control-plane/config.ts';
 
 const t = suite('recording settings');
 const base = { NODE_ENV: 'test', VD_DATA_DIR: 'memory://' };

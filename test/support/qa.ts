@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { sql } from 'kysely';
-import { loadConfig } from '../../shared/config.ts';
+import { loadConfig } from '../../control-plane/config.ts';
 import { newId } from '../../shared/ids.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';

@@ -2,7 +2,7 @@
  * A real control-plane instance on an ephemeral port for HTTP tests, on real Postgres and Redis
  * by default (or on PGlite and in-process coordination when asked).
  */
-import { loadConfig } from '../../shared/config.ts';
+import { loadConfig } from '../../control-plane/config.ts';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/server.ts';
 import type { RuntimeOptions } from '../../control-plane/infra/runtime/runtime.ts';
 import type { ServiceOverrides } from '../../control-plane/context.ts';

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
+import { ConfigError, loadConfig } from '../../control-plane/config.ts';
 import { startControlPlaneProcess, stopProcess, type ControlPlaneProcess } from '../support/processes.ts';
 import { eventually } from '../support/eventually.ts';
 import { sleep } from '../support/sleep.ts';

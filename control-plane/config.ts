@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { parseEnv } from './env.ts';
+import { parseEnv } from '../shared/env.ts';
 
 const bool = z
   .enum(['0', '1', 'true', 'false', ''])
