@@ -73,7 +73,8 @@ t.before(async () => {
   const url = new URL(db.url);
   url.port = String(relay.port);
   prefix = testRedisPrefix();
-  cp = await startTestServer({ databaseUrl: url.toString(), redisPrefix: prefix });
+  // No adoption sweep: an actor is owned only once it is sent an event (the claim test below).
+  cp = await startTestServer({ databaseUrl: url.toString(), redisPrefix: prefix, runtime: { adoptEveryMs: 3_600_000 } });
   owner = await signIn(cp.url, OPERATOR_EMAIL, OPERATOR_PASSWORD);
 });
 
@@ -149,6 +150,27 @@ t('while the store is cut: reads and writes answer 503 unavailable with Retry-Af
     const ready = await call(cp.url, 'GET', '/ready');
     assert.is(ready.status, 503, ready.text);
     assert.is((await call(cp.url, 'GET', '/health')).status, 200);
+  } finally {
+    await relay.open();
+  }
+});
+
+t('an event for an actor nobody owns while the store is cut: the claim fails and the send rejects at once with Unreachable (not retried until its time limit)', async () => {
+  const made = await call(cp.url, 'POST', '/api/platform/tenants', {
+    session: owner,
+    body: { name: 'Unowned', slug: 'unowned-actor', plan: 'standard', owner: { email: 'unowned-owner@example.com', name: 'Una' } },
+  });
+  assert.is(made.status, 201, made.text);
+  const id = made.body.tenant.id as string;
+  assert.not.ok(cp.services.runtime.owns('company', id), 'not owned before the event');
+  await relay.cut();
+  try {
+    const got = await cp.services.runtime.send('company', id, { type: 'SUSPEND', reason: 'store outage test', by: { kind: 'system', id: null, email: null } }, 60_000).then(
+      (reply) => ({ reply }),
+      (err: unknown) => ({ err }),
+    );
+    assert.ok('err' in got, `rejected, not answered: ${JSON.stringify(got)}`);
+    assert.instance(got.err, Unreachable);
   } finally {
     await relay.open();
   }

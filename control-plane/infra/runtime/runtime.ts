@@ -138,10 +138,12 @@ export class ActorRuntime {
   /**
    * Delivers `event` to the actor wherever its owner runs and waits for the answer: `sendMany`
    * for one actor. Claims the actor when nobody owns it; retries while an owner dies and its
-   * lease runs out.
+   * lease runs out. A claim that fails (the store cannot be reached) rejects at once with its
+   * error: one request waits for nothing that cannot come (its caller answers 503 with
+   * Retry-After), where a batch goes on with its other actors.
    */
   async send(kind: string, id: string, event: ActorEvent, timeoutMs = 20_000): Promise<ActorReply> {
-    return (await this.sendMany(kind, [id], event, timeoutMs)).get(id)!;
+    return (await this.sendMany(kind, [id], event, timeoutMs, 'reject')).get(id)!;
   }
 
   /**
@@ -149,9 +151,10 @@ export class ActorRuntime {
    * instance owns take it together: each actor's queue is waited for, then all their transitions
    * are written in one transaction (snapshots fenced by their epochs, rows locked in id order).
    * Actors owned elsewhere get it the same way on their owner, one request per owner; unowned
-   * ones are claimed first. Retries while owners die (and while a claim fails); answers per id.
+   * ones are claimed first. Retries while owners die (and, unless `claimFailed` is 'reject',
+   * while a claim fails); answers per id.
    */
-  async sendMany(kind: string, ids: string[], event: ActorEvent, timeoutMs = 20_000): Promise<Map<string, ActorReply>> {
+  async sendMany(kind: string, ids: string[], event: ActorEvent, timeoutMs = 20_000, claimFailed: 'retry' | 'reject' = 'retry'): Promise<Map<string, ActorReply>> {
     this.#def(kind);
     const req = randomUUID();
     const until = Date.now() + timeoutMs;
@@ -181,9 +184,13 @@ export class ActorRuntime {
         } else byHolder.set(h.holder, [...(byHolder.get(h.holder) ?? []), id]);
       });
       let claimed = 0;
+      let claimError: unknown = null;
       const claims = Promise.all(
         unowned.map(async (id) => {
-          const c = await this.#claim(kind, id).catch(() => false);
+          const c = await this.#claim(kind, id).catch((err: unknown) => {
+            if (claimFailed === 'reject') claimError ??= err;
+            return false;
+          });
           if (c === 'missing') answers.set(id, { ok: false, code: 'not_found', message: `no ${kind} ${id}` });
           else {
             if (c) claimed++;
@@ -209,6 +216,7 @@ export class ActorRuntime {
         }
       });
       await Promise.all([claims, applied, ...forwarded]);
+      if (claimError !== null) throw claimError;
       todo = later;
       // Nothing moved this round (the coordinator away, an owner dying, a claim lost): wait a little.
       if (todo.length && answers.size === answered && claimed === 0) await sleep(wait);
