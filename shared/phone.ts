@@ -10,7 +10,7 @@ import type { CountryCode } from 'libphonenumber-js/max';
  * the metadata's own pattern string (the RegExps have no `g` or `y` flag, so `test` keeps no
  * state between calls). The rest of the library is untouched. When the line is not found (a new
  * version wrote it otherwise) the module loads unchanged and `PHONE_PATTERNS_KEPT` is false.
- * test/shared/phone.test.ts compares every answer with the untouched CommonJS build on a large
+ * phone.test.ts (beside it) compares every answer with the untouched CommonJS build on a large
  * sample; bench/phone.bench.ts measures both.
  *
  * Measured (issue 29): `BENCH_ROUNDS=3 node bench/phone.bench.ts`, the two sides alternated in

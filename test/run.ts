@@ -4,7 +4,17 @@
  * process, reads uvu's totals, and counts a file as failed when its totals are missing, short of
  * its test count, or its process exits non-zero or hangs. It ends with `N passed, N failed`.
  *
- * Usage: node test/run.ts [filter…]   (a filter keeps files whose path contains it)
+ * Usage: node test/run.ts [--tier pure,store,processes] [filter…]   (a filter keeps files whose
+ * path contains it)
+ *
+ * Test files are found in `test/` and beside the code (`control-plane/`, `dialer/`, `http/`,
+ * `media-agent/`, `shared/`), in three tiers (all three by default, as `npm test` and CI run them):
+ * - `pure`: the files beside the code, which need nothing but the module they test (no store, no
+ *   Redis, no process, no socket): seconds in all (`npm run test:pure`);
+ * - `store`: the suites in `test/` on Postgres, Redis and servers in the test's own process;
+ * - `processes`: the suites in `test/` that run other processes or a browser (PROCESS_SUITES):
+ *   the fault suite, Chromium, media agents on drachtio, instances restarted. `npm run test:quick`
+ *   runs the first two.
  *
  * Files start longest first, by the times in `test/durations.json` (a file not in it first of
  * all: it may be long), so that two long files do not end the run one after the other while the
@@ -25,10 +35,19 @@ const FILE_TIMEOUT_MS = Number(process.env.VD_TEST_FILE_TIMEOUT_MS ?? 600_000);
 const fileTimeout = () => FILE_TIMEOUT_MS * Math.min(3, loadScale());
 const PARALLEL = Number(process.env.VD_TEST_PARALLEL ?? 2);
 
+/** Where test files are: `test/`, and beside the code. */
+const TEST_ROOTS = ['control-plane', 'dialer', 'http', 'media-agent', 'shared', 'test'];
+/** The suites of `test/` in the `processes` tier, by path. */
+const PROCESS_SUITES = [/^test\/faults\//, /^test\/console\/console-browser-/, /^test\/http\/docs-browser\./, /^test\/media-agent\/drachtio-/, /^test\/readme-tour\./, /-restart\.test\.ts$/, /-crash\.test\.ts$/, /^test\/control-plane\/durability\./];
+const TIERS = ['pure', 'store', 'processes'] as const;
+type Tier = (typeof TIERS)[number];
+const tierOf = (rel: string): Tier => (!rel.startsWith('test/') ? 'pure' : PROCESS_SUITES.some((r) => r.test(rel)) ? 'processes' : 'store');
+
 function findTests(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
+    if (name === 'node_modules') continue;
     if (statSync(p).isDirectory()) out.push(...findTests(p));
     else if (name.endsWith('.test.ts')) out.push(p);
   }
@@ -82,8 +101,17 @@ const DURATIONS = join(ROOT, 'test', 'durations.json');
 const durations: Record<string, number> = existsSync(DURATIONS) ? JSON.parse(readFileSync(DURATIONS, 'utf8')) : {};
 const known = (f: string) => durations[relative(ROOT, f)] ?? Infinity;
 
-const filters = process.argv.slice(2);
-const files = findTests(join(ROOT, 'test'))
+const args = process.argv.slice(2);
+const tierAt = args.indexOf('--tier');
+const tiers = tierAt === -1 ? [...TIERS] : (args.splice(tierAt, 2)[1] ?? '').split(',');
+const unknownTier = tiers.find((x) => !(TIERS as readonly string[]).includes(x));
+if (unknownTier !== undefined) {
+  console.error(`--tier takes ${TIERS.join(', ')} (comma-separated), not '${unknownTier}'`);
+  process.exit(2);
+}
+const filters = args;
+const files = TEST_ROOTS.flatMap((d) => findTests(join(ROOT, d)))
+  .filter((f) => tiers.includes(tierOf(relative(ROOT, f))))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort((a, b) => known(b) - known(a) || a.localeCompare(b));
 const results: FileResult[] = [];

@@ -66,7 +66,7 @@ type Lane<T> = { queue: T[]; slots: number };
  * - written (`written`): no longer held. A send that never left (`notSent`) and a queued delivery
  *   handed back (`dropQueued`, `dropAll`, a stale one in `start`) are no longer held at once.
  *
- * Invariants (test/integrations/lanes-counts.test.ts): `held` = queued + slots taken + answered
+ * Invariants (lanes-counts.test.ts, beside it): `held` = queued + slots taken + answered
  * and released but not written; `slots` = Σ each lane's slots; `sending` ≤ `slots` ≤ `maxInFlight`
  * (each lane's at most the limit it was started under); a lane with nothing queued and no slot
  * taken is forgotten. Pure: no clock, no store.

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { PaceBucket, pace, type PaceInput } from '../../dialer/pacing.ts';
+import { PaceBucket, pace, type PaceInput } from './pacing.ts';
 
 const t = suite('dialer pacing');
 

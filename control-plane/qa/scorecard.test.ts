@@ -1,9 +1,9 @@
 /** The QA Bot's arithmetic, the built-in scorer's rules at their edges, and the strict check of a model's answer. */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { builtinAnswers, type CallFacts } from '../../control-plane/qa/builtin-scorer.ts';
-import { AiScoringError, modelAnswers } from '../../control-plane/qa/ai-scorer.ts';
-import { DEFAULT_SCORECARD, percentage, tally, type Answer, type Criterion } from '../../control-plane/qa/scorecard.ts';
+import { builtinAnswers, type CallFacts } from './builtin-scorer.ts';
+import { AiScoringError, modelAnswers } from './ai-scorer.ts';
+import { DEFAULT_SCORECARD, percentage, tally, type Answer, type Criterion } from './scorecard.ts';
 
 const t = suite('qa scorecard');
 

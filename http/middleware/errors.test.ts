@@ -7,8 +7,8 @@
 import { Hono } from 'hono';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { onError } from '../../http/middleware/errors.ts';
-import type { AppEnv } from '../../http/env.ts';
+import { onError } from './errors.ts';
+import type { AppEnv } from '../env.ts';
 import { ApiError, Conflict, Forbidden, Invalid, NotFound, TooLarge, TooMany, Unauthenticated, Unavailable, Unreachable, ignore, ignored, logIgnoredTo } from '../../shared/errors.ts';
 
 const t = suite('error mapping');

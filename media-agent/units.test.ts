@@ -4,10 +4,10 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseAgentMessage, parseControlMessage } from '../../shared/agent-protocol.ts';
-import { SimulatedTrunk, type SimulatedPlan } from '../../media-agent/simulated-trunk.ts';
-import { loadAgentConfig } from '../../media-agent/config.ts';
-import type { TrunkCall, TrunkEvent } from '../../media-agent/trunk.ts';
+import { parseAgentMessage, parseControlMessage } from '../shared/agent-protocol.ts';
+import { SimulatedTrunk, type SimulatedPlan } from './simulated-trunk.ts';
+import { loadAgentConfig } from './config.ts';
+import type { TrunkCall, TrunkEvent } from './trunk.ts';
 
 const t = suite('agent protocol parser and simulated trunk');
 

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { PHONE_KEYS, TRANSCRIPT_KEYS, isPlainNumber, maskNumber, maskPhoneNumbers } from '../../shared/masking.ts';
+import { PHONE_KEYS, TRANSCRIPT_KEYS, isPlainNumber, maskNumber, maskPhoneNumbers } from './masking.ts';
 
 const t = suite('phone number masking');
 

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createActor, SimulatedClock } from 'xstate';
-import { companyMachine, companyRefusal, RETRY_BASE_MS, type CompanyEvent } from '../../control-plane/companies/company.machine.ts';
+import { companyMachine, companyRefusal, RETRY_BASE_MS, type CompanyEvent } from './company.machine.ts';
 
 const by = { kind: 'operator' as const, id: 'opr_1', email: 'op@example.com' };
 const REASON = 'billing overdue';

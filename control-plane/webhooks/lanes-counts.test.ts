@@ -7,7 +7,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { Lanes } from '../../control-plane/webhooks/lanes.ts';
+import { Lanes } from './lanes.ts';
 
 const t = suite('webhook lane counts');
 

@@ -6,7 +6,7 @@
 import { parse } from 'csv-parse/sync';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { csvCell, toCsv } from '../../control-plane/billing/csv.ts';
+import { csvCell, toCsv } from './csv.ts';
 
 test('text cells starting with = + - @ tab CR or NUL get a leading quote; others are left alone', () => {
   for (const start of ['=', '+', '-', '@', '\t', '\r', '\0']) {

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { MAX_PATTERNS, checkPattern, checkPatterns, matchesPattern } from '../../control-plane/webhooks/event-patterns.ts';
+import { MAX_PATTERNS, checkPattern, checkPatterns, matchesPattern } from './event-patterns.ts';
 
 const t = suite('event patterns');
 

@@ -1,7 +1,7 @@
 /** Durations read while a file streams past: WAV headers (sized and streamed), MP3 frame headers and Xing counts. */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { AudioInfo } from '../../control-plane/recordings/audio-info.ts';
+import { AudioInfo } from './audio-info.ts';
 import { wavHeader } from '../../media-agent/wav.ts';
 
 const t = suite('audio duration');

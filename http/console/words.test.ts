@@ -5,7 +5,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { capWords, eventChoices, eventWords, idleWords, usageItem, usageItemText } from '../../http/console/words.ts';
+import { capWords, eventChoices, eventWords, idleWords, usageItem, usageItemText } from './words.ts';
 import { EVENT_NAMES } from '../../shared/events.ts';
 
 const t = suite('console words');

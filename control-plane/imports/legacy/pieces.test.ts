@@ -5,7 +5,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Pieces } from '../../control-plane/imports/legacy/pieces.ts';
+import { Pieces } from './pieces.ts';
 
 const t = suite('legacy import pieces');
 const tick = () => new Promise((r) => setImmediate(r));

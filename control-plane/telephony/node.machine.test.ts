@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createActor } from 'xstate';
-import { nodeMachine, nodeRefusal, type NodeEvent, type NodeInput } from '../../control-plane/telephony/node.machine.ts';
+import { nodeMachine, nodeRefusal, type NodeEvent, type NodeInput } from './node.machine.ts';
 
 const by = { kind: 'operator' as const, id: 'opr_1', email: 'op@example.com' };
 const hello = (epoch: number, extra: Partial<Extract<NodeEvent, { type: 'CONNECTED' }>> = {}): NodeEvent => ({

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chooseNode, freeRoom, type NodeLoad } from '../../control-plane/telephony/node-choice.ts';
+import { chooseNode, freeRoom, type NodeLoad } from './node-choice.ts';
 
 const t = suite('node choice');
 

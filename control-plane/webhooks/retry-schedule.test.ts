@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { FIRST_WAIT_MS, MAX_WAIT_MS, RETRY_AFTER_CAP_MS, retryAfterSeconds, retryWait, SPREAD, stepWait } from '../../control-plane/webhooks/retry-schedule.ts';
+import { FIRST_WAIT_MS, MAX_WAIT_MS, RETRY_AFTER_CAP_MS, retryAfterSeconds, retryWait, SPREAD, stepWait } from './retry-schedule.ts';
 
 const t = suite('webhook retry schedule');
 

@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkNumber, PHONE_PATTERNS_KEPT, toE164 } from '../../shared/phone.ts';
+import { checkNumber, PHONE_PATTERNS_KEPT, toE164 } from './phone.ts';
 
 type Lib = typeof import('libphonenumber-js/max');
 const require = createRequire(import.meta.url);

@@ -7,7 +7,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { IDLE_LANE, laneRoom, paceOf, roomsByFailures } from '../../control-plane/webhooks/lanes.ts';
+import { IDLE_LANE, laneRoom, paceOf, roomsByFailures } from './lanes.ts';
 
 const t = suite('webhook lanes');
 

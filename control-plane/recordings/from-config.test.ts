@@ -1,8 +1,8 @@
 /** The recording store's settings: a bucket needs both keys; the upload limit at its edges; the store chosen. */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { recordingStoreFromConfig } from '../../control-plane/recordings/from-config.ts';
-import { ConfigError, loadConfig } from '../../control-plane/config.ts';
+import { recordingStoreFromConfig } from './from-config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 
 const t = suite('recording settings');
 const base = { NODE_ENV: 'test', VD_DATA_DIR: 'memory://' };
@@ -32,7 +32,7 @@ t('the store the settings name: the folder by default, the bucket (AWS endpoint 
   await folder.close();
   const bucket = recordingStoreFromConfig(loadConfig({ ...base, VD_RECORDINGS_BUCKET: 'recs', VD_RECORDINGS_REGION: 'eu-west-1', VD_RECORDINGS_ACCESS_KEY: 'ak', VD_RECORDINGS_SECRET_KEY: 'sk' }));
   assert.is(bucket.store.kind, 'bucket');
-  const { BucketStore } = await import('../../control-plane/recordings/bucket-store.ts');
+  const { BucketStore } = await import('./bucket-store.ts');
   assert.ok(bucket.store instanceof BucketStore);
   assert.is((bucket.store as InstanceType<typeof BucketStore>).bucket.url('t/r.wav'), 'https://s3.eu-west-1.amazonaws.com/recs/t/r.wav');
   await bucket.close();

@@ -5,7 +5,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createActor } from 'xstate';
-import { applyCommand, CAMPAIGN_TRANSITIONS, campaignMachine, campaignRefusal, CORE_HOLD_REFUSAL, type CampaignEvent } from '../../control-plane/core/campaign.machine.ts';
+import { applyCommand, CAMPAIGN_TRANSITIONS, campaignMachine, campaignRefusal, CORE_HOLD_REFUSAL, type CampaignEvent } from './campaign.machine.ts';
 
 const by = { kind: 'company' as const, id: 'usr_1', email: 'owner@example.com' };
 const t = suite('campaign machine');
