@@ -216,7 +216,6 @@ export class WebhookWorker {
   start(): void {
     this.#unclock = this.#clock.onAdvance?.(() => this.wake()) ?? null;
     this.#loop.start();
-    if (process.env.H3_DEBUG) setInterval(() => console.error('DBG', { held: this.#lanes.held, slots: this.#lanes.slots, sending: this.#lanes.sending, lanes: [...this.#lanes.ids()].length, running: this.#loop.running, behind: this.#behind, waiting: this.#waiting, seen: this.#waitingSeen, gated: this.#gated, outcomes: this.#outcomes.length, flushing: !!this.#flushing }), 2000).unref();
   }
 
   /** Looks for due deliveries now (after a Switch on, a Retry, or a move of the clock). */
@@ -314,7 +313,6 @@ export class WebhookWorker {
       const claimedAt = performance.now();
       const lanes = [...this.#lanes.ids()].map((id) => ({ id, room: this.#laneRoom(id) }));
       const got = await claimDue(this.#store, { now: this.#clock.now(), limit, instance: this.#instance, leaseMs: this.#leaseMs, perConnection: this.#perConnection, lanes });
-      if (process.env.H3_DEBUG) console.error('POLL', limit, lanes.length, got.length);
       this.#accept(got, claimedAt);
       if (this.#stopped) return;
       // Nothing more was due while every lane here had room: what was left unleased up to the
@@ -363,7 +361,6 @@ export class WebhookWorker {
       .post(item.target.url, item.body, messageHeaders(item.body, item.subject, item.id, at, item.target), { startBy: item.startBy })
       // The client reports every network outcome; anything else is still an outcome, so the slot is freed.
       .catch((err: Error) => ({ kind: 'error' as const, durationMs: performance.now() - started, message: String(err?.message ?? err) }));
-    if (process.env.H3_DEBUG && !delivered(result)) console.error('RES', JSON.stringify(result).slice(0, 200));
     if (result.kind === 'not_sent') {
       this.#notSent(item);
       return;
