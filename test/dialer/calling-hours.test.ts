@@ -114,7 +114,7 @@ t("a window on the callee's Sunday while it is still Saturday in UTC; UTC+14 and
   await eventually('New York called on its Sunday', () => called([ny.phone_number]).length === 1, 20_000);
 });
 
-t('a company pause lifted over a campaign whose callees are all outside their hours: it reads outside_calling_hours again, not the pause', async () => {
+t('a company pause, then a global one, lifted over a campaign whose callees are all outside their hours: it reads outside_calling_hours again, not the pause', async () => {
   clock.set(Date.parse('2026-12-03T03:00:00Z')); // Wed 22:00 in New York
   const co = await makeCompany(cp);
   const operator = await makeOperator(cp, ['platform_owner']);
@@ -125,13 +125,17 @@ t('a company pause lifted over a campaign whose callees are all outside their ho
     return r.idle_reason === 'outside_calling_hours' && r.next_window_at?.toISOString() === '2026-12-03T13:00:00.000Z';
   };
   await eventually('New York waits for Thursday 08:00', waiting, 20_000);
-  const path = `/api/platform/ops/dialing/tenants/${co.tenantId}`;
-  const paused = await call(cp.url, 'PUT', path, { session: operator, body: { paused: true, reason: 'calling hours test' } });
-  assert.is(paused.status, 200, paused.text);
-  await eventually('the pause is the idle reason', async () => (await campaignRow(campaignId)).idle_reason === 'platform_paused', 20_000);
-  const lifted = await call(cp.url, 'PUT', path, { session: operator, body: { paused: false } });
-  assert.is(lifted.status, 200, lifted.text);
-  await eventually('outside_calling_hours again once the pause is lifted', waiting, 20_000);
+  for (const path of [`/api/platform/ops/dialing/tenants/${co.tenantId}`, '/api/platform/ops/dialing/global']) {
+    const paused = await call(cp.url, 'PUT', path, { session: operator, body: { paused: true, reason: 'calling hours test' } });
+    assert.is(paused.status, 200, paused.text);
+    try {
+      await eventually(`the pause (${path}) is the idle reason`, async () => (await campaignRow(campaignId)).idle_reason === 'platform_paused', 20_000);
+    } finally {
+      const lifted = await call(cp.url, 'PUT', path, { session: operator, body: { paused: false } });
+      assert.is(lifted.status, 200, lifted.text);
+    }
+    await eventually(`outside_calling_hours again once the pause (${path}) is lifted`, waiting, 20_000);
+  }
   assert.equal(called([ny.phone_number]), []);
 });
 
