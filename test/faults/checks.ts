@@ -375,7 +375,7 @@ async function noActorLost(input: CheckInput, byId: Map<string, CallRow>): Promi
     if (String(c.value) !== c.state) problems.push({ campaign: c.id, problem: 'row and actor disagree', row: c.state, actor: c.value });
     if (c.state === 'running') {
       running++;
-      if (!recent.get(c.id)) problems.push({ campaign: c.id, problem: 'running but dialed nothing after the faults', idle_reason: c.idle_reason, people_left: c.left });
+      if (!recent.get(c.id)) problems.push({ campaign: c.id, problem: 'running but dialed nothing after the faults', idle_reason_after_the_final_pause: c.idle_reason, people_left: c.left });
     } else if (c.state === 'completed') {
       completed++;
       if (c.left > 0) problems.push({ campaign: c.id, problem: 'completed with people left to call', left: c.left });
