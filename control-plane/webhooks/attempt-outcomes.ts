@@ -107,7 +107,11 @@ export async function finishAttempts(store: Store, outcomes: Outcome[], random: 
         first_attempt_at = v.first_attempt_at, give_up_at = v.give_up_at, delivered_at = v.delivered_at,
         given_up_at = v.given_up_at, last_status = v.last_status, last_outcome = v.last_outcome,
         lease_owner = null, lease_token = null, lease_until = null
-      from v where d.id = v.id and d.lease_token = v.token
+      -- The ids again as an array: the deliveries are found by their key whatever the table's
+      -- statistics say. Joined on v alone, a table analyzed while small (a backlog on a new or
+      -- quiet store) was read whole for every batch until the next analyze (bench/webhooks: 109
+      -- such statements over 3 ms, 849 ms in all, in one 20,000-event backlog; 39, 213 ms, with this).
+      from v where d.id = v.id and d.lease_token = v.token and d.id = any(array(select id from v))
       returning v.*, d.created_at),
     -- The open row follows: gone once delivered (the common case: a delete, no index entry
     -- written), else moved to the new state.
