@@ -99,8 +99,11 @@ t('a campaign outside its calling window says why at the top of its page, in wor
   }, 30_000);
   const opens = new Date(row.next_window_at!);
   assert.is(newYorkTime(opens), start, 'the window opens at its start in New York');
+  // The banner may already stand with an earlier reason (no_capacity: this test has no media node,
+  // and a campaign that has not claimed yet reads it until its claim finds everyone outside their
+  // window): wait for its words, then check them whole.
   const banner = company.locator('#why p.why');
-  await banner.waitFor({ timeout: 25_000 * loadScale() });
+  await company.locator('#why p.why', { hasText: 'outside calling hours' }).waitFor({ timeout: 25_000 * loadScale() });
   assert.match(await text(company, '#why'), /^Not dialing: outside calling hours outside_calling_hours\. Everyone due is outside their calling hours \(in their own time zone\)\. Calling starts again at .+\.$/);
   assert.is(await text(company, '#why code.hint'), 'outside_calling_hours');
   const time = company.locator('#why time');
