@@ -4,19 +4,15 @@
  * (`.catch(() => {})`, an empty `catch {}`, an `'error'` listener that does nothing): each goes
  * through `ignore`/`ignored` with its reason, but for the few fallbacks listed here.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { sourceFiles } from './sizes.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const t = suite('error model');
 
-function sources(dir: string): string[] {
-  return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => relative(ROOT, join(e.parentPath, e.name)));
-}
 
 const SILENT = /\.catch\(\s*\(\s*_?\w*\s*\)\s*=>\s*(\{\s*\}|undefined|null|void 0)\s*\)|\.on\('error', \(\) => \{\}\)|\bcatch\s*(\(\s*\w*\s*\))?\s*\{(\s*(\/\/[^\n]*\n|\/\*[\s\S]*?\*\/))*\s*\}/g;
 
@@ -36,7 +32,7 @@ function silentIn(text: string): Array<{ line: number; text: string }> {
 }
 
 t('control-plane/ and dialer/ throw domain errors, never ApiError', () => {
-  const files = [...sources('control-plane'), ...sources('dialer')];
+  const files = sourceFiles(ROOT, ['control-plane', 'dialer']);
   assert.ok(files.length > 150, `only ${files.length} files read`);
   const found = files.filter((f) => /\bApiError\b/.test(readFileSync(join(ROOT, f), 'utf8')));
   assert.equal(found, []);
@@ -44,7 +40,7 @@ t('control-plane/ and dialer/ throw domain errors, never ApiError', () => {
 
 t('no silent catch in control-plane, dialer, http, media-agent or shared, but the fallbacks listed', () => {
   const found: string[] = [];
-  for (const f of ['control-plane', 'dialer', 'http', 'media-agent', 'shared'].flatMap(sources)) {
+  for (const f of sourceFiles(ROOT, ['control-plane', 'dialer', 'http', 'media-agent', 'shared'])) {
     for (const s of silentIn(readFileSync(join(ROOT, f), 'utf8'))) {
       if (!FALLBACKS.some(([file, line]) => file === f && s.text.includes(line))) found.push(`${f}:${s.line}: ${s.text}`);
     }

@@ -4,10 +4,11 @@
  * Postgres or Redis, a browser, or Node's process, network and HTTP modules; a test that needs one
  * of those belongs in `test/`.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { sourceFiles } from './sizes.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const t = suite('pure tests');
@@ -21,17 +22,9 @@ export function impureImports(text: string): string[] {
 }
 
 t('no test beside the code imports a store, a process, a socket, a browser or a helper of test/', () => {
-  const found: string[] = [];
-  let files = 0;
-  for (const dir of BESIDE_THE_CODE) {
-    for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })) {
-      if (!e.isFile() || !e.name.endsWith('.test.ts')) continue;
-      files++;
-      const file = relative(ROOT, join(e.parentPath, e.name));
-      for (const spec of impureImports(readFileSync(join(ROOT, file), 'utf8'))) found.push(`${file}: ${spec}`);
-    }
-  }
-  assert.ok(files >= 19, `${files} tests beside the code`);
+  const files = sourceFiles(ROOT, BESIDE_THE_CODE).filter((f) => f.endsWith('.test.ts'));
+  const found = files.flatMap((f) => impureImports(readFileSync(join(ROOT, f), 'utf8')).map((spec) => `${f}: ${spec}`));
+  assert.ok(files.length >= 19, `${files.length} tests beside the code`);
   assert.equal(found, []);
 });
 
